@@ -1,0 +1,1 @@
+"""smug-opt: minimal-mask explanations of neural networks, on any exact solver."""
