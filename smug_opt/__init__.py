@@ -1,1 +1,31 @@
-"""smug-opt: minimal-mask explanations of neural networks, on any exact solver."""
+"""smug-opt: minimal-mask explanations of neural networks, on any exact solver.
+
+``import smug_opt`` loads no solver and no TensorFlow: backends and model adapters are
+imported when they are used.
+"""
+
+from smug_opt.backend import Backend, Capabilities, RawResult, SolveOptions, Status
+from smug_opt.ir import Problem, ProblemBuilder, Sense, VarKind
+from smug_opt.registry import available_backends, backend_infos
+from smug_opt.result import SolveResult
+from smug_opt.solve import solve
+from smug_opt.verify import Verification, verify
+
+__all__ = [
+    "Backend",
+    "Capabilities",
+    "Problem",
+    "ProblemBuilder",
+    "RawResult",
+    "Sense",
+    "SolveOptions",
+    "SolveResult",
+    "Status",
+    "VarKind",
+    "Verification",
+    "available_backends",
+    "backend_infos",
+    "solve",
+    "verify",
+]
+__version__ = "0.1.0"

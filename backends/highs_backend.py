@@ -1,0 +1,104 @@
+"""HiGHS through highspy: the MILP lowering of :mod:`smug_opt.bridges.milp`."""
+
+from __future__ import annotations
+
+import importlib.metadata
+from typing import Any, ClassVar
+
+import numpy as np
+
+from smug_opt.backend import (
+    Backend,
+    Capabilities,
+    IncumbentCallback,
+    RawResult,
+    SolveOptions,
+    Status,
+)
+from smug_opt.bridges import MilpForm, to_milp
+from smug_opt.ir import Problem
+
+__all__ = ["HighsBackend"]
+
+_INTEGRALITY_TOLERANCE = 1e-9
+
+
+class HighsBackend(Backend):
+    """HiGHS branch-and-cut (highspy), strict rows by margin, ReLU by big-M."""
+
+    name: ClassVar[str] = "highs"
+    description: ClassVar[str] = "HiGHS MILP via highspy (margins for strict rows, big-M ReLU)"
+    requires: ClassVar[tuple[str, ...]] = ("highspy",)
+    extra: ClassVar[str] = "highs"
+    capabilities: ClassVar[Capabilities] = Capabilities(relu=True, incumbents=True)
+    levels: ClassVar[int] = 4
+
+    @classmethod
+    def solver_version(cls) -> str:
+        return f"HiGHS {importlib.metadata.version('highspy')}"
+
+    def lower(self, problem: Problem, options: SolveOptions, level: int) -> Any:
+        import highspy
+
+        form = to_milp(problem, level)
+        h = highspy.Highs()
+        h.setOptionValue("output_flag", bool(options.verbose))
+        lp = highspy.HighsLp()
+        lp.num_col_ = form.num_cols
+        lp.num_row_ = form.num_rows
+        lp.col_cost_ = form.objective
+        lp.col_lower_ = form.col_lb
+        lp.col_upper_ = form.col_ub
+        lp.row_lower_ = np.where(np.isinf(form.row_lo), -highspy.kHighsInf, form.row_lo)
+        lp.row_upper_ = np.where(np.isinf(form.row_hi), highspy.kHighsInf, form.row_hi)
+        csc = form.A.tocsc()
+        lp.a_matrix_.format_ = highspy.MatrixFormat.kColwise
+        lp.a_matrix_.start_ = csc.indptr.astype(np.int32)
+        lp.a_matrix_.index_ = csc.indices.astype(np.int32)
+        lp.a_matrix_.value_ = csc.data
+        lp.integrality_ = [highspy.HighsVarType.kInteger if i else highspy.HighsVarType.kContinuous
+                           for i in form.integer]
+        h.passModel(lp)
+        return h, form
+
+    def optimize(self, model: Any, problem: Problem, options: SolveOptions,
+                 on_incumbent: IncumbentCallback) -> RawResult:
+        import highspy
+
+        h, form = model
+        form: MilpForm
+        if options.time_limit is not None:
+            h.setOptionValue("time_limit", float(options.time_limit))
+        h.setOptionValue("threads", int(options.threads))
+        h.setOptionValue("random_seed", int(options.seed))
+        h.setOptionValue("mip_rel_gap", float(options.relative_gap))
+        h.setOptionValue("mip_abs_gap", 0.0)
+        h.setOptionValue("mip_feasibility_tolerance", _INTEGRALITY_TOLERANCE)
+        for key, value in options.extras.items():
+            h.setOptionValue(str(key), value)
+
+        def improving(event: Any) -> None:
+            sol = np.asarray(event.data_out.mip_solution, dtype=np.float64)
+            if sol.size >= form.num_problem_vars:
+                on_incumbent(form.problem_values(sol), float(event.data_out.objective_function_value))
+
+        h.cbMipImprovingSolution.subscribe(improving)
+        h.run()
+        status = h.getModelStatus()
+        info = h.getInfo()
+        name = h.modelStatusToString(status)
+        has_sol = info.primal_solution_status == 2  # kSolutionStatusFeasible
+        x = form.problem_values(h.getSolution().col_value) if has_sol else None
+        objective = float(info.objective_function_value) if has_sol else None
+        bound = float(info.mip_dual_bound) if np.isfinite(info.mip_dual_bound) else None
+        ms = highspy.HighsModelStatus
+        if status == ms.kOptimal:
+            return RawResult(Status.OPTIMAL, x, objective, bound if bound is not None else objective,
+                             name)
+        if status == ms.kInfeasible:
+            return RawResult(Status.INFEASIBLE, solver_status=name)
+        if status in (ms.kTimeLimit, ms.kIterationLimit, ms.kSolutionLimit, ms.kInterrupt,
+                      ms.kObjectiveBound, ms.kObjectiveTarget, ms.kMemoryLimit):
+            return RawResult(Status.FEASIBLE if has_sol else Status.NO_SOLUTION, x, objective,
+                             bound, name)
+        return RawResult(Status.ERROR, x, objective, bound, name, f"HiGHS stopped: {name}")

@@ -1,0 +1,150 @@
+"""The Backend contract: what a solver plug-in declares and implements, and what a solve returns.
+
+A backend is a plain class registered under the entry-point group ``smug_opt.backends``.
+It declares metadata and capabilities as class variables, lowers a :class:`Problem` to its
+solver's own model at a *tightening level*, and runs it. Everything solver-neutral
+(time-limit enforcement, process isolation, exact verification, retries) is the core's.
+
+Tightening levels: level 0 is a relaxation of the problem (strict rows as non-strict,
+outward rounding): its proven optimum is a valid lower bound. Levels 1, 2, ... are
+increasingly conservative restrictions (margins on strict rows, inward rounding) that
+trade a little optimality for solutions that survive exact verification. A backend that is
+exact by construction declares ``levels = 1`` and solves the problem itself at level 0.
+"""
+
+from __future__ import annotations
+
+import enum
+import importlib.util
+from abc import ABC, abstractmethod
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from typing import Any, ClassVar
+
+import numpy as np
+
+from smug_opt.ir import Problem
+
+__all__ = [
+    "Backend",
+    "Capabilities",
+    "IncumbentCallback",
+    "RawResult",
+    "SolveOptions",
+    "Status",
+]
+
+
+@enum.unique
+class Status(enum.Enum):
+    """One status vocabulary for every solver."""
+
+    OPTIMAL = "optimal"  # proven optimal, solution verified
+    FEASIBLE = "feasible"  # a verified solution, optimality not proven (limit hit)
+    INFEASIBLE = "infeasible"  # proven to have no solution
+    NO_SOLUTION = "no_solution"  # limit hit (or answers rejected) with no verified solution
+    ERROR = "error"  # the solver failed; the message says how
+
+    @property
+    def has_solution(self) -> bool:
+        return self in (Status.OPTIMAL, Status.FEASIBLE)
+
+
+@dataclass(frozen=True)
+class Capabilities:
+    """What a backend honours natively (the core bridges the rest)."""
+
+    strict_inequalities: bool = False
+    real_coefficients: bool = True
+    relu: bool = False
+    incumbents: bool = False  # reports improving solutions while it runs
+    exact: bool = False  # solutions are exact by construction (still verified)
+
+
+@dataclass(frozen=True)
+class SolveOptions:
+    """How to run a solve. ``time_limit`` None means no limit; ``relative_gap`` 0 asks
+    for proven optimality; ``extras`` are backend-specific settings passed through."""
+
+    time_limit: float | None = None
+    threads: int = 1
+    seed: int = 0
+    relative_gap: float = 0.0
+    verbose: bool = False
+    extras: Mapping[str, Any] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        if self.time_limit is not None and not self.time_limit > 0:
+            raise ValueError(f"time_limit must be positive seconds or None, got {self.time_limit!r}")
+        if self.threads < 1:
+            raise ValueError(f"threads must be at least 1, got {self.threads!r}")
+        if not 0 <= self.relative_gap < 1:
+            raise ValueError(f"relative_gap must be in [0, 1), got {self.relative_gap!r}")
+
+
+@dataclass(frozen=True)
+class RawResult:
+    """What a backend's ``optimize`` returns, before the core verifies it.
+
+    ``status`` is the solver's claim about the lowered model: OPTIMAL (proven for the
+    lowered model), FEASIBLE (limit hit with a solution), INFEASIBLE, NO_SOLUTION, ERROR.
+    ``x`` has one value per problem variable (None without a solution); ``bound`` is the
+    solver's proven lower bound on the lowered model's objective (None if unknown).
+    """
+
+    status: Status
+    x: np.ndarray | None = None
+    objective: float | None = None
+    bound: float | None = None
+    solver_status: str = ""
+    message: str = ""
+
+
+IncumbentCallback = Callable[[np.ndarray, float], None]
+"""Called by a backend with each improving solution (values of the problem's variables)."""
+
+
+class Backend(ABC):
+    """Base class of solver plug-ins.
+
+    Subclasses set the class variables and implement :meth:`lower` and :meth:`optimize`;
+    import the solver package inside those methods (never at module import time).
+    """
+
+    name: ClassVar[str]
+    description: ClassVar[str] = ""
+    requires: ClassVar[tuple[str, ...]] = ()  # import names of the solver packages
+    extra: ClassVar[str] = ""  # pip extra that installs them: smug-opt[extra]
+    capabilities: ClassVar[Capabilities] = Capabilities()
+    levels: ClassVar[int] = 1  # tightening levels the backend implements
+
+    def __repr__(self) -> str:
+        return f"<{type(self).__name__} {self.name!r}>"
+
+    @classmethod
+    def unavailable_reason(cls) -> str | None:
+        """None when every required package is importable, else what to install."""
+        missing = [m for m in cls.requires if importlib.util.find_spec(m) is None]
+        if not missing:
+            return None
+        hint = f'pip install "smug-opt[{cls.extra}]"' if cls.extra else f"pip install {missing[0]}"
+        return f"missing Python package(s) {', '.join(missing)}: {hint}"
+
+    @classmethod
+    def solver_version(cls) -> str:
+        """The solver's name and version, e.g. ``"HiGHS 1.16.0"``."""
+        return "unknown"
+
+    @abstractmethod
+    def lower(self, problem: Problem, options: SolveOptions, level: int) -> Any:
+        """Build the solver's own model of ``problem`` at tightening ``level``."""
+
+    @abstractmethod
+    def optimize(
+        self,
+        model: Any,
+        problem: Problem,
+        options: SolveOptions,
+        on_incumbent: IncumbentCallback,
+    ) -> RawResult:
+        """Solve a lowered model within ``options.time_limit`` (seconds, None = none)."""

@@ -1,0 +1,167 @@
+"""Lowering to a plain MILP: non-strict two-sided rows, bounds, integrality, big-M ReLUs.
+
+Every row is scaled by a power of two (exact) so its largest coefficient is about 1.
+Strict rows become non-strict with a margin chosen by the tightening level:
+
+* level 0: no margin (``a·x > b`` becomes ``a·x >= b``): a relaxation, so a proven optimum
+  is a valid lower bound on the strict problem;
+* level L >= 1: strict rows are tightened by ``strict_margin(L, ||a||_1)`` and non-strict
+  rows by the margin of level L-1. The margin covers the solver's feasibility tolerance
+  and the integrality tolerance times the row's 1-norm (rounding a binary by ``tau``
+  moves the activity by at most ``tau·||a||_1``).
+
+ReLUs ``y = max(0, z)`` use the bounds of :func:`relu_preactivation_bounds`: ``u <= 0``
+fixes ``y = 0``, ``l >= 0`` makes ``y = z`` (no binary: stable-neuron elimination), else a
+phase binary ``a`` with ``y >= z``, ``y <= z - l(1 - a)``, ``y <= u·a``, ``y >= 0``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+import scipy.sparse as sp
+
+from smug_opt.bridges.intervals import relu_preactivation_bounds
+from smug_opt.ir import Problem, Sense, VarKind
+
+__all__ = ["MilpForm", "strict_margin", "to_milp"]
+
+_MARGIN_BASE = 1e-7
+
+
+def strict_margin(level: int, row_norm1: np.ndarray | float) -> np.ndarray | float:
+    """The margin a strict row with scaled 1-norm ``row_norm1`` gets at ``level``."""
+    if level <= 0:
+        return 0.0 * np.asarray(row_norm1) if isinstance(row_norm1, np.ndarray) else 0.0
+    return _MARGIN_BASE * 10.0**level * (1.0 + np.asarray(row_norm1) * 1e-1)
+
+
+@dataclass(frozen=True, eq=False)
+class MilpForm:
+    """``min c·v`` s.t. ``row_lo <= A v <= row_hi``, ``col_lb <= v <= col_ub``, integrality.
+
+    The first ``num_problem_vars`` columns are the problem's variables in order; the rest
+    are ReLU phase binaries added by the big-M lowering.
+    """
+
+    A: sp.csr_matrix
+    row_lo: np.ndarray
+    row_hi: np.ndarray
+    col_lb: np.ndarray
+    col_ub: np.ndarray
+    integer: np.ndarray
+    objective: np.ndarray
+    num_problem_vars: int
+    level: int
+
+    @property
+    def num_rows(self) -> int:
+        return int(self.A.shape[0])
+
+    @property
+    def num_cols(self) -> int:
+        return int(self.A.shape[1])
+
+    def problem_values(self, values: np.ndarray) -> np.ndarray:
+        """The problem's variables out of a full column vector."""
+        return np.asarray(values, dtype=np.float64)[: self.num_problem_vars]
+
+
+def _pow2_row_scale(A: sp.csr_matrix) -> np.ndarray:
+    amax = np.zeros(A.shape[0])
+    nz = np.diff(A.indptr) > 0
+    if A.nnz:
+        amax[nz] = np.maximum.reduceat(np.abs(A.data), A.indptr[:-1][nz])
+    scale = np.ones(A.shape[0])
+    scale[nz] = np.exp2(-np.round(np.log2(amax[nz])))
+    return scale
+
+
+def to_milp(problem: Problem, level: int = 0) -> MilpForm:
+    """Lower ``problem`` to a :class:`MilpForm` at tightening ``level``."""
+    n = problem.num_vars
+    z_lo, z_hi, lb, ub = relu_preactivation_bounds(problem)
+    rows, lo_parts, hi_parts = [problem.A], [], []
+
+    senses = problem.senses
+    rhs = problem.rhs
+    lo = np.where((senses == Sense.GE) | (senses == Sense.GT) | (senses == Sense.EQ), rhs, -np.inf)
+    hi = np.where((senses == Sense.LE) | (senses == Sense.LT) | (senses == Sense.EQ), rhs, np.inf)
+    lo_parts.append(lo)
+    hi_parts.append(hi)
+    strict = (senses == Sense.GT) | (senses == Sense.LT)
+    nonstrict = (senses == Sense.GE) | (senses == Sense.LE)
+
+    relu_in = problem.relu_in
+    assert relu_in is not None
+    phase_rows: list[sp.csr_matrix] = []
+    n_phase = 0
+    relu_blocks = []
+    for k in range(problem.num_relus):
+        y = int(problem.relu_out[k])
+        start, stop = relu_in.indptr[k], relu_in.indptr[k + 1]
+        cols = relu_in.indices[start:stop]
+        a = relu_in.data[start:stop]
+        c = problem.relu_const[k]
+        l_k, u_k = z_lo[k], z_hi[k]
+        if u_k <= 0:
+            ub[y] = min(ub[y], 0.0)
+            lb[y] = max(lb[y], 0.0)
+            continue
+        # y - e·x  (as a row over problem vars)
+        base_cols = np.concatenate([[y], cols])
+        base_vals = np.concatenate([[1.0], -a])
+        if l_k >= 0:
+            relu_blocks.append((base_cols, base_vals, None, c, c))
+            continue
+        phase = n + n_phase
+        n_phase += 1
+        relu_blocks.append((base_cols, base_vals, None, c, np.inf))            # y >= z
+        relu_blocks.append((base_cols, base_vals, (phase, -l_k), -np.inf, c - l_k))  # y <= z - l(1-a)
+        relu_blocks.append((np.array([y]), np.array([1.0]), (phase, -u_k), -np.inf, 0.0))  # y <= u a
+    total_cols = n + n_phase
+    A0 = sp.csr_matrix(problem.A, shape=(problem.num_rows, n))
+    A0.resize((problem.num_rows, total_cols))
+    rows[0] = A0
+    if relu_blocks:
+        r_idx, c_idx, vals, blo, bhi = [], [], [], [], []
+        for i, (bc, bv, extra, rlo, rhi) in enumerate(relu_blocks):
+            if extra is not None:
+                bc = np.concatenate([bc, [extra[0]]])
+                bv = np.concatenate([bv, [extra[1]]])
+            r_idx.append(np.full(bc.size, i))
+            c_idx.append(bc)
+            vals.append(bv)
+            blo.append(rlo)
+            bhi.append(rhi)
+        block = sp.csr_matrix(
+            (np.concatenate(vals), (np.concatenate(r_idx), np.concatenate(c_idx))),
+            shape=(len(relu_blocks), total_cols),
+        )
+        block.sum_duplicates()
+        phase_rows.append(block)
+        lo_parts.append(np.array(blo, dtype=np.float64))
+        hi_parts.append(np.array(bhi, dtype=np.float64))
+    A = sp.vstack(rows + phase_rows, format="csr")
+    row_lo = np.concatenate(lo_parts)
+    row_hi = np.concatenate(hi_parts)
+
+    scale = _pow2_row_scale(A)
+    A = sp.csr_matrix(sp.diags(scale) @ A)
+    row_lo = row_lo * scale
+    row_hi = row_hi * scale
+    if level > 0:
+        m = problem.num_rows
+        norm1 = np.asarray(abs(A[:m]).sum(axis=1)).ravel()
+        tighten = np.where(strict, strict_margin(level, norm1),
+                           np.where(nonstrict, strict_margin(level - 1, norm1), 0.0))
+        row_lo[:m] = np.where(np.isfinite(row_lo[:m]), row_lo[:m] + tighten, row_lo[:m])
+        row_hi[:m] = np.where(np.isfinite(row_hi[:m]), row_hi[:m] - tighten, row_hi[:m])
+
+    integer = np.concatenate([problem.kinds == VarKind.BINARY, np.ones(n_phase, dtype=bool)])
+    col_lb = np.concatenate([lb, np.zeros(n_phase)])
+    col_ub = np.concatenate([ub, np.ones(n_phase)])
+    objective = np.concatenate([problem.objective, np.zeros(n_phase)])
+    return MilpForm(A=A, row_lo=row_lo, row_hi=row_hi, col_lb=col_lb, col_ub=col_ub,
+                    integer=integer, objective=objective, num_problem_vars=n, level=level)

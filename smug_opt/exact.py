@@ -1,0 +1,68 @@
+"""Exact arithmetic on float64 data: every float is a dyadic rational ``m·2**e``.
+
+Sums and products of dyadic rationals stay dyadic, so a value is kept as a pair of Python
+integers ``(m, e)`` meaning ``m·2**e``: no gcd, no rounding, fast enough for whole rows.
+"""
+
+from __future__ import annotations
+
+from fractions import Fraction
+
+import numpy as np
+
+__all__ = ["Dyadic", "dot", "from_float", "from_floats", "sign", "to_float", "to_fraction"]
+
+Dyadic = tuple[int, int]
+"""``(m, e)``: the exact value ``m * 2**e``."""
+
+ZERO: Dyadic = (0, 0)
+
+
+def from_floats(values: np.ndarray) -> tuple[list[int], list[int]]:
+    """Mantissas and exponents of float64 values, exactly: ``values[i] == m[i]·2**e[i]``."""
+    mant, exp = np.frexp(np.asarray(values, dtype=np.float64))
+    m = np.ldexp(mant, 53).astype(np.int64)
+    e = exp.astype(np.int64) - 53
+    return m.tolist(), e.tolist()
+
+
+def from_float(value: float) -> Dyadic:
+    """The exact dyadic value of one float."""
+    ms, es = from_floats(np.array([value]))
+    return ms[0], es[0]
+
+
+def _sum(terms: list[Dyadic]) -> Dyadic:
+    terms = [t for t in terms if t[0] != 0]
+    if not terms:
+        return ZERO
+    emin = min(e for _, e in terms)
+    return sum(m << (e - emin) for m, e in terms), emin
+
+
+def dot(coefficients: np.ndarray, values: list[Dyadic], const: float = 0.0) -> Dyadic:
+    """``Σ coefficients[i]·values[i] + const`` exactly (``coefficients`` are float64)."""
+    cm, ce = from_floats(coefficients)
+    terms = [(a * m, b + e) for a, b, (m, e) in zip(cm, ce, values, strict=True) if m != 0]
+    terms.append(from_float(const))
+    return _sum(terms)
+
+
+def add(a: Dyadic, b: Dyadic) -> Dyadic:
+    """``a + b`` exactly."""
+    return _sum([a, b])
+
+
+def sign(value: Dyadic) -> int:
+    """-1, 0 or 1."""
+    return (value[0] > 0) - (value[0] < 0)
+
+
+def to_fraction(value: Dyadic) -> Fraction:
+    m, e = value
+    return Fraction(m * (1 << e)) if e >= 0 else Fraction(m, 1 << -e)
+
+
+def to_float(value: Dyadic) -> float:
+    """The float nearest to the exact value (correctly rounded)."""
+    return float(to_fraction(value))

@@ -1,0 +1,100 @@
+"""The result of a solve: status, verified solution, bound, gap, timings and attempts."""
+
+from __future__ import annotations
+
+import math
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+import numpy as np
+
+from smug_opt.backend import Status
+
+__all__ = ["Attempt", "SolveResult", "Timings"]
+
+
+@dataclass(frozen=True)
+class Timings:
+    """Wall-clock seconds by phase. ``lower`` and ``solve`` are measured inside the worker;
+    ``overhead`` is the rest (process hand-off, queueing); ``total`` is end to end."""
+
+    lower: float = 0.0
+    solve: float = 0.0
+    verify: float = 0.0
+    overhead: float = 0.0
+    total: float = 0.0
+
+
+@dataclass(frozen=True)
+class Attempt:
+    """One tightening level tried during a solve."""
+
+    level: int
+    status: str  # the solver's claim about the lowered model
+    solver_status: str
+    objective: float | None
+    verified: bool | None  # None: nothing to verify
+    message: str
+    lower_seconds: float
+    solve_seconds: float
+
+
+@dataclass(frozen=True)
+class SolveResult:
+    """What :func:`smug_opt.solve` returns.
+
+    ``x`` is the verified solution (binaries exactly 0/1, ReLU outputs recomputed exactly)
+    or None; ``objective`` is its exact objective rounded to float; ``bound`` a proven lower
+    bound on the optimum of the problem as stated (None if none was proven; rounded up
+    when the objective is integral); ``gap`` = (objective − bound) / max(|objective|, 1).
+    A solution that failed exact verification is never returned in ``x``.
+    """
+
+    status: Status
+    x: np.ndarray | None
+    objective: float | None
+    bound: float | None
+    gap: float | None
+    backend: str
+    solver: str
+    verified: bool | None
+    verification: str
+    message: str
+    times: Timings
+    time_limit: float | None
+    attempts: tuple[Attempt, ...] = ()
+    incumbents: tuple[tuple[float, float], ...] = ()  # (seconds since start, objective)
+    peak_memory_mb: float | None = None
+    killed: bool = False
+    metadata: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def has_solution(self) -> bool:
+        return self.x is not None
+
+    def values(self) -> np.ndarray:
+        """The solution; raises ValueError when there is none."""
+        if self.x is None:
+            raise ValueError(f"no solution: the solve ended {self.status.name} ({self.message})")
+        return self.x
+
+    def __repr__(self) -> str:
+        obj = "-" if self.objective is None else f"{self.objective:g}"
+        bound = "-" if self.bound is None else f"{self.bound:g}"
+        return (f"SolveResult({self.status.name}, objective={obj}, bound={bound}, "
+                f"backend={self.backend!r}, {self.times.total:.3f}s)")
+
+    def to_dict(self, *, include_x: bool = True) -> dict[str, Any]:
+        """A JSON-ready dictionary (the solution as a list of numbers when asked)."""
+        out = asdict(self)
+        out["status"] = self.status.name
+        out["x"] = None if self.x is None or not include_x else _json_numbers(self.x)
+        for key in ("objective", "bound", "gap"):
+            value = out[key]
+            if value is not None and not math.isfinite(value):
+                out[key] = None
+        return out
+
+
+def _json_numbers(x: np.ndarray) -> list[float | int]:
+    return [int(v) if float(v).is_integer() else float(v) for v in x.tolist()]

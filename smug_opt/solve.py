@@ -1,0 +1,243 @@
+"""Solve a problem on any registered backend: isolate, enforce the limit, verify, retry.
+
+The loop over tightening levels (see :mod:`smug_opt.backend`): level 0 is a relaxation,
+so when its solution survives exact verification and the solver proved it optimal, it is
+optimal for the problem as stated. Otherwise its bound is kept as a valid lower bound and
+the next, more conservative level is tried, until a solution verifies, the levels run out
+or the time limit is reached. A solution that fails verification is never returned.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from collections.abc import Mapping
+from typing import Any
+
+import numpy as np
+
+from smug_opt.backend import RawResult, SolveOptions, Status
+from smug_opt.ir import Problem
+from smug_opt.registry import backend_class
+from smug_opt.result import Attempt, SolveResult, Timings
+from smug_opt.verify import Verification, snap_binaries, verify
+from smug_opt.workers import AttemptOutcome, run_attempt
+
+__all__ = ["DEFAULT_GRACE", "solve"]
+
+DEFAULT_GRACE = 1.0
+"""Seconds past ``time_limit`` before a worker that has not answered is killed."""
+
+_MAX_INCUMBENT_CHECKS = 5
+
+MAX_NOGOOD_CUTS = 8
+"""How many rejected level-0 assignments are cut off before moving to margins."""
+
+
+def solve(
+    problem: Problem,
+    backend: str = "highs",
+    *,
+    time_limit: float | None = None,
+    threads: int = 1,
+    seed: int = 0,
+    relative_gap: float = 0.0,
+    verbose: bool = False,
+    extras: Mapping[str, Any] | None = None,
+    isolate: bool = True,
+    grace: float = DEFAULT_GRACE,
+) -> SolveResult:
+    """Minimise ``problem`` on ``backend`` and return a verified :class:`SolveResult`.
+
+    ``time_limit`` (seconds) bounds the whole solve: a worker that has not answered
+    ``grace`` seconds after it is killed and replaced. ``isolate=False`` runs the solver in
+    this process (no hard kill; used inside the benchmark's own worker processes).
+    """
+    if not isinstance(problem, Problem):
+        raise TypeError(f"problem must be a smug_opt.Problem, got {type(problem).__name__}")
+    cls = backend_class(backend)
+    options = SolveOptions(time_limit=time_limit, threads=threads, seed=seed,
+                           relative_gap=relative_gap, verbose=verbose, extras=dict(extras or {}))
+    return _Solve(problem, backend, cls.solver_version(), cls.levels, options, isolate,
+                  grace).run()
+
+
+class _Solve:
+    """The state of one solve across tightening levels."""
+
+    def __init__(self, problem: Problem, backend: str, solver: str, levels: int,
+                 options: SolveOptions, isolate: bool, grace: float) -> None:
+        self.problem = problem
+        self.backend = backend
+        self.solver = solver
+        self.levels = levels
+        self.options = options
+        self.isolate = isolate
+        self.grace = grace
+        self.start = time.monotonic()
+        self.deadline = None if options.time_limit is None else self.start + options.time_limit
+        self.attempts: list[Attempt] = []
+        self.incumbents: list[tuple[float, float]] = []
+        self.lower_s = self.solve_s = self.verify_s = 0.0
+        self.lower_bound = -math.inf
+        self.best: tuple[np.ndarray, Verification] | None = None
+        self.peak: float | None = None
+        self.killed = False
+        self.messages: list[str] = []
+
+    # ------------------------------------------------------------------ loop
+    def run(self) -> SolveResult:
+        status = Status.NO_SOLUTION
+        attempt_problem = self.problem
+        level = cuts = 0
+        while level < self.levels:
+            remaining = None if self.deadline is None else self.deadline - time.monotonic()
+            if remaining is not None and remaining <= 0:
+                self.messages.append("time limit reached")
+                break
+            opts = self.options if remaining is None else _with_limit(self.options, remaining)
+            hard = None if self.deadline is None else self.deadline + self.grace
+            outcome = run_attempt(self.backend, attempt_problem, opts, level,
+                                  hard_deadline=hard, isolate=self.isolate)
+            status, done, rejected = self._absorb(level, outcome)
+            if done:
+                break
+            if (level == 0 and rejected is not None and cuts < MAX_NOGOOD_CUTS
+                    and self.problem.determined_by_binaries):
+                # the rejected binary assignment is infeasible: excluding it keeps level 0
+                # a relaxation, so its next optimum is still a valid lower bound
+                attempt_problem = _exclude(attempt_problem, rejected)
+                cuts += 1
+                continue
+            level += 1
+        return self._result(status)
+
+    def _absorb(self, level: int, out: AttemptOutcome) -> tuple[Status, bool, np.ndarray | None]:
+        """Take in one attempt; returns (status so far, whether to stop, rejected solution)."""
+        self.lower_s += out.lower_seconds
+        self.solve_s += out.solve_seconds
+        if out.peak_rss_mb is not None:
+            self.peak = max(self.peak or 0.0, out.peak_rss_mb)
+        elapsed_at = time.monotonic() - self.start - out.wall_seconds
+        self.incumbents.extend((elapsed_at + t, obj) for t, obj, _ in out.incumbents)
+        raw = out.raw
+        if raw is None:
+            why = (f"killed {self.grace:g}s past the time limit" if out.killed
+                   else out.crash or "worker failed")
+            self.killed = out.killed
+            self._record(level, RawResult(Status.ERROR, solver_status="killed"), None, why, out)
+            self._adopt_incumbents(out)
+            if self.best is not None:
+                return Status.FEASIBLE, True, None
+            return (Status.NO_SOLUTION if out.killed else Status.ERROR), True, None
+        if raw.status is Status.ERROR:
+            self._record(level, raw, None, raw.message, out)
+            self._adopt_incumbents(out)
+            return (Status.FEASIBLE if self.best else Status.ERROR), True, None
+        if level == 0:  # a relaxation: its proven bound holds for the problem as stated
+            bound = raw.bound
+            if bound is None and raw.status is Status.OPTIMAL and self.options.relative_gap == 0:
+                bound = raw.objective
+            if bound is not None and raw.status is not Status.INFEASIBLE:
+                self.lower_bound = max(self.lower_bound, bound)
+        if raw.status is Status.INFEASIBLE:
+            self._record(level, raw, None, raw.message, out)
+            if level == 0:
+                return Status.INFEASIBLE, True, None
+            self.messages.append(
+                f"level {level} (a restriction) is infeasible; level 0 returned no valid solution")
+            return Status.NO_SOLUTION, True, None
+        verified = self._check(raw.x) if raw.x is not None else None
+        self._record(level, raw, verified, raw.message, out)
+        if verified is None:
+            self._adopt_incumbents(out)
+            return (Status.FEASIBLE if self.best else Status.NO_SOLUTION), True, None
+        if not verified.ok:
+            self._adopt_incumbents(out)
+            return (Status.FEASIBLE if self.best else Status.NO_SOLUTION), False, raw.x
+        self._offer(verified)
+        return Status.FEASIBLE, True, None
+
+    # --------------------------------------------------------------- helpers
+    def _check(self, x: np.ndarray) -> Verification:
+        t = time.perf_counter()
+        v = verify(self.problem, snap_binaries(self.problem, x))
+        self.verify_s += time.perf_counter() - t
+        return v
+
+    def _offer(self, v: Verification) -> None:
+        if self.best is None or v.objective < self.best[1].objective:
+            self.best = (v.x, v)
+
+    def _adopt_incumbents(self, out: AttemptOutcome) -> None:
+        """Keep the best incumbent that verifies (the final answer may be missing)."""
+        for _, _, x in sorted(out.incumbents, key=lambda inc: inc[1])[:_MAX_INCUMBENT_CHECKS]:
+            v = self._check(x)
+            if v.ok:
+                self._offer(v)
+                return
+
+    def _record(self, level: int, raw: RawResult, v: Verification | None, message: str,
+                out: AttemptOutcome) -> None:
+        if v is not None and not v.ok:
+            message = (message + "; " if message else "") + f"rejected: {v.summary()}"
+            self.messages.append(f"level {level}: {v.summary()}")
+        elif message and raw.status is Status.ERROR:
+            self.messages.append(message)
+        self.attempts.append(Attempt(
+            level=level, status=raw.status.name, solver_status=raw.solver_status,
+            objective=raw.objective, verified=None if v is None else v.ok, message=message,
+            lower_seconds=out.lower_seconds, solve_seconds=out.solve_seconds,
+        ))
+
+    def _result(self, status: Status) -> SolveResult:
+        total = time.monotonic() - self.start
+        x = objective = None
+        verified: bool | None = None
+        summary = "no solution to verify"
+        if self.best is not None:
+            x, v = self.best
+            objective = float(v.objective)
+            verified, summary = True, v.summary()
+        elif any(a.verified is False for a in self.attempts):
+            verified, summary = False, self.messages[-1] if self.messages else "rejected"
+        bound = self.lower_bound if math.isfinite(self.lower_bound) else None
+        if bound is not None and self.problem.integral_objective:
+            bound = float(math.ceil(bound - 1e-6))
+        if status is Status.INFEASIBLE:
+            bound = math.inf
+        elif objective is not None:
+            proven = bound is not None and objective <= bound + 1e-9 * max(1.0, abs(objective))
+            status = Status.OPTIMAL if proven else Status.FEASIBLE
+            if proven:
+                bound = objective
+        gap = None
+        if objective is not None and bound is not None:
+            gap = max(objective - bound, 0.0) / max(abs(objective), 1.0)
+        times = Timings(lower=self.lower_s, solve=self.solve_s, verify=self.verify_s,
+                        overhead=max(total - self.lower_s - self.solve_s - self.verify_s, 0.0),
+                        total=total)
+        return SolveResult(
+            status=status, x=x, objective=objective, bound=bound, gap=gap,
+            backend=self.backend, solver=self.solver, verified=verified, verification=summary,
+            message="; ".join(dict.fromkeys(self.messages)), times=times,
+            time_limit=self.options.time_limit, attempts=tuple(self.attempts),
+            incumbents=tuple(self.incumbents), peak_memory_mb=self.peak, killed=self.killed,
+            metadata=dict(self.problem.metadata),
+        )
+
+
+def _exclude(problem: Problem, x: np.ndarray) -> Problem:
+    """``problem`` plus a no-good cut that excludes the binary assignment of ``x``."""
+    binary = problem.binary
+    ones = binary & (np.round(x) == 1)
+    row = np.zeros(problem.num_vars)
+    row[binary] = 1.0
+    row[ones] = -1.0
+    return problem.with_constraints(row[None, :], ">=", 1.0 - float(ones.sum()))
+
+
+def _with_limit(options: SolveOptions, remaining: float) -> SolveOptions:
+    from dataclasses import replace
+
+    return replace(options, time_limit=max(remaining, 1e-3))

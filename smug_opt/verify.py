@@ -1,0 +1,198 @@
+"""Exact verification of a solution against a :class:`~smug_opt.ir.Problem`.
+
+Each float64 in the problem and the solution is read as the exact rational it is. ReLU
+outputs are not taken from the solver: they are recomputed exactly, in order, from the
+binaries and the other variables (a solver's continuous values carry its tolerances).
+Rows are first decided by a float64 evaluation with a rigorous error bound; any row the
+bound cannot decide is evaluated in exact dyadic arithmetic (:mod:`smug_opt.exact`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from fractions import Fraction
+
+import numpy as np
+
+from smug_opt import exact
+from smug_opt.ir import Problem, Sense, VarKind
+
+__all__ = ["Verification", "Violation", "snap_binaries", "verify"]
+
+_U = 2.0**-53
+_TINY = 2.0**-1060
+
+
+@dataclass(frozen=True)
+class Violation:
+    """One failed requirement: which kind, which index, and by how much (approximately)."""
+
+    kind: str  # "binary", "bound", "row", "relu-bound"
+    index: int
+    amount: float
+    detail: str
+
+    def __str__(self) -> str:
+        return f"{self.kind} {self.index}: {self.detail}"
+
+
+@dataclass(frozen=True)
+class Verification:
+    """The outcome of :func:`verify`. ``x`` holds the completed solution (ReLU outputs
+    recomputed exactly, then rounded to float64); ``objective`` is exact."""
+
+    ok: bool
+    violations: tuple[Violation, ...]
+    num_violations: int
+    objective: Fraction
+    x: np.ndarray
+    rows_checked_exactly: int
+
+    def __bool__(self) -> bool:
+        return self.ok
+
+    def summary(self) -> str:
+        if self.ok:
+            return "verified exactly"
+        shown = "; ".join(str(v) for v in self.violations[:3])
+        more = f" (+{self.num_violations - 3} more)" if self.num_violations > 3 else ""
+        return f"{self.num_violations} violation(s): {shown}{more}"
+
+
+def snap_binaries(problem: Problem, x: np.ndarray, tolerance: float = 1e-4) -> np.ndarray:
+    """Round a solver's binary values to exact 0/1; values further than ``tolerance``
+    from an integer are left as they are (and then fail verification)."""
+    out = np.array(x, dtype=np.float64, copy=True).reshape(-1)
+    if out.shape[0] != problem.num_vars:
+        raise ValueError(f"solution has {out.shape[0]} values for {problem.num_vars} variables")
+    b = problem.binary
+    rounded = np.round(out[b])
+    close = np.abs(out[b] - rounded) <= tolerance
+    vals = out[b]
+    vals[close] = rounded[close]
+    out[b] = vals + 0.0  # no negative zeros
+    return out
+
+
+def _complete(problem: Problem, x: np.ndarray) -> dict[int, exact.Dyadic]:
+    """Exact ReLU outputs, in order, from the solution's other values."""
+    values: dict[int, exact.Dyadic] = {}
+    relu_in = problem.relu_in
+    assert relu_in is not None
+    for r, out in enumerate(problem.relu_out.tolist()):
+        lo, hi = relu_in.indptr[r], relu_in.indptr[r + 1]
+        cols = relu_in.indices[lo:hi]
+        coefs = relu_in.data[lo:hi]
+        vals = [values[c] if c in values else exact.from_float(x[c]) for c in cols.tolist()]
+        z = exact.dot(coefs, vals, problem.relu_const[r])
+        values[out] = z if exact.sign(z) > 0 else exact.ZERO
+        values[-1 - r] = z  # pre-activation, kept for the bound check
+    return values
+
+
+def verify(problem: Problem, x: np.ndarray, *, max_listed: int = 20) -> Verification:
+    """Check ``x`` against every bound, row and ReLU of ``problem`` in exact arithmetic."""
+    x = np.asarray(x, dtype=np.float64).reshape(-1)
+    if x.shape[0] != problem.num_vars:
+        raise ValueError(f"solution has {x.shape[0]} values for {problem.num_vars} variables")
+    if not np.all(np.isfinite(x)):
+        raise ValueError("solution contains NaN or inf")
+    violations: list[Violation] = []
+    count = 0
+
+    def report(v: Violation) -> None:
+        nonlocal count
+        count += 1
+        if len(violations) < max_listed:
+            violations.append(v)
+
+    binary = problem.kinds == VarKind.BINARY
+    for j in np.flatnonzero(binary & (x != 0) & (x != 1)).tolist():
+        report(Violation("binary", j, abs(x[j] - round(x[j])), f"value {x[j]!r} is not 0 or 1"))
+
+    exact_vals = _complete(problem, x)
+    xf = x.copy()
+    is_relu_out = np.zeros(problem.num_vars, dtype=bool)
+    is_relu_out[problem.relu_out] = True
+    for j, val in exact_vals.items():
+        if j >= 0:
+            xf[j] = exact.to_float(val)
+
+    # bounds: plain variables exactly as given, relu outputs by their exact value
+    plain = ~binary & ~is_relu_out
+    for j in np.flatnonzero(plain & ((x < problem.lb) | (x > problem.ub))).tolist():
+        report(Violation("bound", j, float(max(problem.lb[j] - x[j], x[j] - problem.ub[j])),
+                         f"value {x[j]!r} outside [{problem.lb[j]!r}, {problem.ub[j]!r}]"))
+    for r, j in enumerate(problem.relu_out.tolist()):
+        y = exact.to_fraction(exact_vals[j])
+        z = exact.to_fraction(exact_vals[-1 - r])
+        if y < Fraction(problem.lb[j]) or y > Fraction(problem.ub[j]):
+            report(Violation("bound", j, float(max(Fraction(problem.lb[j]) - y,
+                                                   y - Fraction(problem.ub[j]))),
+                             f"relu output {float(y)!r} outside [{problem.lb[j]!r}, "
+                             f"{problem.ub[j]!r}]"))
+        if z < Fraction(problem.relu_lo[r]) or z > Fraction(problem.relu_hi[r]):
+            report(Violation("relu-bound", r, float(max(Fraction(problem.relu_lo[r]) - z,
+                                                        z - Fraction(problem.relu_hi[r]))),
+                             f"pre-activation {float(z)!r} outside the declared bounds "
+                             f"[{problem.relu_lo[r]!r}, {problem.relu_hi[r]!r}]"))
+
+    exactly = _check_rows(problem, x, xf, exact_vals, report)
+    objective = _objective(problem, x, exact_vals)
+    return Verification(
+        ok=count == 0, violations=tuple(violations), num_violations=count,
+        objective=objective, x=xf, rows_checked_exactly=exactly,
+    )
+
+
+def _check_rows(
+    problem: Problem,
+    x: np.ndarray,
+    xf: np.ndarray,
+    exact_vals: dict[int, exact.Dyadic],
+    report: Callable[[Violation], None],
+) -> int:
+    """Check every row; returns how many rows needed exact arithmetic."""
+    A = problem.A
+    if A.shape[0] == 0:
+        return 0
+    s = A @ xf
+    scale = abs(A) @ np.abs(xf)
+    nnz = np.diff(A.indptr)
+    bound = 2.0 * (nnz + 3) * _U * scale + (nnz + 1) * _TINY
+    d = s - problem.rhs
+    certain = np.abs(d) > 2.0 * bound + _U * np.abs(problem.rhs)
+    senses = problem.senses
+    holds = np.select(
+        [senses == Sense.LE, senses == Sense.GE, senses == Sense.LT, senses == Sense.GT],
+        [d <= 0, d >= 0, d < 0, d > 0],
+        default=False,  # equality rows are never certain to hold in floats
+    )
+    undecided = ~certain
+    for i in np.flatnonzero(certain & ~holds).tolist():
+        report(_row_violation(problem, i, float(d[i])))
+    rows = np.flatnonzero(undecided)
+    for i in rows.tolist():
+        lo, hi = A.indptr[i], A.indptr[i + 1]
+        cols = A.indices[lo:hi].tolist()
+        vals = [exact_vals[c] if c in exact_vals else exact.from_float(x[c]) for c in cols]
+        diff = exact.dot(A.data[lo:hi], vals, -problem.rhs[i])
+        sgn = exact.sign(diff)
+        ok = {Sense.LE: sgn <= 0, Sense.GE: sgn >= 0, Sense.EQ: sgn == 0,
+              Sense.LT: sgn < 0, Sense.GT: sgn > 0}[Sense(senses[i])]
+        if not ok:
+            report(_row_violation(problem, i, exact.to_float(diff)))
+    return int(rows.size)
+
+
+def _row_violation(problem: Problem, i: int, diff: float) -> Violation:
+    sense = Sense(problem.senses[i])
+    return Violation("row", i, abs(diff),
+                     f"activity - rhs = {diff!r}, required {sense.symbol} 0")
+
+
+def _objective(problem: Problem, x: np.ndarray, exact_vals: dict[int, exact.Dyadic]) -> Fraction:
+    cols = np.flatnonzero(problem.objective).tolist()
+    vals = [exact_vals[c] if c in exact_vals else exact.from_float(x[c]) for c in cols]
+    return exact.to_fraction(exact.dot(problem.objective[cols], vals))

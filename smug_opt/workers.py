@@ -1,0 +1,280 @@
+"""Warm worker processes that run one backend's solves in isolation.
+
+Each backend gets its own long-lived worker process (python-mip's CBC and OR-Tools cannot
+share a process; z3 overruns its own timeout), started with ``python -m smug_opt.workers``
+so a user's script is never re-imported. The parent talks to it over a socket pair with
+pickled messages, enforces a hard wall-clock deadline, and kills and replaces a worker that
+overruns it. Improving solutions a backend reports while it runs are streamed back, so a
+killed solve still hands over the best solution it had.
+"""
+
+from __future__ import annotations
+
+import atexit
+import os
+import resource
+import socket
+import subprocess
+import sys
+import threading
+import time
+import traceback
+import weakref
+from dataclasses import dataclass, field, replace
+from multiprocessing.connection import Connection
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from smug_opt.backend import Backend, RawResult, SolveOptions, Status
+from smug_opt.ir import Problem
+
+__all__ = ["AttemptOutcome", "child_main", "prestart", "run_attempt", "shutdown_workers"]
+
+
+@dataclass
+class AttemptOutcome:
+    """What one lowered-and-solved attempt produced, as seen by the parent."""
+
+    raw: RawResult | None  # None when the worker was killed or died
+    lower_seconds: float = 0.0
+    solve_seconds: float = 0.0
+    wall_seconds: float = 0.0
+    incumbents: list[tuple[float, float, np.ndarray]] = field(default_factory=list)
+    killed: bool = False  # overran the hard deadline and was killed
+    crash: str | None = None  # the worker died on its own (segfault, out of memory, ...)
+    peak_rss_mb: float | None = None
+
+
+# ------------------------------------------------------------------ child side
+def _execute(
+    backend: Backend,
+    problem: Problem,
+    options: SolveOptions,
+    level: int,
+    send: Any,
+) -> tuple[RawResult, float, float]:
+    """Lower and optimise in the current process; ``send`` receives incumbent messages."""
+    t0 = time.perf_counter()
+    try:
+        model = backend.lower(problem, options, level)
+    except Exception as exc:
+        return _error("lowering failed", exc), time.perf_counter() - t0, 0.0
+    t1 = time.perf_counter()
+    solve_options = options
+    if options.time_limit is not None:
+        solve_options = replace(options, time_limit=max(options.time_limit - (t1 - t0), 1e-3))
+
+    def on_incumbent(x: np.ndarray, objective: float) -> None:
+        send(("incumbent", time.perf_counter() - t0, float(objective),
+              np.array(x, dtype=np.float64)))
+
+    try:
+        raw = backend.optimize(model, problem, solve_options, on_incumbent)
+    except Exception as exc:
+        raw = _error("solver failed", exc)
+    return raw, t1 - t0, time.perf_counter() - t1
+
+
+def _error(what: str, exc: BaseException) -> RawResult:
+    detail = "".join(traceback.format_exception_only(type(exc), exc)).strip()
+    return RawResult(Status.ERROR, solver_status=type(exc).__name__, message=f"{what}: {detail}")
+
+
+def _peak_rss_mb() -> float:
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0
+
+
+def child_main(backend_name: str, fd: int) -> None:
+    """The worker loop: load the backend, then lower and solve what the parent sends."""
+    import importlib
+
+    from smug_opt.registry import backend_class
+
+    conn = Connection(fd)
+    try:
+        cls = backend_class(backend_name)
+        for module in cls.requires:  # warm up while the parent is busy elsewhere
+            importlib.import_module(module)
+        backend = cls()
+    except Exception as exc:
+        conn.send(("fatal", f"{type(exc).__name__}: {exc}"))
+        return
+    conn.send(("ready", os.getpid()))
+    cached: tuple[int, Problem] | None = None
+    while True:
+        try:
+            msg = conn.recv()
+        except (EOFError, OSError):
+            return
+        if msg[0] == "stop":
+            return
+        _, token, problem, options, level = msg
+        if problem is not None:
+            cached = (token, problem)
+        if cached is None or cached[0] != token:
+            conn.send(("result", RawResult(Status.ERROR, message="worker lost the problem"),
+                       0.0, 0.0, _peak_rss_mb()))
+            continue
+        raw, lower_s, solve_s = _execute(backend, cached[1], options, level, conn.send)
+        conn.send(("result", raw, lower_s, solve_s, _peak_rss_mb()))
+
+
+# ----------------------------------------------------------------- parent side
+class _Worker:
+    """One warm worker process for one backend."""
+
+    def __init__(self, backend_name: str) -> None:
+        self.backend_name = backend_name
+        self.lock = threading.Lock()
+        self.cached_token: int | None = None
+        self._spawn()
+
+    def _spawn(self) -> None:
+        parent_sock, child_sock = socket.socketpair()
+        env = dict(os.environ)
+        root = str(Path(__file__).resolve().parent.parent)
+        env["PYTHONPATH"] = os.pathsep.join([root, *filter(None, [env.get("PYTHONPATH")])])
+        self.proc = subprocess.Popen(
+            [sys.executable, "-m", "smug_opt.worker_main", self.backend_name,
+             str(child_sock.fileno())],
+            pass_fds=(child_sock.fileno(),), env=env, stdin=subprocess.DEVNULL,
+            stdout=sys.__stderr__.fileno() if sys.__stderr__ else subprocess.DEVNULL,
+        )
+        child_sock.close()
+        self.conn = Connection(parent_sock.detach())
+        self.ready = False
+        self.cached_token = None
+
+    def _await_ready(self, deadline: float | None) -> str | None:
+        while not self.ready:
+            timeout = None if deadline is None else max(deadline - time.monotonic(), 0.0)
+            try:
+                if not self.conn.poll(timeout):
+                    return "worker did not start before the deadline"
+                msg = self.conn.recv()
+            except (EOFError, OSError):
+                return f"worker exited during start-up (exit code {self.proc.poll()})"
+            if msg[0] == "fatal":
+                return msg[1]
+            self.ready = msg[0] == "ready"
+        return None
+
+    def restart(self) -> None:
+        self.kill()
+        self._spawn()
+
+    def kill(self) -> None:
+        try:
+            self.proc.kill()
+            self.proc.wait(timeout=5)
+        except (OSError, subprocess.TimeoutExpired):
+            pass
+        self.conn.close()
+
+    def stop(self) -> None:
+        try:
+            self.conn.send(("stop",))
+            self.proc.wait(timeout=2)
+        except (OSError, subprocess.TimeoutExpired, ValueError):
+            self.kill()
+
+    def run(self, token: int, problem: Problem, options: SolveOptions, level: int,
+            hard_deadline: float | None) -> AttemptOutcome:
+        start = time.monotonic()
+        failure = self._await_ready(hard_deadline)
+        if failure is not None:
+            killed = hard_deadline is not None and time.monotonic() >= hard_deadline
+            self.restart()
+            return AttemptOutcome(None, killed=killed, crash=None if killed else failure,
+                                  wall_seconds=time.monotonic() - start)
+        payload = problem if self.cached_token != token else None
+        outcome = AttemptOutcome(None)
+        try:
+            self.conn.send(("solve", token, payload, options, level))
+            self.cached_token = token
+            while True:
+                timeout = None if hard_deadline is None else hard_deadline - time.monotonic()
+                if timeout is not None and (timeout <= 0 or not self.conn.poll(timeout)):
+                    outcome.killed = True
+                    self.restart()
+                    break
+                msg = self.conn.recv()
+                if msg[0] == "incumbent":
+                    outcome.incumbents.append(msg[1:])
+                    continue
+                _, outcome.raw, outcome.lower_seconds, outcome.solve_seconds, rss = msg
+                outcome.peak_rss_mb = rss
+                break
+        except (EOFError, OSError, BrokenPipeError):
+            code = self.proc.wait()
+            outcome.crash = f"worker process died (exit code {code})"
+            self._spawn()
+        outcome.wall_seconds = time.monotonic() - start
+        return outcome
+
+
+_workers: dict[str, _Worker] = {}
+_workers_lock = threading.Lock()
+_tokens: weakref.WeakKeyDictionary[Problem, int] = weakref.WeakKeyDictionary()
+_next_token = iter(range(1, sys.maxsize))
+
+
+def _token(problem: Problem) -> int:
+    with _workers_lock:
+        if problem not in _tokens:
+            _tokens[problem] = next(_next_token)
+        return _tokens[problem]
+
+
+def _worker(backend_name: str) -> _Worker:
+    with _workers_lock:
+        worker = _workers.get(backend_name)
+        if worker is None or worker.proc.poll() is not None:
+            worker = _workers[backend_name] = _Worker(backend_name)
+        return worker
+
+
+def run_attempt(
+    backend_name: str,
+    problem: Problem,
+    options: SolveOptions,
+    level: int,
+    *,
+    hard_deadline: float | None,
+    isolate: bool = True,
+) -> AttemptOutcome:
+    """Run one tightening level of one solve; ``hard_deadline`` is a ``time.monotonic()``
+    instant after which an isolated worker is killed (None: no hard limit)."""
+    if not isolate:
+        from smug_opt.registry import backend_class
+
+        incumbents: list[tuple[float, float, np.ndarray]] = []
+        start = time.monotonic()
+        raw, lower_s, solve_s = _execute(backend_class(backend_name)(), problem, options, level,
+                                         lambda msg: incumbents.append(msg[1:]))
+        return AttemptOutcome(raw, lower_s, solve_s, time.monotonic() - start, incumbents,
+                              peak_rss_mb=_peak_rss_mb())
+    worker = _worker(backend_name)
+    with worker.lock:
+        return worker.run(_token(problem), problem, options, level, hard_deadline)
+
+
+def prestart(backend_names: list[str]) -> None:
+    """Start workers now so that their start-up overlaps other work."""
+    for name in backend_names:
+        _worker(name)
+
+
+def shutdown_workers() -> None:
+    """Stop every worker process (also done at interpreter exit)."""
+    with _workers_lock:
+        workers = list(_workers.values())
+        _workers.clear()
+    for worker in workers:
+        worker.stop()
+
+
+atexit.register(shutdown_workers)
+
