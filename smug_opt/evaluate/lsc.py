@@ -109,8 +109,7 @@ def lsc_score(
     saliency = np.asarray(saliency)
     if saliency.shape != image.shape[:2]:
         raise ValueError(
-            f"saliency map shape {saliency.shape} does not match the image's (H, W)="
-            f"{image.shape[:2]}"
+            f"saliency map shape {saliency.shape} does not match the image's (H, W)={image.shape[:2]}"
         )
     if saliency.dtype == bool:
         thresholds = np.array([0.0]) if saliency.any() else np.array([])
@@ -131,9 +130,7 @@ def lsc_score(
     per_threshold = np.array([scores[unique.index(b)] for b in boxes])
     best = int(np.argmin(per_threshold))
     j = unique.index(boxes[best])
-    return LSCResult(
-        float(scores[j]), float(area[j]), float(conf[j]), boxes[best], float(thresholds[best])
-    )
+    return LSCResult(float(scores[j]), float(area[j]), float(conf[j]), boxes[best], float(thresholds[best]))
 
 
 def box_lsc(

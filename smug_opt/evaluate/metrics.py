@@ -77,9 +77,7 @@ def win_rates(lsc: Mapping[str, Sequence[float]], confidence: float = 0.95) -> d
     names = list(lsc)
     lengths = {m: len(lsc[m]) for m in names}
     if len(set(lengths.values())) != 1 or 0 in lengths.values():
-        raise ValueError(
-            f"every method needs one LSC per input, the same number of inputs; got {lengths}"
-        )
+        raise ValueError(f"every method needs one LSC per input, the same number of inputs; got {lengths}")
     table = np.array([np.asarray(lsc[m], dtype=np.float64) for m in names])
     table = np.where(np.isnan(table), np.inf, table)
     best = table.min(axis=0)
@@ -126,9 +124,7 @@ def token_precision_recall(mask: np.ndarray, rationale: np.ndarray) -> Precision
     mask = np.asarray(mask, dtype=bool)
     rationale = np.asarray(rationale, dtype=bool)
     if mask.shape != rationale.shape:
-        raise ValueError(
-            f"mask shape {mask.shape} does not match rationale shape {rationale.shape}"
-        )
+        raise ValueError(f"mask shape {mask.shape} does not match rationale shape {rationale.shape}")
     hit = int(np.sum(mask & rationale))
     kept, true = int(mask.sum()), int(rationale.sum())
     return PrecisionRecall(hit / kept if kept else math.nan, hit / true if true else math.nan)
