@@ -132,11 +132,13 @@ def verify(problem: Problem, x: np.ndarray, *, max_listed: int = 20) -> Verifica
                                                    y - Fraction(problem.ub[j]))),
                              f"relu output {float(y)!r} outside [{problem.lb[j]!r}, "
                              f"{problem.ub[j]!r}]"))
-        if z < Fraction(problem.relu_lo[r]) or z > Fraction(problem.relu_hi[r]):
-            report(Violation("relu-bound", r, float(max(Fraction(problem.relu_lo[r]) - z,
-                                                        z - Fraction(problem.relu_hi[r]))),
+        zlo, zhi = problem.relu_lo[r], problem.relu_hi[r]
+        below = np.isfinite(zlo) and z < Fraction(zlo)
+        above = np.isfinite(zhi) and z > Fraction(zhi)
+        if below or above:
+            report(Violation("relu-bound", r, float(Fraction(zlo) - z if below else z - Fraction(zhi)),
                              f"pre-activation {float(z)!r} outside the declared bounds "
-                             f"[{problem.relu_lo[r]!r}, {problem.relu_hi[r]!r}]"))
+                             f"[{zlo!r}, {zhi!r}]"))
 
     exactly = _check_rows(problem, x, xf, exact_vals, report)
     objective = _objective(problem, x, exact_vals)

@@ -1,0 +1,78 @@
+"""``smug-opt solve``: solve a saved problem on one backend and print the verified result."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+
+__all__ = ["add_parser", "add_solver_options", "run", "solver_kwargs"]
+
+
+def add_solver_options(p: argparse.ArgumentParser, *, default_backend: str = "highs") -> None:
+    """The flags every solving command shares."""
+    p.add_argument("--backend", default=default_backend,
+                   help=f"backend name (see `smug-opt backends`; default {default_backend})")
+    p.add_argument("--time-limit", type=float, default=60.0,
+                   help="seconds for the whole solve, lowering included (default 60)")
+    p.add_argument("--threads", type=int, default=1, help="solver threads (default 1)")
+    p.add_argument("--seed", type=int, default=0, help="solver random seed (default 0)")
+    p.add_argument("--gap", type=float, default=0.0,
+                   help="relative gap accepted as optimal (default 0: prove optimality)")
+    p.add_argument("--option", action="append", default=[], metavar="KEY=VALUE",
+                   help="backend-specific option, repeatable (e.g. --option encoding=pb)")
+
+
+def _parse_value(text: str) -> object:
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError:
+        return text
+
+
+def solver_kwargs(args: argparse.Namespace) -> dict[str, object]:
+    """Keyword arguments of :func:`smug_opt.solve` from the shared flags."""
+    extras = {}
+    for item in args.option:
+        key, sep, value = item.partition("=")
+        if not sep or not key:
+            raise ValueError(f"--option expects KEY=VALUE, got {item!r}")
+        extras[key.strip()] = _parse_value(value.strip())
+    return {"backend": args.backend, "time_limit": args.time_limit, "threads": args.threads,
+            "seed": args.seed, "relative_gap": args.gap, "extras": extras}
+
+
+def add_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParser:
+    p = subparsers.add_parser("solve", help="solve a saved .smug problem on one backend")
+    p.add_argument("problem", type=Path, help="a problem file written by Problem.save (.smug)")
+    add_solver_options(p)
+    p.add_argument("--json", action="store_true", help="print the full result as JSON")
+    p.add_argument("--no-x", action="store_true", help="omit the solution vector from --json")
+    p.add_argument("--verbose", action="store_true", help="show the solver's own log (on stderr)")
+    return p
+
+
+def run(args: argparse.Namespace) -> int:
+    from smug_opt import Problem, solve
+
+    problem = Problem.load(args.problem)
+    result = solve(problem, verbose=args.verbose, **solver_kwargs(args))
+    if args.json:
+        print(json.dumps(result.to_dict(include_x=not args.no_x), indent=2))
+    else:
+        t = result.times
+        print(f"problem    {args.problem} ({problem!r})")
+        print(f"backend    {result.backend} ({result.solver})")
+        print(f"status     {result.status.name}")
+        print(f"objective  {result.objective}")
+        print(f"bound      {result.bound}   gap {result.gap}")
+        print(f"verified   {result.verification}")
+        print(f"time       total {t.total:.3f}s  (lower {t.lower:.3f}s, solve {t.solve:.3f}s, "
+              f"verify {t.verify:.3f}s, overhead {t.overhead:.3f}s)")
+        if result.message:
+            print(f"note       {result.message}")
+    if result.status.name == "ERROR":
+        print(f"solver error: {result.message}", file=sys.stderr)
+        return 1
+    return 0

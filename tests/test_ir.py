@@ -1,0 +1,90 @@
+"""The Problem IR: construction, validation and the builder."""
+
+import numpy as np
+import pytest
+import scipy.sparse as sp
+
+from smug_opt import Problem, ProblemBuilder, Sense, VarKind
+
+
+def test_from_arrays_dense_and_sparse_agree():
+    A = np.array([[1.0, -2.0, 0.5], [0.0, 1.0, 1.0]])
+    dense = Problem.from_arrays(A, [">", "<="], [0.0, 1.5])
+    sparse = Problem.from_arrays(sp.csr_matrix(A), [">", "<="], [0.0, 1.5])
+    assert (dense.A != sparse.A).nnz == 0
+    assert dense.senses.tolist() == [Sense.GT, Sense.LE]
+    assert dense.objective.tolist() == [1.0, 1.0, 1.0]
+    assert np.all(dense.kinds == VarKind.BINARY)
+    assert dense.integral_objective
+
+
+@pytest.mark.parametrize(
+    ("A", "senses", "rhs", "message"),
+    [
+        ([[1.0, np.nan]], ">", [0.0], "non-finite"),
+        ([[1.0, np.inf]], ">", [0.0], "non-finite"),
+        ([[1.0, 2.0]], "!=", [0.0], "unknown constraint sense"),
+        ([[1.0, 2.0]], [">", ">"], [0.0], "2 senses for 1"),
+        ([[1.0, 2.0]], ">", [0.0, 1.0], "rhs has 2 entries"),
+        ([[1.0, 2.0]], ">", [np.nan], "NaN"),
+        (np.zeros((0, 0)), ">", [], "empty"),
+        ([1.0, 2.0], ">", [0.0], "2-D"),
+    ],
+)
+def test_bad_input_names_the_problem(A, senses, rhs, message):
+    with pytest.raises(ValueError, match=message):
+        Problem.from_arrays(A, senses, rhs)
+
+
+def test_builder_relu_order_is_checked():
+    b = ProblemBuilder()
+    m = b.add_binaries(2)
+    y = b.add_continuous(2, 0.0, 10.0)
+    b.add_relus(y[1:], [[1.0]], y[:1])  # reads y0 before y0 is defined by a relu
+    b.add_relus(y[:1], [[1.0, 1.0]], m)
+    with pytest.raises(ValueError, match="later relu"):
+        b.build()
+
+
+def test_builder_rejects_bad_blocks():
+    b = ProblemBuilder()
+    m = b.add_binaries(2)
+    with pytest.raises(ValueError, match="out of range"):
+        b.add_constraints([[1.0, 1.0]], [0, 5], ">=", 1.0)
+    with pytest.raises(ValueError, match="columns"):
+        b.add_constraints([[1.0, 1.0, 1.0]], m, ">=", 1.0)
+    with pytest.raises(ValueError, match="finite bounds|NaN or inf"):
+        b.add_continuous(1, -np.inf, 1.0)
+    with pytest.raises(ValueError, match="lo > hi"):
+        b.add_relus(b.add_continuous(1, 0, 1), [[1.0, 1.0]], m, lo=2.0, hi=1.0)
+
+
+def test_relu_output_must_be_continuous():
+    b = ProblemBuilder()
+    m = b.add_binaries(2)
+    b.add_relus(m[:1], [[1.0]], m[1:])
+    with pytest.raises(ValueError, match="continuous"):
+        b.build()
+
+
+def test_with_constraints_appends_rows():
+    p = Problem.from_arrays([[1.0, 1.0]], ">=", [1.0])
+    q = p.with_constraints([[1.0, -1.0]], "==", [0.0])
+    assert q.num_rows == 2 and p.num_rows == 1
+    assert q.senses.tolist() == [Sense.GE, Sense.EQ]
+
+
+def test_determined_by_binaries():
+    b = ProblemBuilder()
+    m = b.add_binaries(2)
+    y = b.add_continuous(1, 0.0, 5.0)
+    b.add_relus(y, [[1.0, -1.0]], m)
+    assert b.build().determined_by_binaries
+    b.add_continuous(1, 0.0, 1.0)
+    assert not b.build().determined_by_binaries
+
+
+def test_arrays_are_read_only():
+    p = Problem.from_arrays([[1.0, 1.0]], ">=", [1.0])
+    with pytest.raises(ValueError):
+        p.rhs[0] = 5.0

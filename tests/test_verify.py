@@ -1,0 +1,89 @@
+"""Exact verification agrees with Fraction arithmetic, on the boundary too."""
+
+from fractions import Fraction
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from smug_opt import Problem, ProblemBuilder, exact, verify
+from smug_opt.verify import snap_binaries
+
+floats = st.floats(min_value=-1e6, max_value=1e6, allow_nan=False, allow_infinity=False,
+                   allow_subnormal=True)
+
+
+def _fraction_holds(row, x, sense, rhs) -> bool:
+    act = sum((Fraction(a) * Fraction(v) for a, v in zip(row, x, strict=True)), Fraction(0)) - Fraction(rhs)
+    return {">": act > 0, ">=": act >= 0, "<": act < 0, "<=": act <= 0, "==": act == 0}[sense]
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    row=st.lists(floats, min_size=1, max_size=8),
+    bits=st.lists(st.booleans(), min_size=8, max_size=8),
+    sense=st.sampled_from([">", ">=", "<", "<=", "=="]),
+    shift=st.sampled_from([0.0, 1e-17, -1e-17, 1e-300]),
+)
+def test_rows_match_fraction_arithmetic(row, bits, sense, shift):
+    x = np.array(bits[: len(row)], dtype=float)
+    # put the rhs on (or next to) the float sum of the selected coefficients: the hard case
+    rhs = float(np.sum(np.array(row) * x)) + shift
+    p = Problem.from_arrays(np.array([row]), sense, [rhs])
+    assert verify(p, x).ok == _fraction_holds(row, x, sense, rhs)
+
+
+def test_exact_dot_is_exact():
+    coef = np.array([0.1, 0.2, -0.3, 1e-300, 1e300, -1e300])
+    vals = [exact.from_float(v) for v in (1.0, 1.0, 1.0, 3.0, 0.5, 0.5)]
+    want = sum(Fraction(a) * Fraction(v) for a, v in zip(coef, (1.0, 1.0, 1.0, 3.0, 0.5, 0.5), strict=True))
+    assert exact.to_fraction(exact.dot(coef, vals, 0.25)) == want + Fraction(0.25)
+
+
+def test_relu_outputs_are_recomputed_not_trusted():
+    b = ProblemBuilder()
+    m = b.add_binaries(2)
+    y = b.add_continuous(1, 0.0, 5.0)
+    b.add_relus(y, [[1.0, 2.0]], m, -1.0, lo=-1.0, hi=2.0)
+    b.add_constraints([[1.0]], y, ">", 1.5)
+    p = b.build()
+    v = verify(p, np.array([1.0, 1.0, 123.0]))  # solver's y is garbage; exact y = 2
+    assert v.ok and v.x[2] == 2.0
+    assert not verify(p, np.array([1.0, 0.0, 2.0])).ok  # exact y = 0
+
+
+def test_declared_relu_bounds_are_checked():
+    b = ProblemBuilder()
+    m = b.add_binaries(1)
+    y = b.add_continuous(1, 0.0, 5.0)
+    b.add_relus(y, [[3.0]], m, 0.0, lo=-1.0, hi=2.0)  # wrong: z reaches 3
+    v = verify(b.build(), np.array([1.0, 0.0]))
+    assert not v.ok and v.violations[0].kind == "relu-bound"
+
+
+def test_non_binary_values_fail_and_snap_rounds_close_ones():
+    p = Problem.from_arrays([[1.0, 1.0]], ">=", [1.0])
+    assert not verify(p, np.array([0.5, 0.5])).ok
+    snapped = snap_binaries(p, np.array([0.99999999, 1e-9]))
+    assert snapped.tolist() == [1.0, 0.0]
+    assert snap_binaries(p, np.array([0.3, -0.0])).tolist() == [0.3, 0.0]
+
+
+def test_large_problem_uses_the_float_filter():
+    rng = np.random.default_rng(0)
+    A = rng.normal(size=(500, 400))
+    x = (rng.random(400) < 0.5).astype(float)
+    p = Problem.from_arrays(A, ">", A @ x - 1.0)
+    v = verify(p, x)
+    assert v.ok and v.rows_checked_exactly == 0
+    q = Problem.from_arrays(A, ">=", A @ x)  # rhs equals the float activity: undecided in floats
+    assert verify(q, x).rows_checked_exactly == 500
+
+
+def test_shape_errors():
+    p = Problem.from_arrays([[1.0, 1.0]], ">=", [1.0])
+    with pytest.raises(ValueError, match="2 variables"):
+        verify(p, np.zeros(3))
+    with pytest.raises(ValueError, match="NaN"):
+        verify(p, np.array([np.nan, 0.0]))
