@@ -1,0 +1,123 @@
+"""Loading evaluation inputs: a folder of images and a CSV of ground-truth boxes."""
+
+from __future__ import annotations
+
+import csv
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+
+import numpy as np
+
+from smug_opt.evaluate.boxes import Box
+
+IMAGE_SUFFIXES = (".png", ".jpg", ".jpeg", ".npy")
+BOX_COLUMNS = ("name", "top", "left", "bottom", "right")
+
+
+def _read_image(path: Path, size: tuple[int, int] | None) -> np.ndarray:
+    if path.suffix.lower() == ".npy":
+        try:
+            array = np.load(path, allow_pickle=False)
+        except (OSError, ValueError) as error:
+            raise ValueError(f"cannot read {path} as a .npy array: {error}") from error
+        if array.ndim == 2:
+            array = array[:, :, None]
+        if array.ndim != 3 or not np.issubdtype(array.dtype, np.number):
+            raise ValueError(
+                f"{path}: a .npy image must be numeric (H, W) or (H, W, C); got {array.dtype} {array.shape}"
+            )
+        if size is not None and array.shape[:2] != tuple(size):
+            raise ValueError(f"{path}: .npy images are not resized; shape {array.shape[:2]} != {size}")
+        return array.astype(np.float32)
+    from PIL import Image, UnidentifiedImageError
+
+    try:
+        with Image.open(path) as img:
+            img = img.convert("L" if img.mode in ("1", "L", "I", "I;16", "F") else "RGB")
+            if size is not None:
+                img = img.resize((int(size[1]), int(size[0])), resample=Image.BILINEAR)
+            array = np.asarray(img, dtype=np.float32)
+    except (OSError, UnidentifiedImageError) as error:
+        raise ValueError(f"cannot read {path} as an image: {error}") from error
+    return array[:, :, None] if array.ndim == 2 else array
+
+
+def load_image_folder(
+    directory: str | Path, size: tuple[int, int] | None = None
+) -> tuple[np.ndarray, list[str]]:
+    """Every PNG/JPEG/.npy file of ``directory`` (sorted by name) as (N, H, W, C) float32.
+
+    Pixel values are kept as stored (0-255 for PNG/JPEG): scale them as the model expects.
+    Grayscale gives C = 1, colour C = 3 (alpha dropped). ``size=(H, W)`` resizes PNG/JPEG
+    bilinearly; without it every image must already have the same shape. Names are the
+    file stems.
+    """
+    folder = Path(directory)
+    if not folder.is_dir():
+        raise ValueError(f"image folder {folder} does not exist or is not a directory")
+    files = sorted(p for p in folder.iterdir() if p.suffix.lower() in IMAGE_SUFFIXES)
+    if not files:
+        raise ValueError(f"no {'/'.join(IMAGE_SUFFIXES)} file in {folder}")
+    names = [p.stem for p in files]
+    if len(set(names)) != len(names):
+        raise ValueError(f"two files in {folder} share a name (stem): {sorted(names)}")
+    images = [_read_image(p, size) for p in files]
+    shapes = {img.shape for img in images}
+    if len(shapes) != 1:
+        listing = ", ".join(f"{p.name}: {img.shape}" for p, img in zip(files, images, strict=True))
+        raise ValueError(f"images in {folder} differ in shape (pass size=(H, W)): {listing}")
+    return np.stack(images), names
+
+
+def load_boxes_csv(path: str | Path) -> dict[str, Box]:
+    """Ground-truth boxes from a CSV with header ``name,top,left,bottom,right`` (pixels).
+
+    ``bottom``/``right`` are exclusive. Each name (an image's file stem) appears once.
+    """
+    path = Path(path)
+    try:
+        with path.open(newline="") as handle:
+            reader = csv.DictReader(handle)
+            missing = [c for c in BOX_COLUMNS if c not in (reader.fieldnames or [])]
+            if missing:
+                raise ValueError(
+                    f"{path}: the header must name {','.join(BOX_COLUMNS)}; missing {missing}, "
+                    f"got {reader.fieldnames}"
+                )
+            rows = list(reader)
+    except OSError as error:
+        raise ValueError(f"cannot read boxes CSV {path}: {error}") from error
+    boxes: dict[str, Box] = {}
+    for line, row in enumerate(rows, start=2):
+        name = (row["name"] or "").strip()
+        try:
+            box = Box(*(int(row[c]) for c in BOX_COLUMNS[1:]))
+        except (TypeError, ValueError):
+            raise ValueError(
+                f"{path}:{line}: top,left,bottom,right must be integers; got "
+                f"{[row[c] for c in BOX_COLUMNS[1:]]}"
+            ) from None
+        if not name:
+            raise ValueError(f"{path}:{line}: empty name")
+        if name in boxes:
+            raise ValueError(f"{path}:{line}: name {name!r} appears twice")
+        if box.top < 0 or box.left < 0 or box.bottom <= box.top or box.right <= box.left:
+            raise ValueError(f"{path}:{line}: box {tuple(box)} for {name!r} is empty or negative")
+        boxes[name] = box
+    if not boxes:
+        raise ValueError(f"{path}: no box rows")
+    return boxes
+
+
+def align_boxes(names: Sequence[str], boxes: Mapping[str, Box]) -> list[Box | None]:
+    """The box of each named input (``None`` where the CSV has none), in the inputs' order.
+
+    Raises ``ValueError`` if the CSV names no input at all (likely a mismatch of names).
+    """
+    aligned = [boxes.get(name) for name in names]
+    if boxes and all(b is None for b in aligned):
+        raise ValueError(
+            f"no box name matches an input name; boxes name e.g. {sorted(boxes)[:3]}, inputs "
+            f"are e.g. {list(names)[:3]}"
+        )
+    return aligned
