@@ -1,0 +1,75 @@
+"""Result types of an evaluation: one method on one input, one method over all inputs."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Literal
+
+import numpy as np
+
+from smug_opt.evaluate.lsc import LSCResult
+from smug_opt.evaluate.metrics import Estimate, Quartiles
+
+Modality = Literal["image", "text"]
+
+
+@dataclass(frozen=True, eq=False)
+class MethodOutcome:
+    """One method on one input.
+
+    ``saliency`` is (H, W) or (T,), ``None`` if the method failed (``error`` says why).
+    ``mask`` is the kept region for masking methods, ``None`` for IG and Grad-CAM.
+    ``lsc`` is ``None`` for text, on failure, or when the map selects no pixel. ``precision``
+    and ``recall`` (against the rationale) exist for text masks when rationales are given.
+    ``seconds`` is the time to compute the map.
+    """
+
+    saliency: np.ndarray | None
+    mask: np.ndarray | None
+    lsc: LSCResult | None
+    sparsity: float | None
+    deletion_auc: float | None
+    insertion_auc: float | None
+    precision: float | None
+    recall: float | None
+    seconds: float
+    error: str | None
+
+
+@dataclass(frozen=True)
+class MethodSummary:
+    """One method over every input: the rows of the paper's Table 1 and more.
+
+    A field is ``None`` when it does not apply (sparsity of IG/Grad-CAM, LSC on text, Win%
+    of OptBox) or when no input produced a value. ``failures`` counts inputs whose map could
+    not be computed.
+    """
+
+    method: str
+    n: int
+    failures: int
+    lsc: Quartiles | None
+    win: Estimate | None
+    sparsity: Estimate | None
+    deletion: Estimate | None
+    insertion: Estimate | None
+    precision: Estimate | None
+    recall: Estimate | None
+    median_seconds: float
+
+
+@dataclass(frozen=True, eq=False)
+class EvaluationResult:
+    """Everything :func:`~smug_opt.evaluate.runner.evaluate` computed.
+
+    ``outcomes[i][method]`` is that method on input ``i``; ``summaries`` follow ``methods``;
+    ``files`` maps ``"markdown"``, ``"json"``, ``"records"`` and (images) ``"examples"`` to
+    the files written, empty without ``out_dir``.
+    """
+
+    modality: Modality
+    methods: tuple[str, ...]
+    outcomes: tuple[dict[str, MethodOutcome], ...]
+    summaries: tuple[MethodSummary, ...]
+    files: dict[str, Path] = field(default_factory=dict)

@@ -1,0 +1,420 @@
+"""Run a set of saliency methods over inputs and score them: the paper's sec. 4 evaluation.
+
+Methods are looked up by name in :data:`METHODS`. For every input and method the runner
+computes the map, its LSC (images), sparsity (masking methods), deletion/insertion AUCs
+and, for text with rationales, precision/recall; then the summary table.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+import time
+from collections.abc import Callable, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from smug_opt.evaluate._predict import PredictFn, chunks
+from smug_opt.evaluate.baselines import grad_cam, integrated_gradients, token_integrated_gradients
+from smug_opt.evaluate.boxes import Box, center_box, check_box, ground_truth_box, max_box
+from smug_opt.evaluate.faithfulness import deletion_curve, insertion_curve
+from smug_opt.evaluate.lsc import LSCResult, lsc_score, opt_box
+from smug_opt.evaluate.metrics import (
+    lsc_quartiles,
+    mean_estimate,
+    token_precision_recall,
+    win_rates,
+)
+from smug_opt.evaluate.report import plot_examples, table_json, table_markdown
+from smug_opt.evaluate.results import EvaluationResult, MethodOutcome, MethodSummary, Modality
+from smug_opt.evaluate.sis import sufficient_input_subset
+
+
+@dataclass(frozen=True)
+class Settings:
+    """Everything a method may need besides the model and the input."""
+
+    backend: str
+    k: int
+    gamma: float
+    cell: int
+    time_limit: float
+    sis_threshold: float
+    mask_id: int
+    ig_steps: int
+
+
+@dataclass(frozen=True, eq=False)
+class Subject:
+    """The model three ways: what ``explain`` receives, a predict function, the Keras model."""
+
+    target: Any
+    predict_fn: PredictFn
+    keras_model: Any | None
+
+
+@dataclass(frozen=True, eq=False)
+class MethodMap:
+    """A method's map for one input; ``lsc`` when the method already scored its box."""
+
+    saliency: np.ndarray
+    mask: np.ndarray | None
+    lsc: LSCResult | None = None
+
+
+Compute = Callable[[Subject, Settings, np.ndarray, int, Any], MethodMap]
+"""(subject, settings, input, label, annotation) -> map; annotation: a Box or a rationale."""
+
+
+@dataclass(frozen=True)
+class Method:
+    """A saliency method the runner knows: its name, what it is, where it applies."""
+
+    name: str
+    description: str
+    modalities: frozenset[str]
+    compute: Compute
+    needs_keras: bool = False
+
+
+def _smug(variant: str) -> Compute:
+    def compute(subject: Subject, s: Settings, x: np.ndarray, label: int, note: Any) -> MethodMap:
+        from smug_opt.explain import explain
+
+        e = explain(
+            subject.target,
+            x,
+            method=variant,
+            backend=s.backend,
+            k=s.k,
+            gamma=s.gamma,
+            cell=s.cell,
+            time_limit=s.time_limit,
+        )
+        return MethodMap(np.asarray(e.saliency, dtype=np.float64), np.asarray(e.mask, dtype=bool))
+
+    return compute
+
+
+def _ig(subject: Subject, s: Settings, x: np.ndarray, label: int, note: Any) -> MethodMap:
+    model = subject.keras_model
+    if x.ndim == 1:
+        return MethodMap(token_integrated_gradients(model, x, label, steps=s.ig_steps), None)
+    return MethodMap(integrated_gradients(model, x, label, steps=s.ig_steps), None)
+
+
+def _gradcam(subject: Subject, s: Settings, x: np.ndarray, label: int, note: Any) -> MethodMap:
+    return MethodMap(grad_cam(subject.keras_model, x, label), None)
+
+
+def _box_method(make_box: Callable[[tuple[int, int]], Box]) -> Compute:
+    def compute(subject: Subject, s: Settings, x: np.ndarray, label: int, note: Any) -> MethodMap:
+        mask = make_box(x.shape[:2]).mask(x.shape[:2])
+        return MethodMap(mask.astype(np.float64), mask)
+
+    return compute
+
+
+def _optbox(subject: Subject, s: Settings, x: np.ndarray, label: int, note: Any) -> MethodMap:
+    best = opt_box(subject.predict_fn, x, label)
+    mask = best.box.mask(x.shape[:2])
+    return MethodMap(mask.astype(np.float64), mask, best)
+
+
+def _groundtruth(subject: Subject, s: Settings, x: np.ndarray, label: int, note: Any) -> MethodMap:
+    if x.ndim == 1:
+        if note is None:
+            raise ValueError("groundtruth on text needs a rationale for this input; got none")
+        mask = np.asarray(note, dtype=bool)
+    else:
+        box = ground_truth_box(x) if note is None else check_box(note, x.shape[:2])
+        mask = box.mask(x.shape[:2])
+    return MethodMap(mask.astype(np.float64), mask)
+
+
+def _sis(subject: Subject, s: Settings, x: np.ndarray, label: int, note: Any) -> MethodMap:
+    mask = sufficient_input_subset(subject.predict_fn, x, label, threshold=s.sis_threshold, mask_id=s.mask_id)
+    return MethodMap(mask.astype(np.float64), mask)
+
+
+_IMAGE, _TEXT, _BOTH = frozenset({"image"}), frozenset({"text"}), frozenset({"image", "text"})
+
+METHODS: dict[str, Method] = {
+    m.name: m
+    for m in (
+        Method("smug", "SMUG: solver-minimised mask, IG-scored cells", _BOTH, _smug("smug")),
+        Method("smug_base", "SMUG_base: receptive fields of the top-k neurons", _BOTH, _smug("smug_base")),
+        Method("ig", "Integrated Gradients (pixels, or token embeddings), zero baseline", _BOTH, _ig, True),
+        Method("gradcam", "Grad-CAM on the last conv layer", _IMAGE, _gradcam, True),
+        Method("centerbox", "centred box with half the area", _IMAGE, _box_method(center_box)),
+        Method("maxbox", "the whole input", _IMAGE, _box_method(max_box)),
+        Method("optbox", "brute-force lowest-LSC box on a 10x10 grid", _IMAGE, _optbox),
+        Method(
+            "groundtruth",
+            "annotated box (default: tightest box of non-zero pixels) or text rationale",
+            _BOTH,
+            _groundtruth,
+        ),
+        Method("sis", "Sufficient Input Subset by backward selection", _TEXT, _sis),
+    )
+}
+"""Every method the runner knows, by name."""
+
+NOT_IN_WIN_RATE = frozenset({"optbox"})
+"""OptBox optimises LSC itself: like the paper, it is left out of Win%."""
+
+
+def _keras_predict(model: Any, batch_size: int = 256) -> PredictFn:
+    def predict(batch: np.ndarray) -> np.ndarray:
+        parts = [np.asarray(model(batch[p], training=False)) for p in chunks(len(batch), batch_size)]
+        return np.concatenate(parts)
+
+    return predict
+
+
+def as_subject(adapter_or_model: Any) -> Subject:
+    """Read a Keras model, a model adapter (``.predict`` and ``.model``) or a predict function."""
+    keras = sys.modules.get("keras")
+    if keras is not None and isinstance(adapter_or_model, keras.Model):
+        return Subject(adapter_or_model, _keras_predict(adapter_or_model), adapter_or_model)
+    inner = getattr(adapter_or_model, "model", None)
+    predict = getattr(adapter_or_model, "predict", None)
+    if keras is not None and isinstance(inner, keras.Model) and callable(predict):
+        return Subject(adapter_or_model, predict, inner)
+    if callable(adapter_or_model):
+        return Subject(adapter_or_model, adapter_or_model, None)
+    raise TypeError(
+        "evaluate needs a keras.Model, a model adapter with .predict and .model, or a predict "
+        f"function (batch -> probabilities); got {type(adapter_or_model).__name__}"
+    )
+
+
+def _modality(inputs: np.ndarray) -> Modality:
+    if inputs.ndim == 4:
+        return "image"
+    if inputs.ndim == 2 and np.issubdtype(inputs.dtype, np.integer):
+        return "text"
+    raise ValueError(
+        f"inputs must be images (N, H, W, C) or integer token ids (N, T); got {inputs.dtype} {inputs.shape}"
+    )
+
+
+def _check_methods(methods: Sequence[str], modality: Modality, subject: Subject) -> tuple[str, ...]:
+    names = tuple(methods)
+    if not names:
+        raise ValueError(f"no method given; choose from {sorted(METHODS)}")
+    unknown = [m for m in names if m not in METHODS]
+    if unknown:
+        raise ValueError(f"unknown method(s) {unknown}; choose from {sorted(METHODS)}")
+    wrong = [m for m in names if modality not in METHODS[m].modalities]
+    if wrong:
+        usable = sorted(m for m, spec in METHODS.items() if modality in spec.modalities)
+        raise ValueError(f"method(s) {wrong} do not apply to {modality} inputs; usable: {usable}")
+    if len(set(names)) != len(names):
+        raise ValueError(f"a method is listed twice: {list(names)}")
+    gradient = [m for m in names if METHODS[m].needs_keras]
+    if gradient and subject.keras_model is None:
+        raise ValueError(
+            f"method(s) {gradient} need a Keras model (or an adapter with .model); got "
+            f"{type(subject.target).__name__}"
+        )
+    return names
+
+
+def _annotations(
+    n: int, modality: Modality, boxes: Sequence[Box | None] | None, rationales: Any
+) -> list[Any]:
+    given = boxes if modality == "image" else rationales
+    if given is None:
+        return [None] * n
+    if len(given) != n:
+        what = "boxes" if modality == "image" else "rationales"
+        raise ValueError(f"{what} must have one entry per input ({n}); got {len(given)}")
+    return list(given)
+
+
+def _evaluate_one(
+    subject: Subject,
+    settings: Settings,
+    methods: tuple[str, ...],
+    x: np.ndarray,
+    label: int,
+    note: Any,
+) -> dict[str, MethodOutcome]:
+    text = x.ndim == 1
+    kept = x != settings.mask_id if text else None
+    rationale = np.asarray(note, dtype=bool) if text and note is not None else None
+    baseline = settings.mask_id if text else 0.0
+    out = {}
+    for name in methods:
+        start = time.perf_counter()
+        try:
+            mm = METHODS[name].compute(subject, settings, x, label, note)
+        except ValueError as error:
+            seconds = time.perf_counter() - start
+            out[name] = MethodOutcome(
+                None, None, None, None, None, None, None, None, seconds, f"map: {error}"
+            )
+            continue
+        seconds = time.perf_counter() - start
+        error, lsc = None, mm.lsc
+        if not text and lsc is None:
+            try:
+                lsc = lsc_score(subject.predict_fn, x, label, mm.saliency)
+            except ValueError as err:
+                error = f"lsc: {err}"
+        sparsity = precision = recall = None
+        if mm.mask is not None:
+            region = mm.mask[kept] if text else mm.mask
+            sparsity = float(region.mean()) if region.size else None
+            if rationale is not None:
+                pr = token_precision_recall(mm.mask, rationale)
+                precision, recall = pr.precision, pr.recall
+        curves = [
+            curve(subject.predict_fn, x, label, mm.saliency, cell=settings.cell, baseline=baseline).auc
+            for curve in (deletion_curve, insertion_curve)
+        ]
+        out[name] = MethodOutcome(
+            mm.saliency, mm.mask, lsc, sparsity, *curves, precision, recall, seconds, error
+        )
+    return out
+
+
+def _estimate(values: list[float | None]) -> Any:
+    finite = [v for v in values if v is not None and np.isfinite(v)]
+    return mean_estimate(finite) if finite else None
+
+
+def summarize(
+    outcomes: Sequence[dict[str, MethodOutcome]], methods: Sequence[str]
+) -> tuple[MethodSummary, ...]:
+    """One :class:`MethodSummary` per method over all inputs (Win% among the LSC methods)."""
+    lsc = {m: [o[m].lsc.lsc if o[m].lsc is not None else np.nan for o in outcomes] for m in methods}
+    contenders = {m: v for m, v in lsc.items() if m not in NOT_IN_WIN_RATE and not np.isnan(v).all()}
+    wins = win_rates(contenders) if len(contenders) >= 2 else {}
+    summaries = []
+    for m in methods:
+        rows = [o[m] for o in outcomes]
+        scores = [v for v in lsc[m] if np.isfinite(v)]
+        summaries.append(
+            MethodSummary(
+                method=m,
+                n=len(rows),
+                failures=sum(r.saliency is None for r in rows),
+                lsc=lsc_quartiles(scores) if scores else None,
+                win=wins.get(m),
+                sparsity=_estimate([r.sparsity for r in rows]),
+                deletion=_estimate([r.deletion_auc for r in rows]),
+                insertion=_estimate([r.insertion_auc for r in rows]),
+                precision=_estimate([r.precision for r in rows]),
+                recall=_estimate([r.recall for r in rows]),
+                median_seconds=float(np.median([r.seconds for r in rows])),
+            )
+        )
+    return tuple(summaries)
+
+
+def _record(index: int, method: str, o: MethodOutcome) -> dict[str, Any]:
+    lsc = o.lsc
+    return {
+        "input": index,
+        "method": method,
+        "lsc": None if lsc is None or not np.isfinite(lsc.lsc) else lsc.lsc,
+        "a": None if lsc is None else lsc.a,
+        "c": None if lsc is None else lsc.c,
+        "box": None if lsc is None else list(lsc.box),
+        "threshold": None if lsc is None else lsc.threshold,
+        "sparsity": o.sparsity,
+        "deletion_auc": o.deletion_auc,
+        "insertion_auc": o.insertion_auc,
+        "precision": None if o.precision is None or np.isnan(o.precision) else o.precision,
+        "recall": None if o.recall is None or np.isnan(o.recall) else o.recall,
+        "seconds": o.seconds,
+        "error": o.error,
+    }
+
+
+def _write(out_dir: Path, inputs: np.ndarray, result: EvaluationResult) -> dict[str, Path]:
+    out_dir.mkdir(parents=True, exist_ok=True)
+    files = {"markdown": out_dir / "table.md", "json": out_dir / "table.json"}
+    files["markdown"].write_text(table_markdown(result.summaries))
+    payload = {"modality": result.modality, "n": len(result.outcomes), **table_json(result.summaries)}
+    files["json"].write_text(json.dumps(payload, indent=2) + "\n")
+    files["records"] = out_dir / "records.jsonl"
+    lines = [
+        json.dumps(_record(i, m, o))
+        for i, per_input in enumerate(result.outcomes)
+        for m, o in per_input.items()
+    ]
+    files["records"].write_text("\n".join(lines) + "\n")
+    if result.modality == "image":
+        files["examples"] = plot_examples(inputs, result.outcomes, result.methods, out_dir / "examples.png")
+    return files
+
+
+def evaluate(
+    adapter_or_model: Any,
+    inputs: np.ndarray,
+    labels: Sequence[int] | np.ndarray,
+    methods: Sequence[str],
+    *,
+    backend: str = "highs",
+    k: int = 100,
+    gamma: float = 0.0,
+    cell: int = 1,
+    time_limit: float = 60.0,
+    boxes: Sequence[Box | None] | None = None,
+    rationales: Sequence[np.ndarray] | np.ndarray | None = None,
+    sis_threshold: float = 0.5,
+    mask_id: int = 0,
+    ig_steps: int = 64,
+    workers: int = 1,
+    out_dir: str | Path | None = None,
+    progress: bool = True,
+) -> EvaluationResult:
+    """Evaluate ``methods`` (names from :data:`METHODS`) on ``inputs`` with true ``labels``.
+
+    ``inputs``: images (N, H, W, C) or token ids (N, T). ``adapter_or_model``: a Keras model,
+    an adapter with ``.predict``/``.model``, or a bare predict function (then only the
+    model-agnostic methods work). ``backend, k, gamma, cell, time_limit`` go to SMUG;
+    ``cell`` is also the deletion/insertion grid. ``boxes``: one ground-truth box (or
+    ``None``) per image; ``rationales``: one boolean token mask per text. ``sis_threshold``
+    and ``mask_id`` (the pad/mask token, also the text deletion baseline) are for SIS.
+    ``workers`` inputs are evaluated in parallel threads. With ``out_dir``, writes
+    ``table.md``, ``table.json``, ``records.jsonl`` and (images) ``examples.png``.
+    A method that fails on an input (ValueError) is recorded there, not raised.
+    """
+    subject = as_subject(adapter_or_model)
+    inputs = np.asarray(inputs)
+    modality = _modality(inputs)
+    names = _check_methods(methods, modality, subject)
+    labels = np.asarray(labels)
+    if labels.shape != (len(inputs),) or not np.issubdtype(labels.dtype, np.integer):
+        raise ValueError(
+            f"labels must be {len(inputs)} integers, one per input; got {labels.dtype} {labels.shape}"
+        )
+    if len(inputs) == 0:
+        raise ValueError("inputs is empty: nothing to evaluate")
+    if workers < 1:
+        raise ValueError(f"workers must be >= 1; got {workers}")
+    notes = _annotations(len(inputs), modality, boxes, rationales)
+    settings = Settings(backend, k, gamma, cell, time_limit, sis_threshold, mask_id, ig_steps)
+
+    def one(i: int) -> dict[str, MethodOutcome]:
+        return _evaluate_one(subject, settings, names, inputs[i], int(labels[i]), notes[i])
+
+    with ThreadPoolExecutor(max_workers=workers) as pool:
+        results = pool.map(one, range(len(inputs)))
+        if progress:
+            from tqdm.auto import tqdm
+
+            results = tqdm(results, total=len(inputs), desc="evaluate", unit="input")
+        outcomes = tuple(results)
+    result = EvaluationResult(modality, names, outcomes, summarize(outcomes, names))
+    if out_dir is not None:
+        result.files.update(_write(Path(out_dir), inputs, result))
+    return result

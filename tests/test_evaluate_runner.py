@@ -1,0 +1,184 @@
+"""The evaluation runner end to end on toy predictors (fast), plus one pass with a Keras CNN."""
+
+import json
+import math
+import os
+import subprocess
+import sys
+from dataclasses import replace
+
+import numpy as np
+import pytest
+
+from smug_opt.evaluate import METHODS, Box, evaluate, table_markdown
+from smug_opt.evaluate.results import EvaluationResult
+
+HIT, MISS = 0.9, 0.01
+
+
+def fill_detector(batch: np.ndarray) -> np.ndarray:
+    """Confidence grows with the share of the crop that the bright square fills."""
+    fill = (batch.reshape(len(batch), -1) > 0.5).mean(axis=1)
+    p = MISS + (HIT - MISS) * fill
+    return np.stack([1 - p, p], axis=1)
+
+
+def squares(n: int = 3) -> tuple[np.ndarray, list[Box]]:
+    images = np.zeros((n, 30, 30, 1))
+    boxes = []
+    for i in range(n):
+        box = Box(3 * i, 6 + 3 * i, 3 * i + 6, 12 + 3 * i)  # 2x2 cells of the 10x10 grid
+        images[i, box.top : box.bottom, box.left : box.right] = 1.0
+        boxes.append(box)
+    return images, boxes
+
+
+def test_box_methods_on_images_give_the_paper_table(tmp_path):
+    images, boxes = squares()
+    methods = ["centerbox", "maxbox", "optbox", "groundtruth"]
+    result = evaluate(
+        fill_detector, images, [1, 1, 1], methods, boxes=boxes, out_dir=tmp_path, progress=False
+    )
+    assert isinstance(result, EvaluationResult) and result.modality == "image"
+    by = {s.method: s for s in result.summaries}
+    best = math.log(0.05) - math.log(HIT)
+    for i, box in enumerate(boxes):
+        assert result.outcomes[i]["optbox"].lsc.box == box
+        assert result.outcomes[i]["groundtruth"].lsc.lsc == pytest.approx(best)
+    assert by["maxbox"].sparsity.value == 1.0
+    assert by["optbox"].sparsity.value == pytest.approx(0.04)
+    assert by["groundtruth"].lsc.median == pytest.approx(best)
+    # OptBox is left out of Win%; the exact ground-truth box wins every input.
+    assert by["optbox"].win is None and by["groundtruth"].win.value == 1.0
+    assert by["maxbox"].win.value == 0.0
+    assert by["groundtruth"].deletion.value < by["maxbox"].deletion.value
+    table = (tmp_path / "table.md").read_text()
+    assert table == table_markdown(result.summaries)
+    win_row = next(line for line in table.splitlines() if line.startswith("| Win%"))
+    assert [c.strip(" |") for c in win_row.split(" | ")[3:5]] == ["–", "100.0 [43.9, 100.0]"]
+    payload = json.loads((tmp_path / "table.json").read_text())
+    assert payload["methods"] == methods and payload["n"] == 3
+    assert payload["metrics"]["optbox"]["win"] is None
+    records = [json.loads(line) for line in (tmp_path / "records.jsonl").read_text().splitlines()]
+    assert len(records) == 12 and records[2]["box"] == list(boxes[0])
+    png = (tmp_path / "examples.png").read_bytes()
+    assert png[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+def test_groundtruth_defaults_to_the_tightest_box_of_non_zero_pixels():
+    images, boxes = squares(2)
+    result = evaluate(fill_detector, images, [1, 1], ["groundtruth", "maxbox"], progress=False)
+    assert [o["groundtruth"].lsc.box for o in result.outcomes] == boxes
+
+
+def test_parallel_workers_give_the_same_results():
+    images, _ = squares(4)
+    a = evaluate(fill_detector, images, [1] * 4, ["centerbox", "optbox"], progress=False)
+    b = evaluate(fill_detector, images, [1] * 4, ["centerbox", "optbox"], workers=3, progress=False)
+    untimed = [[replace(s, median_seconds=0.0) for s in r.summaries] for r in (a, b)]
+    assert untimed[0] == untimed[1]
+
+
+def test_text_methods_score_against_rationales():
+    def needs_five_and_seven(batch: np.ndarray) -> np.ndarray:
+        hits = (batch == 5).any(axis=1).astype(int) + (batch == 7).any(axis=1)
+        return np.array([0.2, 0.6, 0.95])[hits]
+
+    tokens = np.array([[3, 5, 1, 7, 0, 0], [7, 2, 5, 4, 9, 0], [2, 3, 4, 1, 1, 0]])
+    rationales = np.isin(tokens, [5, 7])
+    result = evaluate(
+        needs_five_and_seven,
+        tokens,
+        [1, 1, 1],
+        ["sis", "groundtruth"],
+        rationales=rationales,
+        sis_threshold=0.8,
+        progress=False,
+    )
+    assert result.modality == "text"
+    sis = result.outcomes[0]["sis"]
+    np.testing.assert_array_equal(sis.mask, rationales[0])
+    assert sis.sparsity == pytest.approx(2 / 4) and sis.precision == 1.0 and sis.recall == 1.0
+    assert sis.lsc is None
+    # Input 2 has neither word: its confidence is below the threshold, so SIS fails there.
+    assert result.outcomes[2]["sis"].error.startswith("map: confidence 0.2")
+    by = {s.method: s for s in result.summaries}
+    assert by["sis"].failures == 1 and by["sis"].precision.value == 1.0
+    assert by["sis"].lsc is None and by["sis"].win is None
+
+
+@pytest.mark.parametrize(
+    ("methods", "message"),
+    [
+        (["nope"], r"unknown method\(s\) \['nope'\]; choose from"),
+        (["sis"], "do not apply to image inputs"),
+        (["ig"], "need a Keras model"),
+        ([], "no method given"),
+        (["maxbox", "maxbox"], "listed twice"),
+    ],
+)
+def test_bad_method_lists_are_rejected_up_front(methods, message):
+    images, _ = squares(1)
+    with pytest.raises(ValueError, match=message):
+        evaluate(fill_detector, images, [1], methods, progress=False)
+
+
+def test_bad_inputs_labels_and_boxes_are_rejected():
+    images, boxes = squares(2)
+    with pytest.raises(ValueError, match="labels must be 2 integers"):
+        evaluate(fill_detector, images, [1], ["maxbox"], progress=False)
+    with pytest.raises(ValueError, match="boxes must have one entry per input"):
+        evaluate(fill_detector, images, [1, 1], ["maxbox"], boxes=boxes[:1], progress=False)
+    with pytest.raises(ValueError, match=r"images \(N, H, W, C\) or integer token ids"):
+        evaluate(fill_detector, images[:, :, :, 0], [1, 1], ["maxbox"], progress=False)
+    with pytest.raises(TypeError, match="got int"):
+        evaluate(3, images, [1, 1], ["maxbox"], progress=False)
+
+
+def test_every_registered_method_is_described():
+    assert set(METHODS) == {
+        "smug",
+        "smug_base",
+        "ig",
+        "gradcam",
+        "centerbox",
+        "maxbox",
+        "optbox",
+        "groundtruth",
+        "sis",
+    }
+    assert all(m.description and m.modalities for m in METHODS.values())
+
+
+def test_importing_the_package_loads_neither_tensorflow_nor_matplotlib():
+    code = (
+        "import sys, smug_opt.evaluate; "
+        "print([m for m in ('tensorflow', 'keras', 'matplotlib') if m in sys.modules])"
+    )
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)}
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.strip() == "[]"
+
+
+def test_gradient_methods_run_with_a_keras_cnn():
+    os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+    keras = pytest.importorskip("keras")
+    keras.utils.set_random_seed(0)
+    model = keras.Sequential(
+        [
+            keras.Input((30, 30, 1)),
+            keras.layers.Conv2D(4, 3, activation="relu"),
+            keras.layers.GlobalAveragePooling2D(),
+            keras.layers.Dense(2, activation="softmax"),
+        ]
+    )
+    images, _ = squares(2)
+    result = evaluate(
+        model, images.astype(np.float32), [1, 1], ["ig", "gradcam", "centerbox"], ig_steps=8, progress=False
+    )
+    for per_input in result.outcomes:
+        assert per_input["ig"].saliency.shape == (30, 30) and per_input["ig"].mask is None
+        assert per_input["ig"].error is None and np.isfinite(per_input["ig"].deletion_auc)
+    by = {s.method: s for s in result.summaries}
+    assert by["ig"].sparsity is None and by["centerbox"].sparsity is not None
