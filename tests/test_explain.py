@@ -1,0 +1,103 @@
+"""SMUG explanations of real Keras models trained on real MNIST digits."""
+
+import json
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+from smug_opt import available_backends
+from smug_opt.data.mnist import pick_test_digits
+from smug_opt.explain import display_scale, explain
+from smug_opt.models import zoo
+
+
+@pytest.fixture(scope="module")
+def cnn():
+    return zoo.load("mnist-cnn", progress=False)
+
+
+@pytest.fixture(scope="module")
+def digits():
+    return pick_test_digits(3, seed=1)
+
+
+def _float64_first_layer(model):
+    """The model's real first Keras layer, rebuilt in float64 with the same weights."""
+    import keras
+
+    layer = next(layer for layer in model.layers if isinstance(layer, keras.layers.Conv2D))
+    config = {**layer.get_config(), "dtype": "float64", "activation": "linear"}
+    clone = type(layer).from_config(config)
+    clone.build((None, *layer.input.shape[1:]))
+    clone.set_weights([w.astype(np.float64) for w in layer.get_weights()])
+    return clone
+
+
+@pytest.mark.parametrize("gamma", [0.0, 0.5])
+def test_mask_keeps_selected_neurons_active_in_keras(cnn, digits, gamma):
+    _, xs, _ = digits
+    layer = _float64_first_layer(cnn)
+    for x in xs:
+        e = explain(cnn, x, k=150, gamma=gamma, cell=2, backend="highs", time_limit=60)
+        assert e.result.status.name == "OPTIMAL" and e.result.verified
+        o = np.asarray(layer(x[None].astype(np.float64)))[0].reshape(-1)[e.neurons]
+        masked = x * e.mask[..., None]
+        o_masked = np.asarray(layer(masked[None].astype(np.float64)))[0].reshape(-1)[e.neurons]
+        assert np.all(o_masked > gamma * o)
+        assert np.all(e.saliency[~e.mask] == 0) and np.all(e.saliency[e.mask] >= 0)
+
+
+def test_smug_is_never_larger_than_smug_base(cnn, digits):
+    _, xs, _ = digits
+    for x in xs:
+        smug = explain(cnn, x, k=150, cell=2, backend="highs", time_limit=60)
+        base = explain(cnn, x, method="smug_base", k=150, cell=2)
+        assert base.result is None and base.ok
+        assert smug.mask_size <= base.mask_size
+        assert np.all(base.mask[smug.mask])  # SMUG keeps a subset of the receptive fields
+
+
+def test_all_backends_agree_on_the_mask_size(cnn, digits):
+    _, xs, _ = digits
+    backends = available_backends()
+    sizes = {b: explain(cnn, xs[0], k=100, cell=2, backend=b, time_limit=60).mask_size
+             for b in backends}
+    assert len(set(sizes.values())) == 1, sizes
+
+
+def test_display_scale():
+    s = np.array([0.0, 2.0, 4.0, 3.0])
+    np.testing.assert_allclose(display_scale(s), [0.0, 0.5, 1.0, 0.75])
+    np.testing.assert_allclose(display_scale(np.array([0.0, 7.0])), [0.0, 1.0])
+
+
+def test_bad_method(cnn, digits):
+    with pytest.raises(ValueError, match="method"):
+        explain(cnn, digits[1][0], method="lime")
+    with pytest.raises(ValueError, match="shape"):
+        explain(cnn, np.zeros((27, 28, 1)))
+
+
+def test_cli_default_runs_end_to_end(tmp_path):
+    out = tmp_path / "res"
+    proc = subprocess.run([sys.executable, "-m", "smug_opt", "explain", "--out", str(out),
+                           "--quiet"], capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    record = json.loads((out / "record.json").read_text())
+    assert record["status"] == "OPTIMAL" and record["verified"] is True
+    assert record["mask_size"] == int(np.load(out / "cell_mask.npy").sum())
+    assert (out / "overlay.png").stat().st_size > 0
+
+
+def test_cli_text_explanation(tmp_path):
+    out = tmp_path / "text"
+    proc = subprocess.run([sys.executable, "-m", "smug_opt", "explain", "--model", "text-cnn",
+                           "--tokens", "a superb and wonderful beer, not bad at all",
+                           "--out", str(out), "--quiet"],
+                          capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    record = json.loads((out / "record.json").read_text())
+    assert record["verified"] is True and record["mask_size"] >= 1
+    assert "<span" in (out / "explanation.html").read_text()
