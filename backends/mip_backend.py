@@ -1,0 +1,141 @@
+"""CBC through python-mip (CBC as a shared library, cbcbox): the MILP lowering of
+:mod:`smug_opt.bridges.milp`.
+
+* Rows go in through CBC's C function ``Cbc_addRow`` on python-mip's own cffi handle,
+  straight from the CSR arrays: on a dense 3,000 x 3,000 problem that takes 0.17 s,
+  against 4.1 s through ``LinExpr`` + ``add_constr`` (python-mip's public API builds a
+  Python dict per row). Columns use ``add_var``; the model stays a python-mip ``Model``.
+* ``max_mip_gap`` is the requested relative gap and ``max_mip_gap_abs`` 0: OPTIMAL means
+  CBC exhausted the tree. CBC detects an integral objective itself and prunes with a
+  cutoff increment just below 1; correctness relies on nothing else.
+* ``integer_tol`` 1e-9 (python-mip's default 1e-6), ``infeas_tol`` 1e-7 (CBC's own primal
+  tolerance; python-mip's default is 1e-6, looser than the level-1 margins allow for).
+* python-mip 2.0's CBC interface never calls an ``IncumbentUpdater`` (its incumbent
+  callback is an empty stub and is not registered), so no incumbents are streamed.
+* python-mip's CBC and OR-Tools cannot share a process: the core runs every backend in
+  its own worker; this module imports ``mip`` only inside :meth:`lower`/:meth:`optimize`.
+"""
+
+from __future__ import annotations
+
+import importlib.metadata
+import math
+from dataclasses import dataclass
+from typing import Any, ClassVar
+
+import numpy as np
+
+from smug_opt.backend import (
+    Backend,
+    Capabilities,
+    IncumbentCallback,
+    RawResult,
+    SolveOptions,
+    Status,
+)
+from smug_opt.bridges import MilpForm, to_milp
+from smug_opt.ir import Problem
+
+__all__ = ["MipCbcBackend"]
+
+_INTEGER_TOLERANCE = 1e-9
+_FEASIBILITY_TOLERANCE = 1e-7
+
+
+@dataclass
+class _MipModel:
+    model: Any  # mip.Model
+    variables: list[Any]  # mip.Var, one per MILP column
+    form: MilpForm
+
+
+class MipCbcBackend(Backend):
+    """CBC through python-mip's C interface; strict rows by margin, ReLU by big-M (both
+    from the core's MILP bridge)."""
+
+    name: ClassVar[str] = "mip-cbc"
+    description: ClassVar[str] = "CBC via python-mip (shared library; margins, big-M ReLU)"
+    requires: ClassVar[tuple[str, ...]] = ("mip",)
+    extra: ClassVar[str] = "mip"
+    capabilities: ClassVar[Capabilities] = Capabilities(relu=True)
+    levels: ClassVar[int] = 4
+
+    @classmethod
+    def solver_version(cls) -> str:
+        try:
+            box = f", cbcbox {importlib.metadata.version('cbcbox')}"
+        except importlib.metadata.PackageNotFoundError:
+            box = ""
+        return f"CBC (python-mip {importlib.metadata.version('mip')}{box})"
+
+    def lower(self, problem: Problem, options: SolveOptions, level: int) -> _MipModel:
+        import mip
+        from mip.cbc import cbclib, ffi
+
+        form = to_milp(problem, level)
+        model = mip.Model(sense=mip.MINIMIZE, solver_name=mip.CBC)
+        model.verbose = int(options.verbose)
+        xs = [model.add_var(lb=lo, ub=hi, obj=c, var_type=mip.INTEGER if integer else mip.CONTINUOUS)
+              for lo, hi, c, integer in zip(form.col_lb.tolist(), form.col_ub.tolist(),
+                                            form.objective.tolist(), form.integer.tolist(),
+                                            strict=True)]
+        A = form.A
+        indices = np.ascontiguousarray(A.indices, dtype=np.intc)
+        data = np.ascontiguousarray(A.data, dtype=np.float64)
+        ptr = A.indptr.tolist()
+        cols = ffi.cast("int *", ffi.from_buffer(indices))
+        coefs = ffi.cast("double *", ffi.from_buffer(data))
+        zero_col, zero_coef = ffi.new("int[1]", [0]), ffi.new("double[1]", [0.0])
+        handle = model.solver._model
+        for i, (lo, hi) in enumerate(zip(form.row_lo.tolist(), form.row_hi.tolist(), strict=True)):
+            start, nnz = ptr[i], ptr[i + 1] - ptr[i]
+            # CBC wants at least one entry per row (python-mip does the same for empty rows)
+            row_cols, row_coefs = (cols + start, coefs + start) if nnz else (zero_col, zero_coef)
+            nnz = max(nnz, 1)
+            if lo == hi:
+                cbclib.Cbc_addRow(handle, b"", nnz, row_cols, row_coefs, b"E", lo)
+                continue
+            if lo > -math.inf:
+                cbclib.Cbc_addRow(handle, b"", nnz, row_cols, row_coefs, b"G", lo)
+            if hi < math.inf:
+                cbclib.Cbc_addRow(handle, b"", nnz, row_cols, row_coefs, b"L", hi)
+        model.constrs.update_constrs(model.solver.num_rows())
+        return _MipModel(model, xs, form)
+
+    def optimize(self, model: _MipModel, problem: Problem, options: SolveOptions,
+                 on_incumbent: IncumbentCallback) -> RawResult:
+        import mip
+
+        m = model.model
+        m.threads = options.threads
+        m.seed = options.seed
+        m.max_mip_gap = options.relative_gap
+        m.max_mip_gap_abs = 0.0
+        m.integer_tol = _INTEGER_TOLERANCE
+        m.infeas_tol = _FEASIBILITY_TOLERANCE
+        for key, value in options.extras.items():
+            if not isinstance(getattr(type(m), str(key), None), property):
+                raise ValueError(f"extras: {key!r} is not a python-mip Model setting")
+            setattr(m, str(key), value)
+        limit = mip.INF if options.time_limit is None else float(options.time_limit)
+        status = m.optimize(max_seconds=limit)
+        name = f"OptimizationStatus.{status.name}"
+        bound = m.objective_bound if status in (mip.OptimizationStatus.OPTIMAL,
+                                                mip.OptimizationStatus.FEASIBLE,
+                                                mip.OptimizationStatus.NO_SOLUTION_FOUND) else None
+        bound = float(bound) if bound is not None and math.isfinite(bound) else None
+        if status in (mip.OptimizationStatus.OPTIMAL, mip.OptimizationStatus.FEASIBLE):
+            values = np.array([v.x for v in model.variables], dtype=np.float64)
+            if not np.all(np.isfinite(values)):
+                return RawResult(Status.ERROR, solver_status=name,
+                                 message="CBC reported a solution without finite values")
+            x = model.form.problem_values(values)
+            objective = float(m.objective_value)
+            kind = Status.OPTIMAL if status is mip.OptimizationStatus.OPTIMAL else Status.FEASIBLE
+            return RawResult(kind, x, objective, bound, name)
+        if status in (mip.OptimizationStatus.INFEASIBLE, mip.OptimizationStatus.INT_INFEASIBLE):
+            return RawResult(Status.INFEASIBLE, solver_status=name)
+        if status is mip.OptimizationStatus.NO_SOLUTION_FOUND:
+            return RawResult(Status.NO_SOLUTION, bound=bound, solver_status=name)
+        return RawResult(Status.ERROR, bound=bound, solver_status=name,
+                         message=f"CBC (python-mip) ended with {name}")

@@ -1,0 +1,175 @@
+"""CBC through PuLP (``PULP_CBC_CMD``): the MILP lowering of :mod:`smug_opt.bridges.milp`.
+
+PuLP writes the model to an MPS file and runs its bundled CBC binary on it. Things this
+backend does on purpose:
+
+* Status comes from CBC, not from PuLP's summary: PuLP calls a run stopped by the time
+  limit with a solution "Optimal"; its *solution* status (read from CBC's own solution
+  header) tells a proven optimum (``LpSolutionOptimal``) from a solution in hand
+  (``LpSolutionIntegerFeasible``) and from none (a stop without an integer solution, where
+  PuLP still loads CBC's continuous values: they are dropped here). CBC's ``Result -`` log
+  line names the reason.
+* The best bound is parsed from CBC's log (``Lower bound:``, printed with 3 decimals, so
+  it is lowered by 1e-3 to stay valid); it is printed only when CBC stops early.
+* ``ratio`` is the requested relative gap and ``allow`` 0: OPTIMAL means the tree was
+  exhausted. CBC detects an integral objective itself (its log says "Cutoff increment
+  increased ... to 0.9999") and prunes with it; correctness relies on nothing else.
+* ``integerTolerance`` 1e-9 (CBC's default 1e-7); ``randomCbcSeed`` is passed only for a
+  seed > 0 (CBC reads 0 as "seed from the clock").
+* PuLP writes numbers with 13 significant digits (relative rounding <= 5e-13): far inside
+  CBC's primal tolerance (1e-7) and the level >= 1 margins (>= 1e-6); every answer is then
+  verified exactly. Continuous values are read back with ~8 digits, so a problem whose
+  free continuous variables (other than ReLU outputs, which the core recomputes) sit on
+  tight rows may need a higher tightening level to verify.
+* Model, solution and log files live in a private temporary directory, removed afterwards.
+
+Measured (2 cores): on a dense 3,000 x 3,000 problem, building the PuLP model takes 6 s
+and PuLP's MPS writer another 46 s before CBC starts. On a 2 x 2-cell instance (optimum 2)
+a solve takes ~0.02 s; the reported full-limit stall on such an instance did not reproduce
+(threads 1/2, ratio/allow 0, integerTolerance 1e-9, levels 0-2, elapsed time mode).
+"""
+
+from __future__ import annotations
+
+import importlib.metadata
+import math
+import re
+import sys
+import tempfile
+import warnings
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, ClassVar
+
+import numpy as np
+
+from smug_opt.backend import (
+    Backend,
+    Capabilities,
+    IncumbentCallback,
+    RawResult,
+    SolveOptions,
+    Status,
+)
+from smug_opt.bridges import MilpForm, to_milp
+from smug_opt.ir import Problem
+
+__all__ = ["PulpCbcBackend"]
+
+_INTEGER_TOLERANCE = 1e-9
+_BOUND_PRINT_SLACK = 1e-3  # CBC prints "Lower bound:" with 3 decimals
+_RESULT_LINE = re.compile(r"^Result - (.+?)\s*$", re.MULTILINE)
+_LOWER_BOUND = re.compile(r"^Lower bound:\s+(\S+)", re.MULTILINE)
+
+
+@dataclass
+class _PulpModel:
+    problem: Any  # pulp.LpProblem
+    variables: list[Any]  # pulp.LpVariable, one per MILP column
+    form: MilpForm
+
+
+class PulpCbcBackend(Backend):
+    """CBC 2.10 bundled with PuLP, run as a subprocess on an MPS file; strict rows by
+    margin, ReLU by big-M (both from the core's MILP bridge)."""
+
+    name: ClassVar[str] = "pulp-cbc"
+    description: ClassVar[str] = "CBC bundled with PuLP (PULP_CBC_CMD, MPS file; margins, big-M ReLU)"
+    requires: ClassVar[tuple[str, ...]] = ("pulp",)
+    extra: ClassVar[str] = "pulp"
+    capabilities: ClassVar[Capabilities] = Capabilities(relu=True)
+    levels: ClassVar[int] = 4
+
+    @classmethod
+    def solver_version(cls) -> str:
+        return f"CBC (bundled with PuLP {importlib.metadata.version('pulp')})"
+
+    def lower(self, problem: Problem, options: SolveOptions, level: int) -> _PulpModel:
+        import pulp
+
+        form = to_milp(problem, level)
+        lp = pulp.LpProblem("smug_opt", pulp.LpMinimize)
+        kinds = [pulp.LpInteger if i else pulp.LpContinuous for i in form.integer.tolist()]
+        xs = [lp.add_variable(f"x{j}", lo, hi, kind) for j, (lo, hi, kind) in
+              enumerate(zip(form.col_lb.tolist(), form.col_ub.tolist(), kinds, strict=True))]
+        A = form.A
+        cols = [xs[k] for k in A.indices.tolist()]
+        data = A.data.tolist()
+        ptr = A.indptr.tolist()
+        rows: dict[str, Any] = {}
+        for i, (lo, hi) in enumerate(zip(form.row_lo.tolist(), form.row_hi.tolist(), strict=True)):
+            expr = pulp.LpAffineExpression(zip(cols[ptr[i]:ptr[i + 1]], data[ptr[i]:ptr[i + 1]], strict=True))
+            if lo == hi:
+                rows[f"e{i}"] = pulp.LpConstraint(expr, pulp.LpConstraintEQ, rhs=lo)
+                continue
+            if lo > -math.inf:
+                rows[f"g{i}"] = pulp.LpConstraint(expr, pulp.LpConstraintGE, rhs=lo)
+            if hi < math.inf:
+                rows[f"l{i}"] = pulp.LpConstraint(expr, pulp.LpConstraintLE, rhs=hi)
+        lp.extend(rows)
+        # every column in the objective (zeros included) so that PuLP writes all of them
+        lp.setObjective(pulp.LpAffineExpression(zip(xs, form.objective.tolist(), strict=True)))
+        return _PulpModel(lp, xs, form)
+
+    def optimize(self, model: _PulpModel, problem: Problem, options: SolveOptions,
+                 on_incumbent: IncumbentCallback) -> RawResult:
+        import pulp
+
+        cbc_options = [f"integerTolerance {_INTEGER_TOLERANCE}"]
+        if options.seed > 0:
+            cbc_options.append(f"randomCbcSeed {options.seed}")
+        cbc_options += [f"{key} {value}" for key, value in options.extras.items()]
+        with tempfile.TemporaryDirectory(prefix="smug-opt-pulp-") as tmp:
+            log_path = Path(tmp) / "cbc.log"
+            with warnings.catch_warnings():  # PULP_CBC_CMD is deprecated for PuLP 4
+                warnings.simplefilter("ignore", DeprecationWarning)
+                cbc = pulp.PULP_CBC_CMD(
+                    msg=False, timeLimit=options.time_limit, threads=options.threads,
+                    gapRel=options.relative_gap, gapAbs=0.0, timeMode="elapsed",
+                    logPath=str(log_path), options=cbc_options,
+                )
+            cbc.tmpDir = tmp
+            try:
+                model.problem.solve(cbc)
+            except pulp.PulpSolverError as exc:
+                log = log_path.read_text(errors="replace") if log_path.exists() else ""
+                tail = " | ".join(log.strip().splitlines()[-3:])
+                return RawResult(Status.ERROR, solver_status="PulpSolverError",
+                                 message=f"CBC (via PuLP) failed: {exc}; log: {tail}")
+            log = log_path.read_text(errors="replace")
+        if options.verbose:
+            sys.stderr.write(log)
+        return _raw_result(pulp, model, log, options)
+
+
+def _raw_result(pulp: Any, model: _PulpModel, log: str, options: SolveOptions) -> RawResult:
+    """Map CBC's solution status (and log) to a RawResult."""
+    found = _RESULT_LINE.findall(log)
+    result = found[-1] if found else "no result line in CBC's log"
+    bound_match = _LOWER_BOUND.search(log)
+    bound = None
+    if bound_match is not None:
+        value = float(bound_match.group(1))
+        if math.isfinite(value):
+            bound = value - _BOUND_PRINT_SLACK - 1e-9 * abs(value)
+    sol_status = model.problem.sol_status
+    lp_status = model.problem.status
+    solver_status = f"{result} (PuLP status {lp_status}, solution status {sol_status})"
+    if lp_status == pulp.LpStatusInfeasible:
+        return RawResult(Status.INFEASIBLE, solver_status=solver_status)
+    if sol_status in (pulp.LpSolutionOptimal, pulp.LpSolutionIntegerFeasible):
+        values = np.array([v.varValue for v in model.variables], dtype=np.float64)
+        if not np.all(np.isfinite(values)):
+            return RawResult(Status.ERROR, solver_status=solver_status,
+                             message="CBC's solution file lacks values for some columns")
+        x = model.form.problem_values(values)
+        objective = float(model.form.objective @ values)
+        if sol_status == pulp.LpSolutionOptimal:
+            if bound is None and options.relative_gap == 0:
+                bound = objective
+            return RawResult(Status.OPTIMAL, x, objective, bound, solver_status)
+        return RawResult(Status.FEASIBLE, x, objective, bound, solver_status)
+    if lp_status == pulp.LpStatusNotSolved and result.startswith("Stopped on time"):
+        return RawResult(Status.NO_SOLUTION, bound=bound, solver_status=solver_status)
+    return RawResult(Status.ERROR, bound=bound, solver_status=solver_status,
+                     message=f"CBC (via PuLP) ended without a usable answer: {result}")
