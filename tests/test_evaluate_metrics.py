@@ -69,8 +69,13 @@ def test_sparsity_is_the_mean_kept_fraction_with_a_normal_interval():
     fractions = np.array([0.25, 0.5, 1.0])
     assert est.value == pytest.approx(fractions.mean())
     half = 1.959963984540054 * fractions.std(ddof=1) / math.sqrt(3)
-    assert (est.low, est.high) == pytest.approx((est.value - half, est.value + half))
+    assert (est.low, est.high) == pytest.approx((est.value - half, min(1.0, est.value + half)))
     assert est.interval == "normal"
+
+
+def test_sparsity_interval_is_clipped_to_fractions():
+    est = sparsity([np.zeros(10, bool)] * 3 + [np.array([1] + [0] * 9, bool)])
+    assert est.value == pytest.approx(0.025) and est.low == 0.0 and est.high > est.value
 
 
 def test_mean_estimate_of_one_value_has_zero_width_and_skips_nan():

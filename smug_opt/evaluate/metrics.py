@@ -91,22 +91,31 @@ def win_rates(lsc: Mapping[str, Sequence[float]], confidence: float = 0.95) -> d
     return out
 
 
-def mean_estimate(values: Sequence[float], confidence: float = 0.95) -> Estimate:
-    """Mean of the finite values with a normal-approximation interval (mean +/- z * s / sqrt(n))."""
+def mean_estimate(
+    values: Sequence[float], confidence: float = 0.95, *, bounds: tuple[float, float] | None = None
+) -> Estimate:
+    """Mean of the finite values with a normal-approximation interval (mean +/- z * s / sqrt(n)).
+
+    ``bounds`` clips the interval to the values' possible range (e.g. (0, 1) for fractions).
+    """
     arr = np.asarray(values, dtype=np.float64)
     arr = arr[np.isfinite(arr)]
     if arr.size == 0:
         raise ValueError(f"no finite value to average among {len(values)}")
     mean = float(arr.mean())
     half = _z(confidence) * float(arr.std(ddof=1)) / math.sqrt(arr.size) if arr.size > 1 else 0.0
-    return Estimate(mean, mean - half, mean + half, int(arr.size), "normal", confidence)
+    low, high = mean - half, mean + half
+    if bounds is not None:
+        low, high = max(low, bounds[0]), min(high, bounds[1])
+    return Estimate(mean, low, high, int(arr.size), "normal", confidence)
 
 
 def sparsity(masks: Sequence[np.ndarray], confidence: float = 0.95) -> Estimate:
-    """Mean kept fraction of boolean masks, with a normal-approximation interval."""
+    """Mean kept fraction of boolean masks, with a normal-approximation interval clipped to [0, 1]."""
     if len(masks) == 0:
         raise ValueError("sparsity needs at least one mask; got none")
-    return mean_estimate([float(np.mean(np.asarray(m, dtype=bool))) for m in masks], confidence)
+    fractions = [float(np.mean(np.asarray(m, dtype=bool))) for m in masks]
+    return mean_estimate(fractions, confidence, bounds=(0.0, 1.0))
 
 
 def lsc_quartiles(values: Sequence[float]) -> Quartiles:

@@ -94,7 +94,11 @@ def _smug(variant: str) -> Compute:
             gamma=s.gamma,
             cell=s.cell,
             time_limit=s.time_limit,
+            target=label,
         )
+        if e.saliency is None or e.mask is None:
+            status = "no solver result" if e.result is None else e.result.status.name
+            raise ValueError(f"{variant} returned no mask ({status})")
         return MethodMap(np.asarray(e.saliency, dtype=np.float64), np.asarray(e.mask, dtype=bool))
 
     return compute
@@ -284,9 +288,10 @@ def _evaluate_one(
     return out
 
 
-def _estimate(values: list[float | None]) -> Any:
+def _fraction_estimate(values: list[float | None]) -> Any:
+    """Mean of the available fractions in [0, 1] (normal interval, clipped), or None."""
     finite = [v for v in values if v is not None and np.isfinite(v)]
-    return mean_estimate(finite) if finite else None
+    return mean_estimate(finite, bounds=(0.0, 1.0)) if finite else None
 
 
 def summarize(
@@ -307,11 +312,11 @@ def summarize(
                 failures=sum(r.saliency is None for r in rows),
                 lsc=lsc_quartiles(scores) if scores else None,
                 win=wins.get(m),
-                sparsity=_estimate([r.sparsity for r in rows]),
-                deletion=_estimate([r.deletion_auc for r in rows]),
-                insertion=_estimate([r.insertion_auc for r in rows]),
-                precision=_estimate([r.precision for r in rows]),
-                recall=_estimate([r.recall for r in rows]),
+                sparsity=_fraction_estimate([r.sparsity for r in rows]),
+                deletion=_fraction_estimate([r.deletion_auc for r in rows]),
+                insertion=_fraction_estimate([r.insertion_auc for r in rows]),
+                precision=_fraction_estimate([r.precision for r in rows]),
+                recall=_fraction_estimate([r.recall for r in rows]),
                 median_seconds=float(np.median([r.seconds for r in rows])),
             )
         )
