@@ -122,14 +122,14 @@ def encode_first_layer(
     if np.unique(neurons).size != neurons.size:
         raise ValueError("neurons must be distinct")
     grid = cell_grid(affine, cell, grid_shape)
-    o = affine.preactivation(x_affine).reshape(-1)[neurons]
     rows, spatial_index, values = affine.tap_contributions(x_affine, neurons)
+    bias = affine.bias[neurons % affine.filters]
+    o = np.bincount(rows, weights=values, minlength=neurons.size) + bias
     cols = grid.cell_of[spatial_index]
     shape = (neurons.size, grid.num_cells)
     coefficients = sp.csr_matrix((values, (rows, cols)), shape=shape)  # sums taps per cell
     receptive = sp.csr_matrix((np.ones(rows.size, dtype=bool), (rows, cols)), shape=shape)
-    filters = neurons % affine.filters
-    rhs = gamma * o - affine.bias[filters]
+    rhs = gamma * o - bias
 
     builder = ProblemBuilder(metadata={
         "encoding": "smug-first-layer", "layer": affine.kind, "gamma": float(gamma),
