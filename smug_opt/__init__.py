@@ -5,6 +5,7 @@ imported when they are used.
 """
 
 from smug_opt.backend import Backend, Capabilities, RawResult, SolveOptions, Status
+from smug_opt.explain import Explanation, explain
 from smug_opt.ir import Problem, ProblemBuilder, Sense, VarKind
 from smug_opt.registry import available_backends, backend_infos
 from smug_opt.result import SolveResult
@@ -14,6 +15,7 @@ from smug_opt.verify import Verification, verify
 __all__ = [
     "Backend",
     "Capabilities",
+    "Explanation",
     "Problem",
     "ProblemBuilder",
     "RawResult",
@@ -25,6 +27,7 @@ __all__ = [
     "Verification",
     "available_backends",
     "backend_infos",
+    "explain",
     "solve",
     "verify",
 ]
