@@ -182,3 +182,37 @@ def test_gradient_methods_run_with_a_keras_cnn():
         assert per_input["ig"].error is None and np.isfinite(per_input["ig"].deletion_auc)
     by = {s.method: s for s in result.summaries}
     assert by["ig"].sparsity is None and by["centerbox"].sparsity is not None
+
+
+def test_smug_and_smug_base_flow_through_the_runner():
+    os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+    keras = pytest.importorskip("keras")
+    pytest.importorskip("smug_opt.explain")
+    pytest.importorskip("highspy")
+    keras.utils.set_random_seed(0)
+    model = keras.Sequential(
+        [
+            keras.Input((30, 30, 1)),
+            keras.layers.Conv2D(4, 5, strides=3, activation="relu"),
+            keras.layers.Flatten(),
+            keras.layers.Dense(2, activation="softmax"),
+        ]
+    )
+    images, _ = squares(2)
+    result = evaluate(
+        model,
+        images.astype(np.float32),
+        [1, 1],
+        ["smug", "smug_base"],
+        k=10,
+        cell=3,
+        time_limit=20,
+        progress=False,
+    )
+    for per_input in result.outcomes:
+        smug, base = per_input["smug"], per_input["smug_base"]
+        assert smug.error is None or smug.error.startswith("lsc:"), smug.error
+        assert base.error is None, base.error
+        assert not np.any(smug.mask & ~base.mask)  # the solver only drops cells of SMUG_base
+        assert np.all(smug.saliency[~smug.mask] == 0)
+        assert smug.sparsity <= base.sparsity
