@@ -1,0 +1,362 @@
+"""The framework-neutral model interface: the first affine layer and the adapter contract.
+
+Vocabulary used throughout:
+
+- *affine input*: what the first affine layer reads, per example: ``(n_in,)`` for dense,
+  ``(T, C)`` for conv1d, ``(H, W, C)`` for conv2d (channels last).
+- *spatial grid*: the affine input without its channel axis: ``(n_in,)``, ``(T,)`` or
+  ``(H, W)``. Mask cells live on this grid; all channels (or embedding dimensions) of a
+  grid point share its cell. A *spatial index* is a row-major flat index into the grid.
+- *neuron*: one entry of the first layer's output ``o = W1·x + b1`` (shape
+  ``output_shape``); its *flat index* is row-major over ``output_shape``, so for
+  convolutions ``neuron = position * F + filter``.
+"""
+
+from __future__ import annotations
+
+import functools
+import math
+from abc import ABC, abstractmethod
+from dataclasses import dataclass
+from typing import Literal
+
+import numpy as np
+
+__all__ = [
+    "AffineLayer",
+    "LayerKind",
+    "ModelAdapter",
+    "OutputKind",
+    "ReceptiveField",
+    "conv_output_size",
+    "resolve_padding",
+]
+
+LayerKind = Literal["dense", "conv1d", "conv2d"]
+OutputKind = Literal["softmax", "sigmoid", "linear"]
+_SPATIAL_RANK = {"dense": 0, "conv1d": 1, "conv2d": 2}
+
+
+def resolve_padding(mode: str, size: int, kernel: int, stride: int, dilation: int) -> tuple[int, int]:
+    """Explicit ``(before, after)`` padding of one spatial axis, exactly as TensorFlow pads.
+
+    ``mode`` is ``"valid"``, ``"same"`` (output ``ceil(size / stride)``, the odd pixel of
+    padding goes after) or ``"causal"`` (conv1d: everything before).
+    """
+    span = (kernel - 1) * dilation + 1
+    if mode == "valid":
+        return 0, 0
+    if mode == "causal":
+        return span - 1, 0
+    if mode == "same":
+        total = max((math.ceil(size / stride) - 1) * stride + span - size, 0)
+        return total // 2, total - total // 2
+    raise ValueError(f"padding must be 'valid', 'same' or 'causal', got {mode!r}")
+
+
+def conv_output_size(size: int, kernel: int, stride: int, dilation: int, pad: int) -> int:
+    """Output length of one spatial axis of a convolution with ``pad`` cells of padding."""
+    return (size + pad - (kernel - 1) * dilation - 1) // stride + 1
+
+
+@dataclass(frozen=True, eq=False)
+class ReceptiveField:
+    """Which input grid points every kernel tap reads, for every output position.
+
+    With ``P`` output positions (1 for dense, ``T'`` for conv1d, ``H'·W'`` for conv2d,
+    row-major) and ``K`` taps (``n_in`` for dense, ``kw`` for conv1d, ``kh·kw`` for
+    conv2d, row-major over the kernel window):
+
+    - ``index[p, t]`` (P, K) int64: spatial index of the grid point tap ``t`` reads at
+      position ``p`` (0 where the tap falls in the padding);
+    - ``valid[p, t]`` (P, K) bool: False where the tap falls in the padding (reads zero);
+    - ``kernel[t, c, f]`` (K, C, F) float64: the kernel with its window flattened in the
+      same tap order (dense: ``C = 1`` and ``kernel[j, 0, f] = W1[j, f]``).
+
+    So ``o[p, f] = b1[f] + Σ_t valid[p, t] · Σ_c x_grid[index[p, t], c] · kernel[t, c, f]``
+    where ``x_grid`` is the affine input reshaped to (grid size, C). Within one position
+    the valid taps read distinct grid points.
+    """
+
+    index: np.ndarray
+    valid: np.ndarray
+    kernel: np.ndarray
+
+
+@dataclass(frozen=True, eq=False)
+class AffineLayer:
+    """The first affine layer ``o = W1·x + b1`` of a network, in float64, framework-free.
+
+    ``kernel``: dense (n_in, F); conv1d (kw, C, F); conv2d (kh, kw, C, F) (Keras layout).
+    ``bias``: (F,) (zeros when the layer has none). ``strides``, ``dilation`` and
+    ``padding`` (explicit ``(before, after)`` cells) have one entry per spatial axis
+    (none for dense). ``input_shape``/``output_shape`` are per example, channels last.
+    Arrays are stored read-only as float64.
+    """
+
+    kind: LayerKind
+    kernel: np.ndarray
+    bias: np.ndarray
+    strides: tuple[int, ...]
+    dilation: tuple[int, ...]
+    padding: tuple[tuple[int, int], ...]
+    input_shape: tuple[int, ...]
+    output_shape: tuple[int, ...]
+
+    def __post_init__(self) -> None:
+        if self.kind not in _SPATIAL_RANK:
+            raise ValueError(f"kind must be 'dense', 'conv1d' or 'conv2d', got {self.kind!r}")
+        rank = _SPATIAL_RANK[self.kind]
+        kernel = _frozen_float64(self.kernel)
+        bias = _frozen_float64(self.bias)
+        object.__setattr__(self, "kernel", kernel)
+        object.__setattr__(self, "bias", bias)
+        for name in ("strides", "dilation", "padding", "input_shape", "output_shape"):
+            object.__setattr__(self, name, _int_tuple(getattr(self, name)))
+        if kernel.ndim != max(rank + 2, 2):
+            raise ValueError(f"a {self.kind} kernel needs {rank + 2} axes, got {kernel.shape}")
+        if bias.shape != kernel.shape[-1:]:
+            raise ValueError(f"bias must have shape {kernel.shape[-1:]}, got {bias.shape}")
+        if not all(len(t) == rank for t in (self.strides, self.dilation, self.padding)) or any(
+            min(p) < 0 for p in self.padding
+        ):
+            raise ValueError(
+                f"a {self.kind} layer needs {rank} strides, dilations and (non-negative) "
+                f"paddings, got "
+                f"{self.strides}, {self.dilation}, {self.padding}"
+            )
+        spatial_in = self.input_shape[:rank]
+        expected_in = kernel.shape[:1] if rank == 0 else (*spatial_in, kernel.shape[-2])
+        if self.input_shape != expected_in:
+            raise ValueError(f"input_shape {self.input_shape} does not fit a kernel of shape {kernel.shape}")
+        out = tuple(
+            conv_output_size(n, k, s, d, sum(p))
+            for n, k, s, d, p in zip(
+                spatial_in,
+                kernel.shape[:rank],
+                self.strides,
+                self.dilation,
+                self.padding,
+                strict=True,
+            )
+        )
+        if self.output_shape != (*out, kernel.shape[-1]) or min(out, default=1) < 1:
+            raise ValueError(
+                f"output_shape {self.output_shape} is not what the layer computes: {(*out, kernel.shape[-1])}"
+            )
+
+    @property
+    def spatial_shape(self) -> tuple[int, ...]:
+        """The affine input's grid: ``(n_in,)``, ``(T,)`` or ``(H, W)``."""
+        return self.input_shape if self.kind == "dense" else self.input_shape[:-1]
+
+    @property
+    def channels(self) -> int:
+        """Values per grid point (1 for dense; channels or embedding dimensions)."""
+        return 1 if self.kind == "dense" else self.input_shape[-1]
+
+    @property
+    def filters(self) -> int:
+        """``F``, the number of output channels (units for dense)."""
+        return self.kernel.shape[-1]
+
+    @property
+    def num_neurons(self) -> int:
+        """Number of first-layer neurons, ``prod(output_shape)``."""
+        return math.prod(self.output_shape)
+
+    def receptive_field_taps(self) -> ReceptiveField:
+        """The (cached, read-only) receptive fields of all output positions."""
+        return self._receptive_field
+
+    @functools.cached_property
+    def _receptive_field(self) -> ReceptiveField:
+        rank = _SPATIAL_RANK[self.kind]
+        if rank == 0:
+            n_in = self.input_shape[0]
+            index = np.arange(n_in, dtype=np.int64)[None, :]
+            valid = np.ones((1, n_in), dtype=bool)
+        else:
+            index, valid = _window_indices(
+                self.spatial_shape,
+                self.output_shape[:-1],
+                self.kernel.shape[:rank],
+                self.strides,
+                self.dilation,
+                self.padding,
+            )
+        kernel = self.kernel.reshape(-1, self.channels, self.filters)
+        for array in (index, valid, kernel):
+            array.flags.writeable = False
+        return ReceptiveField(index, valid, kernel)
+
+    def preactivation(self, x: np.ndarray) -> np.ndarray:
+        """``o = W1·x + b1`` for one affine input ``x`` (shape ``input_shape``), float64."""
+        grid = self._grid(x)
+        field = self._receptive_field
+        patches = grid[field.index] * field.valid[..., None]
+        o = np.einsum("pkc,kcf->pf", patches, field.kernel) + self.bias
+        return o.reshape(self.output_shape)
+
+    def tap_contributions(
+        self, x: np.ndarray, neuron_flat_indices: np.ndarray
+    ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """COO triplets of the selected neurons' pre-activations, one per valid kernel tap.
+
+        Returns ``(rows, spatial_index, values)``: ``rows[i]`` is the position of the neuron
+        in ``neuron_flat_indices``, ``spatial_index[i]`` the grid point the tap reads and
+        ``values[i] = Σ_c kernel[tap, c, filter] · x[grid point, c]``. Taps in the padding
+        are left out; zero values are kept. For every row ``r``,
+        ``Σ values[rows == r] + bias[filter] == preactivation(x).flat[neuron r]``, and no
+        ``(row, spatial_index)`` pair repeats.
+        """
+        neurons = np.asarray(neuron_flat_indices)
+        if neurons.ndim != 1 or not np.issubdtype(neurons.dtype, np.integer):
+            raise ValueError(
+                f"neuron_flat_indices must be a 1-D integer array, got {neurons.dtype} {neurons.shape}"
+            )
+        if neurons.size and (neurons.min() < 0 or neurons.max() >= self.num_neurons):
+            raise ValueError(
+                f"neuron indices must lie in [0, {self.num_neurons}), got {neurons.min()}..{neurons.max()}"
+            )
+        grid = self._grid(x)
+        field = self._receptive_field
+        position, filt = np.divmod(neurons, self.filters)
+        index = field.index[position]
+        values = np.einsum("nkc,kcn->nk", grid[index], field.kernel[:, :, filt])
+        rows, taps = np.nonzero(field.valid[position])
+        return rows, index[rows, taps], values[rows, taps]
+
+    def _grid(self, x: np.ndarray) -> np.ndarray:
+        x = np.asarray(x, dtype=np.float64)
+        if x.shape != self.input_shape:
+            raise ValueError(
+                f"the {self.kind} layer's input must have shape {self.input_shape}, got {x.shape}"
+            )
+        return x.reshape(-1, self.channels)
+
+
+def _window_indices(
+    size: tuple[int, ...],
+    out: tuple[int, ...],
+    kernel: tuple[int, ...],
+    strides: tuple[int, ...],
+    dilation: tuple[int, ...],
+    padding: tuple[tuple[int, int], ...],
+) -> tuple[np.ndarray, np.ndarray]:
+    """Grid indices and validity (P, K) of every window tap, by broadcasting per axis."""
+    rank = len(size)
+    index = np.zeros((1,) * (2 * rank), dtype=np.int64)
+    valid = np.ones((1,) * (2 * rank), dtype=bool)
+    step = 1
+    for axis in reversed(range(rank)):
+        coord = (
+            np.arange(out[axis])[:, None] * strides[axis]
+            - padding[axis][0]
+            + np.arange(kernel[axis])[None, :] * dilation[axis]
+        )
+        shape = [1] * (2 * rank)
+        shape[axis], shape[rank + axis] = out[axis], kernel[axis]
+        coord = coord.reshape(shape)
+        valid = valid & (coord >= 0) & (coord < size[axis])
+        index = index + coord * step
+        step *= size[axis]
+    positions, taps = math.prod(out), math.prod(kernel)
+    valid = valid.reshape(positions, taps)
+    return np.where(valid, index.reshape(positions, taps), 0), valid
+
+
+def _frozen_float64(array: np.ndarray) -> np.ndarray:
+    array = np.array(array, dtype=np.float64)
+    array.flags.writeable = False
+    return array
+
+
+def _int_tuple(value: tuple) -> tuple:
+    return tuple(_int_tuple(v) if isinstance(v, (tuple, list)) else int(v) for v in value)
+
+
+class ModelAdapter(ABC):
+    """A trained network seen as: raw input → affine input → first affine layer → ReLU → head.
+
+    Subclasses (one per framework) set ``affine``, ``input_shape`` (the model's raw
+    per-example input), ``output_kind`` and ``num_outputs``. All results are float64 numpy.
+    The *target score* of an output vector is the probability of class ``target`` for
+    softmax; for one sigmoid output ``p`` it is ``p`` (target 1) or ``1 - p`` (target 0);
+    otherwise it is output ``target`` itself.
+    """
+
+    affine: AffineLayer
+    input_shape: tuple[int, ...]
+    output_kind: OutputKind
+    num_outputs: int
+
+    @property
+    def spatial_shape(self) -> tuple[int, ...]:
+        """The grid mask cells live on (see the module docstring)."""
+        return self.affine.spatial_shape
+
+    def check_input(self, x: np.ndarray, *, batched: bool = False) -> np.ndarray:
+        """``x`` as an array, after checking its shape and that it is finite and numeric."""
+        x = np.asarray(x)
+        expected = ("batch", *self.input_shape) if batched else self.input_shape
+        if x.shape[int(batched) :] != self.input_shape:
+            raise ValueError(f"x must have shape {expected}, got {x.shape}")
+        if x.dtype.kind not in "biuf":
+            raise ValueError(f"x must be numeric, got dtype {x.dtype}")
+        if x.dtype.kind == "f" and not np.isfinite(x).all():
+            bad = np.argwhere(~np.isfinite(x))[0]
+            raise ValueError(f"x must be finite, got {x[tuple(bad)]} at index {tuple(bad)}")
+        return x
+
+    def first_layer(self, x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """``(o, h)``: pre-activations ``W1·x + b1`` and ``h = relu(o)`` of one raw example."""
+        o = self.affine.preactivation(self.affine_input(x))
+        return o, np.maximum(o, 0.0)
+
+    def score_weights(self, target: int) -> tuple[np.ndarray, float]:
+        """``(w, c)`` with ``target score = outputs · w + c`` (see the class docstring)."""
+        single_sigmoid = self.output_kind == "sigmoid" and self.num_outputs == 1
+        n_targets = 2 if single_sigmoid else self.num_outputs
+        if isinstance(target, bool) or not isinstance(target, (int, np.integer)):
+            raise ValueError(f"target must be an int, got {target!r}")
+        if not 0 <= target < n_targets:
+            raise ValueError(
+                f"target must lie in [0, {n_targets}) for a {self.output_kind} output of "
+                f"size {self.num_outputs}, got {target}"
+            )
+        if single_sigmoid:
+            return np.array([1.0 if target == 1 else -1.0]), float(target == 0)
+        return np.eye(self.num_outputs)[target], 0.0
+
+    def target_score(self, outputs: np.ndarray, target: int) -> np.ndarray:
+        """Target scores of a batch of model outputs (batch, num_outputs) → (batch,)."""
+        w, c = self.score_weights(target)
+        return np.asarray(outputs, dtype=np.float64) @ w + c
+
+    def predicted_target(self, outputs: np.ndarray) -> int:
+        """The class one output vector (num_outputs,) predicts."""
+        outputs = np.asarray(outputs)
+        if self.output_kind == "sigmoid" and self.num_outputs == 1:
+            return int(outputs[0] >= 0.5)
+        return int(np.argmax(outputs))
+
+    @abstractmethod
+    def affine_input(self, x: np.ndarray) -> np.ndarray:
+        """The first affine layer's input for one raw example (shape ``affine.input_shape``)."""
+
+    @abstractmethod
+    def head(self, h_batch: np.ndarray) -> np.ndarray:
+        """Model outputs (batch, num_outputs) from post-ReLU activations (batch, *h shape)."""
+
+    @abstractmethod
+    def head_gradient(self, h_batch: np.ndarray, target: int) -> tuple[np.ndarray, np.ndarray]:
+        """``(scores (batch,), d score / d h (batch, *h shape))`` for class ``target``."""
+
+    @abstractmethod
+    def predict(self, x_batch: np.ndarray) -> np.ndarray:
+        """Model outputs (batch, num_outputs) for raw inputs (batch, *input_shape)."""
+
+    @abstractmethod
+    def predict_from_affine_input(self, xa_batch: np.ndarray) -> np.ndarray:
+        """Model outputs when the first affine layer's input (batch, *affine input) is given."""

@@ -1,0 +1,295 @@
+"""The embedded default models: trained deterministically on first use, then cached.
+
+Models are keyed by name and recipe version, so changing a recipe retrains. The cache is
+``$SMUG_OPT_CACHE``, else ``$XDG_CACHE_HOME/smug-opt``, else ``~/.cache/smug-opt``.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import sys
+import tempfile
+import time
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from smug_opt.models._keras import import_keras
+
+if TYPE_CHECKING:
+    import keras
+
+__all__ = ["available_models", "cache_dir", "load", "model_info", "test_accuracy"]
+
+_SEED = 0
+
+
+@dataclass(frozen=True)
+class _Recipe:
+    """How one zoo model is built and trained."""
+
+    version: str
+    description: str
+    build: Callable[[Any], keras.Model]
+    data: Callable[[], tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]]
+    loss: str
+    epochs: int
+    learning_rate: float = 1e-3
+    batch_size: int = 32
+
+
+def _flat_digits() -> tuple[np.ndarray, ...]:
+    x_train, y_train, x_test, y_test = _digits()
+    return x_train.reshape(-1, 784), y_train, x_test.reshape(-1, 784), y_test
+
+
+def _digits() -> tuple[np.ndarray, ...]:
+    from smug_opt.data import load_digits
+
+    digits = load_digits()
+    return digits.x_train, digits.y_train, digits.x_test, digits.y_test
+
+
+def _reviews() -> tuple[np.ndarray, ...]:
+    from smug_opt.data import load_reviews
+
+    reviews = load_reviews()
+    return reviews.x_train, reviews.y_train, reviews.x_test, reviews.y_test
+
+
+def _mlp(*hidden: int) -> Callable[[Any], keras.Model]:
+    def build(keras: Any) -> keras.Model:
+        layers = [keras.layers.Dense(n, activation="relu") for n in hidden]
+        return keras.Sequential([keras.Input((784,)), *layers, keras.layers.Dense(10, activation="softmax")])
+
+    return build
+
+
+def _cnn(keras: Any) -> keras.Model:
+    conv = keras.layers.Conv2D
+    return keras.Sequential(
+        [
+            keras.Input((28, 28, 1)),
+            conv(16, 5, strides=2, padding="same", activation="relu"),
+            conv(32, 3, padding="same", activation="relu"),
+            keras.layers.MaxPooling2D(2),
+            keras.layers.Flatten(),
+            keras.layers.Dense(64, activation="relu"),
+            keras.layers.Dense(10, activation="softmax"),
+        ]
+    )
+
+
+def _text_cnn(keras: Any) -> keras.Model:
+    from smug_opt.data import default_vocabulary
+
+    vocab = default_vocabulary()
+    return keras.Sequential(
+        [
+            keras.Input((vocab.seq_len,), dtype="int32"),
+            keras.layers.Embedding(vocab.size, 32),
+            keras.layers.Conv1D(64, 3, activation="relu"),
+            keras.layers.GlobalMaxPooling1D(),
+            keras.layers.Dense(1, activation="sigmoid"),
+        ]
+    )
+
+
+_RECIPES = {
+    "mnist-mlp": _Recipe(
+        version="1",
+        description="784-32-10 MLP on flat digits in [0, 1] (the paper's full-network model)",
+        build=_mlp(32),
+        data=_flat_digits,
+        loss="sparse_categorical_crossentropy",
+        epochs=10,
+    ),
+    "mnist-mlp-deep": _Recipe(
+        version="1",
+        description="784-64-64-10 MLP on flat digits in [0, 1]",
+        build=_mlp(64, 64),
+        data=_flat_digits,
+        loss="sparse_categorical_crossentropy",
+        epochs=10,
+    ),
+    "mnist-cnn": _Recipe(
+        version="1",
+        description="28x28x1 digits: Conv2D(16, 5x5, stride 2, same, relu), "
+        "Conv2D(32, 3x3, same, relu), MaxPooling2D(2), Dense(64, relu), Dense(10, softmax)",
+        build=_cnn,
+        data=_digits,
+        loss="sparse_categorical_crossentropy",
+        epochs=8,
+    ),
+    "text-cnn": _Recipe(
+        version="1",
+        description="100 token ids: Embedding(32), Conv1D(64, 3, relu), global max pool, "
+        "Dense(1, sigmoid); trained on the synthetic reviews",
+        build=_text_cnn,
+        data=_reviews,
+        loss="binary_crossentropy",
+        epochs=10,
+    ),
+}
+
+
+def available_models() -> dict[str, str]:
+    """Names of the zoo models and what each one is."""
+    return {name: recipe.description for name, recipe in _RECIPES.items()}
+
+
+def cache_dir() -> Path:
+    """Where smug-opt caches files (the directory may not exist yet)."""
+    if os.environ.get("SMUG_OPT_CACHE"):
+        return Path(os.environ["SMUG_OPT_CACHE"])
+    if os.environ.get("XDG_CACHE_HOME"):
+        return Path(os.environ["XDG_CACHE_HOME"]) / "smug-opt"
+    return Path.home() / ".cache" / "smug-opt"
+
+
+def load(name: str, *, progress: bool = True) -> keras.Model:
+    """The zoo model ``name``, trained and cached on first use (a few seconds).
+
+    Training reseeds Python's, NumPy's and TensorFlow's global random generators and
+    enables TensorFlow op determinism for the rest of the process. ``progress`` reports
+    training on stderr.
+    """
+    keras = import_keras()
+    path = _ensure_trained(name, progress=progress)
+    return keras.saving.load_model(path, compile=False)
+
+
+def model_info(name: str) -> dict[str, Any]:
+    """What was recorded when ``name`` was trained: version, test accuracy, seconds, ..."""
+    path = _ensure_trained(name, progress=False)
+    return json.loads(path.with_suffix(".json").read_text())
+
+
+def test_accuracy(name: str) -> float:
+    """Accuracy of zoo model ``name`` on its held-out test split."""
+    return float(model_info(name)["test_accuracy"])
+
+
+def _model_path(name: str) -> Path:
+    if name not in _RECIPES:
+        raise ValueError(f"unknown model {name!r}; available: {', '.join(_RECIPES)}")
+    return cache_dir() / "models" / f"{name}-v{_RECIPES[name].version}.keras"
+
+
+def _ensure_trained(name: str, *, progress: bool) -> Path:
+    """The cached model file, training it first if needed (one process at a time)."""
+    path = _model_path(name)
+    info = path.with_suffix(".json")
+    if info.is_file():
+        return path
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with _exclusive(path.with_suffix(".lock")):
+        if info.is_file():  # another process trained it while we waited
+            return path
+        if progress:
+            print(
+                f"smug-opt: training {name!r} (first use; cached in {path.parent})",
+                file=sys.stderr,
+                flush=True,
+            )
+        model, record = _train(name)
+        _atomic_write(path, model.save)
+        _atomic_write(info, lambda tmp: Path(tmp).write_text(json.dumps(record, indent=2)))
+        if progress:
+            print(
+                f"smug-opt: trained {name!r} in {record['train_seconds']:.1f} s, test "
+                f"accuracy {record['test_accuracy']:.4f}",
+                file=sys.stderr,
+                flush=True,
+            )
+    return path
+
+
+def _train(name: str) -> tuple[keras.Model, dict[str, Any]]:
+    """Train ``name`` from its recipe, deterministically; return it and its record."""
+    keras = import_keras()
+    import tensorflow as tf
+
+    recipe = _RECIPES[name]
+    x_train, y_train, x_test, y_test = recipe.data()
+    start = time.perf_counter()
+    keras.utils.set_random_seed(_SEED)
+    tf.config.experimental.enable_op_determinism()
+    model = recipe.build(keras)
+    _fit(model, recipe, x_train, y_train)
+    seconds = time.perf_counter() - start
+    outputs = np.asarray(model(x_test, training=False))
+    predicted = outputs.argmax(axis=1) if outputs.shape[1] > 1 else outputs[:, 0] >= 0.5
+    accuracy = float(np.mean(predicted == y_test))
+    record = {
+        "name": name,
+        "version": recipe.version,
+        "description": recipe.description,
+        "test_accuracy": accuracy,
+        "n_test": len(y_test),
+        "train_seconds": seconds,
+        "epochs": recipe.epochs,
+        "seed": _SEED,
+        "tensorflow": tf.__version__,
+        "keras": keras.__version__,
+    }
+    return model, record
+
+
+def _fit(model: keras.Model, recipe: _Recipe, x: np.ndarray, y: np.ndarray) -> None:
+    """Mini-batch Adam on shuffled numpy batches (a plain loop: no tf.data, deterministic)."""
+    keras = import_keras()
+    import tensorflow as tf
+
+    optimizer = keras.optimizers.Adam(recipe.learning_rate)
+    loss = keras.losses.get(recipe.loss)
+    binary = recipe.loss == "binary_crossentropy"
+    y = y.reshape(-1, 1).astype(np.float32) if binary else y.astype(np.int32)
+
+    @tf.function
+    def step(x_batch: tf.Tensor, y_batch: tf.Tensor) -> None:
+        with tf.GradientTape() as tape:
+            value = tf.reduce_mean(loss(y_batch, model(x_batch, training=True)))
+        grads = tape.gradient(value, model.trainable_variables)
+        optimizer.apply(grads, model.trainable_variables)
+
+    rng = np.random.default_rng(_SEED)
+    for _ in range(recipe.epochs):
+        order = rng.permutation(len(x))
+        for i in range(0, len(x), recipe.batch_size):
+            batch = order[i : i + recipe.batch_size]
+            step(x[batch], y[batch])
+
+
+def _atomic_write(path: Path, write: Callable[[str], Any]) -> None:
+    """Write through a temporary file in the same directory, then rename over ``path``."""
+    handle, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.stem}.", suffix=path.suffix)
+    os.close(handle)
+    try:
+        write(tmp)
+        os.replace(tmp, path)
+    finally:
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(tmp)
+
+
+@contextlib.contextmanager
+def _exclusive(lock_path: Path) -> Iterator[None]:
+    """Hold an exclusive lock on ``lock_path`` (POSIX ``flock``; elsewhere rely on the
+    atomic renames alone)."""
+    try:
+        import fcntl
+    except ImportError:
+        yield
+        return
+    with open(lock_path, "a") as handle:
+        fcntl.flock(handle, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(handle, fcntl.LOCK_UN)
