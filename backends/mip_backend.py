@@ -12,6 +12,10 @@
   tolerance; python-mip's default is 1e-6, looser than the level-1 margins allow for).
 * python-mip 2.0's CBC interface never calls an ``IncumbentUpdater`` (its incumbent
   callback is an empty stub and is not registered), so no incumbents are streamed.
+* Rows without coefficients are not passed to CBC: a model whose rows are all empty
+  crashes cbcbox's CBC (SIGSEGV in ``CglCliqueStrengthening``, also through python-mip's
+  ``xsum([]) <= 1``). A satisfied empty row is dropped; a violated one (``0`` outside its
+  range) makes the lowered model infeasible without running CBC.
 * python-mip's CBC and OR-Tools cannot share a process: the core runs every backend in
   its own worker; this module imports ``mip`` only inside :meth:`lower`/:meth:`optimize`.
 """
@@ -47,6 +51,7 @@ class _MipModel:
     model: Any  # mip.Model
     variables: list[Any]  # mip.Var, one per MILP column
     form: MilpForm
+    violated_empty_row: int | None  # an empty row whose range excludes 0
 
 
 class MipCbcBackend(Backend):
@@ -85,13 +90,14 @@ class MipCbcBackend(Backend):
         ptr = A.indptr.tolist()
         cols = ffi.cast("int *", ffi.from_buffer(indices))
         coefs = ffi.cast("double *", ffi.from_buffer(data))
-        zero_col, zero_coef = ffi.new("int[1]", [0]), ffi.new("double[1]", [0.0])
         handle = model.solver._model
+        violated = None
         for i, (lo, hi) in enumerate(zip(form.row_lo.tolist(), form.row_hi.tolist(), strict=True)):
             start, nnz = ptr[i], ptr[i + 1] - ptr[i]
-            # CBC wants at least one entry per row (python-mip does the same for empty rows)
-            row_cols, row_coefs = (cols + start, coefs + start) if nnz else (zero_col, zero_coef)
-            nnz = max(nnz, 1)
+            if nnz == 0:
+                violated = i if violated is None and not lo <= 0.0 <= hi else violated
+                continue
+            row_cols, row_coefs = cols + start, coefs + start
             if lo == hi:
                 cbclib.Cbc_addRow(handle, b"", nnz, row_cols, row_coefs, b"E", lo)
                 continue
@@ -100,12 +106,14 @@ class MipCbcBackend(Backend):
             if hi < math.inf:
                 cbclib.Cbc_addRow(handle, b"", nnz, row_cols, row_coefs, b"L", hi)
         model.constrs.update_constrs(model.solver.num_rows())
-        return _MipModel(model, xs, form)
+        return _MipModel(model, xs, form, violated)
 
     def optimize(self, model: _MipModel, problem: Problem, options: SolveOptions,
                  on_incumbent: IncumbentCallback) -> RawResult:
         import mip
 
+        if model.violated_empty_row is not None:
+            return RawResult(Status.INFEASIBLE, solver_status="empty row excludes 0 (not run)")
         m = model.model
         m.threads = options.threads
         m.seed = options.seed
