@@ -131,6 +131,13 @@ def test_bad_inputs_labels_and_boxes_are_rejected():
         evaluate(fill_detector, images, [1, 1], ["maxbox"], boxes=boxes[:1], progress=False)
     with pytest.raises(ValueError, match=r"images \(N, H, W, C\) or integer token ids"):
         evaluate(fill_detector, images[:, :, :, 0], [1, 1], ["maxbox"], progress=False)
+    with pytest.raises(ValueError, match="outside an input of shape"):
+        evaluate(
+            fill_detector, images, [1, 1], ["groundtruth"], boxes=[None, Box(0, 0, 31, 5)], progress=False
+        )
+    tokens = np.array([[3, 5, 0], [7, 1, 0]])
+    with pytest.raises(ValueError, match=r"rationale must be a \(T,\)=\(3,\) token mask; input 1"):
+        evaluate(fill_detector, tokens, [1, 1], ["sis"], rationales=[np.ones(3), np.ones(4)], progress=False)
     with pytest.raises(TypeError, match="got int"):
         evaluate(3, images, [1, 1], ["maxbox"], progress=False)
 

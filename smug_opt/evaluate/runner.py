@@ -133,9 +133,9 @@ def _groundtruth(subject: Subject, s: Settings, x: np.ndarray, label: int, note:
     if x.ndim == 1:
         if note is None:
             raise ValueError("groundtruth on text needs a rationale for this input; got none")
-        mask = np.asarray(note, dtype=bool)
+        mask = note
     else:
-        box = ground_truth_box(x) if note is None else check_box(note, x.shape[:2])
+        box = ground_truth_box(x) if note is None else note
         mask = box.mask(x.shape[:2])
     return MethodMap(mask.astype(np.float64), mask)
 
@@ -230,61 +230,82 @@ def _check_methods(methods: Sequence[str], modality: Modality, subject: Subject)
 
 
 def _annotations(
-    n: int, modality: Modality, boxes: Sequence[Box | None] | None, rationales: Any
+    inputs: np.ndarray, modality: Modality, boxes: Sequence[Box | None] | None, rationales: Any
 ) -> list[Any]:
+    """One checked annotation per input: a Box (images), a boolean token mask (text), or None."""
+    n = len(inputs)
     given = boxes if modality == "image" else rationales
     if given is None:
         return [None] * n
+    what = "boxes" if modality == "image" else "rationales"
     if len(given) != n:
-        what = "boxes" if modality == "image" else "rationales"
         raise ValueError(f"{what} must have one entry per input ({n}); got {len(given)}")
-    return list(given)
+    if modality == "image":
+        return [None if b is None else check_box(b, inputs.shape[1:3]) for b in given]
+    checked = [np.asarray(r, dtype=bool) for r in given]
+    bad = [i for i, r in enumerate(checked) if r.shape != inputs.shape[1:]]
+    if bad:
+        raise ValueError(
+            f"each rationale must be a (T,)={inputs.shape[1:]} token mask; input {bad[0]}'s has "
+            f"shape {checked[bad[0]].shape}"
+        )
+    return checked
+
+
+def _failed(seconds: float, error: str) -> MethodOutcome:
+    return MethodOutcome(
+        saliency=None,
+        mask=None,
+        lsc=None,
+        sparsity=None,
+        deletion_auc=None,
+        insertion_auc=None,
+        precision=None,
+        recall=None,
+        seconds=seconds,
+        error=error,
+    )
+
+
+def _score(
+    subject: Subject, settings: Settings, x: np.ndarray, label: int, note: Any, mm: MethodMap
+) -> dict[str, Any]:
+    """LSC (images), sparsity, deletion/insertion AUC and rationale precision/recall of a map."""
+    text = x.ndim == 1
+    scores: dict[str, Any] = {"lsc": mm.lsc, "error": None, "sparsity": None}
+    if not text and mm.lsc is None:
+        try:
+            scores["lsc"] = lsc_score(subject.predict_fn, x, label, mm.saliency)
+        except ValueError as error:
+            scores["error"] = f"lsc: {error}"
+    if mm.mask is not None:
+        region = mm.mask[x != settings.mask_id] if text else mm.mask
+        scores["sparsity"] = float(region.mean()) if region.size else None
+    pr = token_precision_recall(mm.mask, note) if text and note is not None and mm.mask is not None else None
+    scores["precision"] = None if pr is None else pr.precision
+    scores["recall"] = None if pr is None else pr.recall
+    baseline = settings.mask_id if text else 0.0
+    for key, curve in (("deletion_auc", deletion_curve), ("insertion_auc", insertion_curve)):
+        scores[key] = curve(
+            subject.predict_fn, x, label, mm.saliency, cell=settings.cell, baseline=baseline
+        ).auc
+    return scores
 
 
 def _evaluate_one(
-    subject: Subject,
-    settings: Settings,
-    methods: tuple[str, ...],
-    x: np.ndarray,
-    label: int,
-    note: Any,
+    subject: Subject, settings: Settings, methods: tuple[str, ...], x: np.ndarray, label: int, note: Any
 ) -> dict[str, MethodOutcome]:
-    text = x.ndim == 1
-    kept = x != settings.mask_id if text else None
-    rationale = np.asarray(note, dtype=bool) if text and note is not None else None
-    baseline = settings.mask_id if text else 0.0
     out = {}
     for name in methods:
         start = time.perf_counter()
         try:
             mm = METHODS[name].compute(subject, settings, x, label, note)
         except ValueError as error:
-            seconds = time.perf_counter() - start
-            out[name] = MethodOutcome(
-                None, None, None, None, None, None, None, None, seconds, f"map: {error}"
-            )
+            out[name] = _failed(time.perf_counter() - start, f"map: {error}")
             continue
         seconds = time.perf_counter() - start
-        error, lsc = None, mm.lsc
-        if not text and lsc is None:
-            try:
-                lsc = lsc_score(subject.predict_fn, x, label, mm.saliency)
-            except ValueError as err:
-                error = f"lsc: {err}"
-        sparsity = precision = recall = None
-        if mm.mask is not None:
-            region = mm.mask[kept] if text else mm.mask
-            sparsity = float(region.mean()) if region.size else None
-            if rationale is not None:
-                pr = token_precision_recall(mm.mask, rationale)
-                precision, recall = pr.precision, pr.recall
-        curves = [
-            curve(subject.predict_fn, x, label, mm.saliency, cell=settings.cell, baseline=baseline).auc
-            for curve in (deletion_curve, insertion_curve)
-        ]
-        out[name] = MethodOutcome(
-            mm.saliency, mm.mask, lsc, sparsity, *curves, precision, recall, seconds, error
-        )
+        scores = _score(subject, settings, x, label, note, mm)
+        out[name] = MethodOutcome(saliency=mm.saliency, mask=mm.mask, seconds=seconds, **scores)
     return out
 
 
@@ -406,7 +427,7 @@ def evaluate(
         raise ValueError("inputs is empty: nothing to evaluate")
     if workers < 1:
         raise ValueError(f"workers must be >= 1; got {workers}")
-    notes = _annotations(len(inputs), modality, boxes, rationales)
+    notes = _annotations(inputs, modality, boxes, rationales)
     settings = Settings(backend, k, gamma, cell, time_limit, sis_threshold, mask_id, ig_steps)
 
     def one(i: int) -> dict[str, MethodOutcome]:
