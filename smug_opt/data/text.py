@@ -125,9 +125,7 @@ class Reviews:
 
 
 @functools.lru_cache(maxsize=4)
-def load_reviews(
-    *, n_train: int = 2000, n_test: int = 500, seq_len: int = 100, seed: int = 0
-) -> Reviews:
+def load_reviews(*, n_train: int = 2000, n_test: int = 500, seq_len: int = 100, seed: int = 0) -> Reviews:
     """Generate the synthetic reviews deterministically from ``seed``.
 
     Each review has between seq_len/2 and seq_len tokens, then padding. One side
