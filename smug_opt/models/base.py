@@ -299,8 +299,9 @@ class ModelAdapter(ABC):
     def check_input(self, x: np.ndarray, *, batched: bool = False) -> np.ndarray:
         """``x`` as an array, after checking its shape and that it is finite and numeric."""
         x = np.asarray(x)
-        expected = ("batch", *self.input_shape) if batched else self.input_shape
         if x.shape[int(batched) :] != self.input_shape:
+            shape = ", ".join(map(str, self.input_shape))
+            expected = f"(batch, {shape})" if batched else str(self.input_shape)
             raise ValueError(f"x must have shape {expected}, got {x.shape}")
         if x.dtype.kind not in "biuf":
             raise ValueError(f"x must be numeric, got dtype {x.dtype}")
