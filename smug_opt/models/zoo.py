@@ -159,9 +159,8 @@ def load(name: str, *, progress: bool = True) -> keras.Model:
     enables TensorFlow op determinism for the rest of the process. ``progress`` reports
     training on stderr.
     """
-    keras = import_keras()
     path = _ensure_trained(name, progress=progress)
-    return keras.saving.load_model(path, compile=False)
+    return import_keras().saving.load_model(path, compile=False)
 
 
 def model_info(name: str) -> dict[str, Any]:
