@@ -28,6 +28,9 @@ __all__ = ["DEFAULT_GRACE", "solve"]
 DEFAULT_GRACE = 1.0
 """Seconds past ``time_limit`` before a worker that has not answered is killed."""
 
+SOLVER_RESERVE = 1.0
+"""At most this many seconds of the limit are kept back from the solver itself."""
+
 _MAX_INCUMBENT_CHECKS = 5
 
 MAX_NOGOOD_CUTS = 8
@@ -238,6 +241,10 @@ def _exclude(problem: Problem, x: np.ndarray) -> Problem:
 
 
 def _with_limit(options: SolveOptions, remaining: float) -> SolveOptions:
+    """Options for an attempt with ``remaining`` seconds: the solver is asked to stop a
+    little early (10%, at most 1 s) so it can hand back its solution and bound itself
+    rather than be killed."""
     from dataclasses import replace
 
-    return replace(options, time_limit=max(remaining, 1e-3))
+    reserve = min(SOLVER_RESERVE, 0.1 * remaining)
+    return replace(options, time_limit=max(remaining - reserve, 1e-3))

@@ -153,17 +153,34 @@ def grad_cam(model: Any, image: np.ndarray, label: int, *, layer_name: str | Non
 
     image = _check_image(image)
     layer = model.get_layer(layer_name) if layer_name else last_conv_layer(model)
-    inputs = getattr(model, "inputs", None) or []
-    if len(inputs) != 1 or len(model.outputs) != 1:
-        raise ValueError(
-            f"Grad-CAM needs a built Keras model with one input and one output; model "
-            f"{model.name!r} has {len(inputs)} input(s) (build it with keras.Input)"
-        )
-    probe = keras.Model(inputs[0], [layer.output, model.outputs[0]])
-    with tf.GradientTape() as tape:
-        features, out = probe(image[None], training=False)
-        target = _label_output(out, label)
+    if isinstance(model, keras.Sequential):
+        # a Sequential model's own graph does not pass through ``layer.output``: run the
+        # layers in order and watch the chosen layer's activations
+        layers = list(model.layers)
+        split = layers.index(layer) + 1
+        with tf.GradientTape() as tape:
+            features = tf.convert_to_tensor(image[None], dtype=tf.float32)
+            for part in layers[:split]:
+                features = part(features, training=False)
+            tape.watch(features)
+            out = features
+            for part in layers[split:]:
+                out = part(out, training=False)
+            target = _label_output(out, label)
+    else:
+        inputs = getattr(model, "inputs", None) or []
+        if len(inputs) != 1 or len(model.outputs) != 1:
+            raise ValueError(
+                f"Grad-CAM needs a built Keras model with one input and one output; model "
+                f"{model.name!r} has {len(inputs)} input(s) (build it with keras.Input)"
+            )
+        probe = keras.Model(inputs[0], [layer.output, model.outputs[0]])
+        with tf.GradientTape() as tape:
+            features, out = probe(image[None], training=False)
+            target = _label_output(out, label)
     grads = tape.gradient(target, features)
+    if grads is None:
+        raise ValueError(f"the output of model {model.name!r} does not depend on layer {layer.name!r}")
     weights = tf.reduce_mean(grads, axis=(1, 2))  # (1, K)
     cam = tf.nn.relu(tf.einsum("bhwk,bk->bhw", features, weights))[0].numpy()
     cam = cam.astype(np.float64)[:, :, None]

@@ -1,0 +1,51 @@
+"""``smug-opt evaluate`` end to end on the embedded suites (real models, real digits)."""
+
+import json
+import subprocess
+import sys
+
+import numpy as np
+
+from smug_opt.data.mnist import pick_test_digits
+from smug_opt.evaluate.baselines import grad_cam
+from smug_opt.models import zoo
+
+
+def test_grad_cam_on_the_embedded_sequential_cnn():
+    model = zoo.load("mnist-cnn", progress=False)
+    _, xs, ys = pick_test_digits(2)
+    for x, y in zip(xs, ys, strict=True):
+        cam = grad_cam(model, x, int(y))
+        assert cam.shape == (28, 28) and np.isfinite(cam).all() and cam.max() > 0
+
+
+def _run(*args: str) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "smug_opt", "evaluate", *args, "--quiet"],
+                          capture_output=True, text=True, timeout=600)
+
+
+def test_evaluate_mnist_suite(tmp_path):
+    proc = _run("--n", "3", "--methods", "smug,smug_base,gradcam,centerbox,maxbox,groundtruth",
+                "--k", "50", "--cell", "4", "--out", str(tmp_path))
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert "LSC" in proc.stdout and "Win%" in proc.stdout
+    table = json.loads((tmp_path / "table.json").read_text())
+    assert table  # one entry per method
+    records = [json.loads(line) for line in (tmp_path / "records.jsonl").read_text().splitlines()]
+    assert len(records) == 3 * 6
+    assert not [r for r in records if r["method"] in ("smug", "gradcam") and r["error"]]
+    assert (tmp_path / "examples.png").stat().st_size > 0
+
+
+def test_evaluate_text_suite(tmp_path):
+    proc = _run("--suite", "text", "--n", "3", "--methods", "smug,smug_base,sis",
+                "--k", "20", "--cell", "1", "--out", str(tmp_path))
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    records = [json.loads(line) for line in (tmp_path / "records.jsonl").read_text().splitlines()]
+    smug = [r for r in records if r["method"] == "smug"]
+    assert smug and all(r["precision"] is not None for r in smug)
+
+
+def test_unknown_method_is_a_clear_error(tmp_path):
+    proc = _run("--methods", "smug,lime", "--out", str(tmp_path))
+    assert proc.returncode == 1 and "unknown method(s) lime" in proc.stderr
