@@ -151,6 +151,10 @@ def _sequential(*stack, input_shape=(6, 6, 1)):
     return keras.Sequential([keras.Input(input_shape), *stack])
 
 
+class LookAlikeDense(layers.Dense):
+    """A Dense subclass: it could compute anything, so it is not taken for a Dense layer."""
+
+
 @pytest.mark.parametrize(
     ("model", "message"),
     [
@@ -169,6 +173,8 @@ def _sequential(*stack, input_shape=(6, 6, 1)):
         (lambda: _sequential(layers.Flatten(), layers.Activation("relu")),
          r"unsupported layer before .*Activation 'activation.*' at position 1"),
         (lambda: _sequential(layers.Flatten(), layers.Reshape((6, 6))), r"no Dense, Conv1D or Conv2D"),
+        (lambda: _sequential(layers.Flatten(), LookAlikeDense(4, activation="relu"), layers.Dense(2)),
+         r"unsupported layer before the first affine layer: .*LookAlikeDense"),
         (lambda: _sequential(layers.Dense(4, activation="relu"), layers.Flatten(), layers.Dense(2)),
          r"first affine layer .*needs a flat input \(add a Flatten layer\)"),
         (lambda: _sequential(layers.Flatten(), layers.Dense(4, activation="relu")), r"no layers after"),
@@ -179,7 +185,7 @@ def _sequential(*stack, input_shape=(6, 6, 1)):
          r"vector of class scores per example"),
     ],
     ids=["tanh", "linear-no-relu", "leaky-relu", "relu6", "pooling-first", "depthwise", "activation-first",
-         "no-affine",
+         "no-affine", "dense-subclass",
          "dense-on-image", "no-head", "channels-first", "image-output"],
 )  # fmt: skip
 def test_unsupported_models_get_clear_errors(model, message):

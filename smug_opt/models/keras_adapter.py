@@ -106,7 +106,7 @@ class KerasAdapter(ModelAdapter):
 
     def _check_batch(self, batch: np.ndarray, shape: tuple[int, ...], name: str) -> np.ndarray:
         batch = np.asarray(batch)
-        if batch.shape[1:] != shape or batch.ndim != len(shape) + 1:
+        if batch.shape[1:] != shape:
             raise ValueError(
                 f"{name} must have shape (batch, {', '.join(map(str, shape))}), got {batch.shape}"
             )
@@ -160,8 +160,15 @@ class _Functions:
         self.head_gradient = head_gradient
 
 
+def _class(layer: Any) -> str:
+    """The class name of a built-in Keras layer; module-qualified for any other class, so a
+    subclass or look-alike is never mistaken for the layer it resembles."""
+    cls = type(layer)
+    return cls.__name__ if cls.__module__.startswith("keras.") else f"{cls.__module__}.{cls.__qualname__}"
+
+
 def _describe(layer: Any) -> str:
-    return f"{type(layer).__name__} {layer.name!r}"
+    return f"{_class(layer)} {layer.name!r}"
 
 
 def _layer_chain(model: keras.Model) -> list:
@@ -171,12 +178,12 @@ def _layer_chain(model: keras.Model) -> list:
         inputs, outputs = model.inputs, model.outputs
     except (AttributeError, ValueError):
         inputs = outputs = None
-    if isinstance(model, keras.Sequential) and not inputs:
-        raise ValueError(
-            f"Sequential model {model.name!r} has no known input shape; start it with "
-            "keras.Input(shape=...) or call model.build(input_shape)"
-        )
     if isinstance(model, keras.Sequential):
+        if not inputs:
+            raise ValueError(
+                f"Sequential model {model.name!r} has no known input shape; start it with "
+                "keras.Input(shape=...) or call model.build(input_shape)"
+            )
         return list(model.layers)
     if not inputs or not outputs:
         raise ValueError(
@@ -188,7 +195,7 @@ def _layer_chain(model: keras.Model) -> list:
             f"model {model.name!r} has {len(inputs)} inputs and {len(outputs)} outputs; "
             "only single-input, single-output chains are supported"
         )
-    chain = [layer for layer in model.layers if type(layer).__name__ != "InputLayer"]
+    chain = [layer for layer in model.layers if _class(layer) != "InputLayer"]
     previous = inputs[0]
     for layer in chain:
         if layer.input is not previous:
@@ -205,7 +212,7 @@ def _layer_chain(model: keras.Model) -> list:
 
 def _first_affine_position(chain: list) -> int:
     for position, layer in enumerate(chain):
-        name = type(layer).__name__
+        name = _class(layer)
         if name in _AFFINE:
             return position
         if name not in _PREPROCESSING:
@@ -229,7 +236,7 @@ def _activation_name(function: Callable) -> str:
 
 def _relu_layer(layer: Any) -> bool:
     """True for a plain ReLU layer (``ReLU()`` or ``Activation("relu")``)."""
-    name = type(layer).__name__
+    name = _class(layer)
     if name == "ReLU":
         return (layer.max_value, layer.negative_slope, layer.threshold) == (None, 0.0, 0.0)
     return name == "Activation" and _activation_name(layer.activation) == "relu"
@@ -258,7 +265,7 @@ def _known_shape(shape: tuple, what: str) -> tuple[int, ...]:
 
 def _affine_layer(layer: Any) -> AffineLayer:
     """The float64 copy of a Keras Dense/Conv1D/Conv2D layer, with TF's padding resolved."""
-    kind = _AFFINE[type(layer).__name__]
+    kind = _AFFINE[_class(layer)]
     kernel = np.asarray(layer.kernel.numpy(), dtype=np.float64)
     bias = np.zeros(kernel.shape[-1]) if layer.bias is None else layer.bias.numpy()
     input_shape = _known_shape(layer.input.shape[1:], f"the input of {_describe(layer)}")
@@ -295,7 +302,7 @@ def _affine_layer(layer: Any) -> AffineLayer:
 
 def _output_kind(layer: Any) -> OutputKind:
     """softmax/sigmoid from the last layer's activation; anything else is used as it is."""
-    if type(layer).__name__ == "Softmax":
+    if _class(layer) == "Softmax":
         return "softmax"
     activation = getattr(layer, "activation", None)
     name = _activation_name(activation) if activation is not None else "linear"
@@ -304,7 +311,7 @@ def _output_kind(layer: Any) -> OutputKind:
 
 def _preprocess(layer: Any, value: np.ndarray) -> np.ndarray:
     """One pre-affine layer applied to one example in float64 numpy."""
-    name = type(layer).__name__
+    name = _class(layer)
     if name == "Flatten":
         if layer.data_format != "channels_last" and value.ndim > 1:
             raise ValueError(f"{_describe(layer)}: only data_format='channels_last' is supported")
@@ -352,7 +359,7 @@ def mlp_layers(model: keras.Model) -> list[DenseLayer]:
     chain = _layer_chain(model)
     stack: list[DenseLayer] = []
     for layer in chain:
-        name = type(layer).__name__
+        name = _class(layer)
         if name in ("Flatten", "Rescaling", "InputLayer") and not stack:
             continue
         if name == "Dense":
@@ -382,7 +389,7 @@ def mlp_layers(model: keras.Model) -> list[DenseLayer]:
 
 def _layer_activation(layer: Any) -> str | None:
     """The activation a standalone activation layer applies, or None if it is not one."""
-    name = type(layer).__name__
+    name = _class(layer)
     if name == "Softmax" and layer.axis in (-1, (-1,), [-1]):
         return "softmax"
     if _relu_layer(layer):
