@@ -64,7 +64,7 @@ __all__ = [
 CheckFn = Callable[[str], "str | None"]
 """A check: takes a backend name, returns an optional note, raises on failure."""
 
-_SMALL_LIMIT = 30.0  # seconds for the small instances: generous, they take milliseconds
+_SMALL_LIMIT = 10.0  # seconds for the small instances: generous, they take milliseconds
 _HARD_LIMIT = 1.5  # seconds for the time-limit check
 _U = 2.0**-53
 
@@ -550,8 +550,11 @@ def check_exact_never_rejected(backend: str) -> None:
 
 @_check()
 def check_time_limit(backend: str) -> str:
-    """On an instance nobody decides in time, the solve ends FEASIBLE or NO_SOLUTION (never
-    a proof) within limit + grace + measured slack."""
+    """A solve nobody can finish ends FEASIBLE or NO_SOLUTION within limit + grace + slack.
+
+    The instance is decided by no exact solver within the limit, so a proof (OPTIMAL,
+    INFEASIBLE) is not expected; the slack is measured on warm solves of a tiny problem.
+    """
     tiny = _binary([[1, 1]], ">=", 1)
     warm = [_solve(backend, tiny, label="warm-up").times.total for _ in range(3)]
     slack = 0.5 + 2.0 * statistics.median(warm)

@@ -1,0 +1,136 @@
+"""The conformance suite on every first-party backend and on a third-party plugin installed
+with pip; plugin discovery and its failure modes."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import warnings
+
+import numpy as np
+import pytest
+from conftest import FIRST_PARTY, skip_unless_usable
+
+from smug_opt import Problem, registry, solve
+from smug_opt.testing import (
+    CheckNotApplicable,
+    ConformanceError,
+    Outcome,
+    brute_force,
+    conformance_checks,
+    known_failure,
+    run_conformance,
+)
+
+CHECKS = list(conformance_checks())
+
+
+@pytest.mark.parametrize(("check_name", "check"), CHECKS, ids=[name for name, _ in CHECKS])
+@pytest.mark.parametrize("backend", [*FIRST_PARTY, "toy-bruteforce"])
+def test_conformance(backend: str, check_name: str, check, toy_plugin: str,
+                     request: pytest.FixtureRequest) -> None:
+    skip_unless_usable(backend)
+    reason = known_failure(backend, check_name)
+    if reason:
+        request.applymarker(pytest.mark.xfail(reason=reason, raises=ConformanceError, strict=True))
+    try:
+        check(backend)
+    except CheckNotApplicable as exc:
+        pytest.skip(str(exc))
+
+
+def test_run_conformance_reports_every_check_in_one_call(toy_plugin: str) -> None:
+    report = run_conformance(toy_plugin)
+    by_name = {r.check: r for r in report.results}
+    assert list(by_name) == [name for name, _ in CHECKS]
+    assert report.ok, report.summary()
+    assert by_name["check_time_limit"].outcome is Outcome.XFAILED
+    assert "50 binaries" in by_name["check_time_limit"].message
+    assert by_name["check_relu_network"].outcome is Outcome.SKIPPED
+    assert by_name["check_exact_never_rejected"].outcome is Outcome.PASSED
+    assert report.solver.startswith("toy brute force")
+
+
+def test_run_conformance_can_leave_out_the_time_limit(toy_plugin: str) -> None:
+    report = run_conformance(toy_plugin, time_limit_check=False)
+    outcome = {r.check: r.outcome for r in report.results}["check_time_limit"]
+    assert outcome is Outcome.SKIPPED
+
+
+def test_a_failure_names_backend_and_check(toy_plugin: str) -> None:
+    check = dict(CHECKS)["check_infeasible"]
+    with pytest.raises(ConformanceError, match=r"^\[toy-crash\] check_infeasible: .*ERROR"):
+        check("toy-crash")  # its worker dies on every solve
+
+
+def test_every_check_states_its_invariant() -> None:
+    for name, check in CHECKS:
+        assert name.startswith("check_")
+        doc = (check.__doc__ or "").strip().splitlines()
+        assert doc and doc[0].endswith("."), f"{name}: first docstring line must state the invariant"
+
+
+def test_expected_answers_agree_with_brute_force() -> None:
+    from smug_opt import testing
+
+    for label, (problem, optimum, _) in {**testing._STRICT, **testing._NEAR_TIES}.items():
+        assert brute_force(problem).objective == optimum, label
+    for label, problem in testing._INFEASIBLE.items():
+        assert not brute_force(problem).feasible, label
+
+
+def test_brute_force_is_exact_where_floats_are_not() -> None:
+    # 0.1 + 0.2 rounds to 0.30000000000000004 in floats; the exact sum is smaller
+    problem = Problem.from_arrays([[0.1, 0.2]], "<", 0.30000000000000004, objective=[-1, -1])
+    result = brute_force(problem)
+    assert result.objective == -2
+    np.testing.assert_array_equal(result.x, [1.0, 1.0])
+
+
+def test_brute_force_refuses_what_it_cannot_enumerate() -> None:
+    with pytest.raises(ValueError, match="limit is 16 binaries"):
+        brute_force(Problem.from_arrays(np.ones((1, 17)), ">=", 1))
+
+
+# ------------------------------------------------------------------- discovery
+def test_broken_plugin_is_reported_without_breaking_others(toy_plugin: str) -> None:
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        infos = {info.name: info for info in registry.backend_infos()}
+    broken = infos["toy-broken"]
+    assert not broken.usable
+    assert "ModuleNotFoundError" in (broken.reason or "")
+    assert broken.distribution == "smug-opt-toy-backend"
+    assert any("toy-broken" in str(w.message) for w in caught if w.category is RuntimeWarning)
+    assert infos["toy-bruteforce"].usable and infos["highs"].usable
+    assert "toy-bruteforce" in registry.available_backends()
+    assert "toy-broken" not in registry.available_backends()
+
+
+def test_unknown_backend_error_lists_installed_ones(toy_plugin: str) -> None:
+    problem = Problem.from_arrays([[1.0]], ">=", 1)
+    with pytest.raises(registry.UnknownBackendError, match="'gurobi'.*highs.*toy-bruteforce"):
+        solve(problem, "gurobi")
+
+
+def test_missing_solver_package_names_the_extra(toy_plugin: str) -> None:
+    with pytest.raises(registry.BackendUnavailableError,
+                       match=r"smug_opt_toy_solver_not_installed.*smug-opt\[toy-solver\]"):
+        registry.backend_class("toy-missing-solver")
+    info = {i.name: i for i in registry.backend_infos()}["toy-missing-solver"]
+    assert not info.usable and "toy-solver" in (info.reason or "")
+
+
+def test_importing_backends_and_the_suite_loads_no_solver() -> None:
+    code = (
+        "import sys, smug_opt.testing, smug_opt.export\n"
+        "from smug_opt.registry import backend_infos\n"
+        "import smug_opt_backends.pulp_backend as p, smug_opt_backends.mip_backend as m\n"
+        "p.PulpCbcBackend.solver_version(); m.MipCbcBackend.solver_version()\n"
+        "backend_infos()\n"
+        "print(sorted(k for k in ('pulp', 'mip', 'highspy', 'z3', 'ortools', 'cbcbox')"
+        " if k in sys.modules))\n"
+    )
+    out = subprocess.run([sys.executable, "-W", "ignore", "-c", code], capture_output=True,
+                         text=True, check=True)
+    assert out.stdout.strip() == "[]", out.stdout + out.stderr
