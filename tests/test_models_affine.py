@@ -242,6 +242,10 @@ def test_affine_layer_validates_its_fields():
         AffineLayer("conv3d", kernel, bias, (1, 1), (1, 1), ((0, 0),) * 2, (5, 5, 2), (3, 3, 4))
     with pytest.raises(ValueError, match="non-negative"):
         AffineLayer("conv2d", kernel, bias, (1, 1), (1, 1), ((-1, 1), (0, 0)), (5, 5, 2), (3, 3, 4))
+    with pytest.raises(ValueError, match="strides and dilations must be positive"):
+        AffineLayer("conv2d", kernel, bias, (0, 1), (1, 1), ((0, 0),) * 2, (5, 5, 2), (3, 3, 4))
+    with pytest.raises(ValueError, match="needs 2 strides"):
+        AffineLayer("conv2d", kernel, bias, (1,), (1, 1), ((0, 0),) * 2, (5, 5, 2), (3, 3, 4))
 
 
 def test_preactivation_and_taps_reject_bad_arguments():

@@ -117,29 +117,22 @@ class AffineLayer:
             raise ValueError(f"a {self.kind} kernel needs {rank + 2} axes, got {kernel.shape}")
         if bias.shape != kernel.shape[-1:]:
             raise ValueError(f"bias must have shape {kernel.shape[-1:]}, got {bias.shape}")
-        if not all(len(t) == rank for t in (self.strides, self.dilation, self.padding)) or any(
-            min(p) < 0 for p in self.padding
-        ):
+        if not all(len(t) == rank for t in (self.strides, self.dilation, self.padding)):
             raise ValueError(
-                f"a {self.kind} layer needs {rank} strides, dilations and (non-negative) "
-                f"paddings, got "
+                f"a {self.kind} layer needs {rank} strides, dilations and paddings, got "
+                f"{self.strides}, {self.dilation}, {self.padding}"
+            )
+        if min((*self.strides, *self.dilation), default=1) < 1 or min(sum(self.padding, ()), default=0) < 0:
+            raise ValueError(
+                "strides and dilations must be positive and paddings non-negative, got "
                 f"{self.strides}, {self.dilation}, {self.padding}"
             )
         spatial_in = self.input_shape[:rank]
         expected_in = kernel.shape[:1] if rank == 0 else (*spatial_in, kernel.shape[-2])
         if self.input_shape != expected_in:
             raise ValueError(f"input_shape {self.input_shape} does not fit a kernel of shape {kernel.shape}")
-        out = tuple(
-            conv_output_size(n, k, s, d, sum(p))
-            for n, k, s, d, p in zip(
-                spatial_in,
-                kernel.shape[:rank],
-                self.strides,
-                self.dilation,
-                self.padding,
-                strict=True,
-            )
-        )
+        axes = zip(spatial_in, kernel.shape[:rank], self.strides, self.dilation, self.padding, strict=True)
+        out = tuple(conv_output_size(n, k, s, d, sum(p)) for n, k, s, d, p in axes)
         if self.output_shape != (*out, kernel.shape[-1]) or min(out, default=1) < 1:
             raise ValueError(
                 f"output_shape {self.output_shape} is not what the layer computes: {(*out, kernel.shape[-1])}"
