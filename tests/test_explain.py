@@ -61,7 +61,7 @@ def test_smug_is_never_larger_than_smug_base(cnn, digits):
 
 def test_all_backends_agree_on_the_mask_size(cnn, digits):
     _, xs, _ = digits
-    backends = available_backends()
+    backends = [b for b in ("highs", "cpsat", "mip-cbc", "pulp-cbc", "z3") if b in available_backends()]
     sizes = {b: explain(cnn, xs[0], k=100, cell=2, backend=b, time_limit=60).mask_size
              for b in backends}
     assert len(set(sizes.values())) == 1, sizes
