@@ -1,0 +1,158 @@
+"""The CP-SAT backend through ``smug_opt.solve`` (worker processes): optima, strictness,
+float ties, ReLU networks, scaling traps and the time limit."""
+
+from __future__ import annotations
+
+import itertools
+import subprocess
+import sys
+import time
+from fractions import Fraction
+
+import numpy as np
+import pytest
+
+from smug_opt import Problem, ProblemBuilder, Status, solve, verify
+from smug_opt.registry import backend_class
+
+pytestmark = pytest.mark.skipif(backend_class("cpsat", check_available=False).unavailable_reason()
+                                is not None, reason="ortools is not installed")
+
+
+def brute_force(problem: Problem) -> Fraction | None:
+    """The exact optimum over every binary assignment (None: infeasible)."""
+    best = None
+    for bits in itertools.product((0.0, 1.0), repeat=int(problem.binary.sum())):
+        x = np.zeros(problem.num_vars)
+        x[problem.binary] = bits
+        v = verify(problem, x)
+        if v.ok and (best is None or v.objective < best):
+            best = v.objective
+    return best
+
+
+def tiny_net(seed: int, n_in: int = 8, hidden: int = 6, classes: int = 3, gamma: float = 0.7) -> Problem:
+    """Mask the inputs of a random 2-layer ReLU net; keep every logit margin above γ·original."""
+    rng = np.random.default_rng(seed)
+    x = rng.random(n_in)
+    W1, b1 = rng.normal(0, 1, (hidden, n_in)), rng.normal(0, 0.3, hidden)
+    W2, b2 = rng.normal(0, 1, (classes, hidden)), rng.normal(0, 0.3, classes)
+    h = np.maximum(W1 @ x + b1, 0)
+    label = int(np.argmax(W2 @ h + b2))
+    b = ProblemBuilder()
+    m = b.add_binaries(n_in)
+    y = b.add_continuous(hidden, 0.0, 100.0)
+    b.add_relus(y, W1 * x[None, :], m, b1)
+    rows = np.array([W2[label] - W2[k] for k in range(classes) if k != label])
+    rhs = np.array([b2[k] - b2[label] for k in range(classes) if k != label])
+    b.add_constraints(rows, y, ">", rhs + gamma * (rows @ h - rhs))
+    b.set_objective(m, 1.0)
+    return b.build()
+
+
+def assert_correct(result, problem: Problem) -> None:
+    """Never a wrong claim: OPTIMAL is the brute-force optimum, INFEASIBLE has none."""
+    best = brute_force(problem)
+    if result.status is Status.INFEASIBLE:
+        assert best is None, f"claimed infeasible, optimum is {best}"
+    elif result.status is Status.OPTIMAL:
+        assert best is not None and Fraction(result.objective) == best, (result, best)
+    if result.has_solution:
+        assert verify(problem, result.x).ok and result.objective >= best
+
+
+@pytest.mark.parametrize(("sense", "optimum"), [(">", 2.0), (">=", 1.0)])
+def test_strict_and_non_strict(sense: str, optimum: float) -> None:
+    """x1 + x2 > 1 needs both; x1 + x2 >= 1 needs one."""
+    r = solve(Problem.from_arrays([[1.0, 1.0]], sense, 1.0), "cpsat", time_limit=20)
+    assert r.status is Status.OPTIMAL and r.objective == optimum and r.bound == optimum
+
+
+@pytest.mark.parametrize(("sense", "rhs", "optimum"), [
+    (">=", 0.3, 1.0),      # 0.3 >= 0.3
+    (">", 0.3, 2.0),       # 0.1 + 0.2 is exactly 0.30000000000000001665 > 0.3
+    (">", 0.1 + 0.2, 2.0),  # ... but not > 0.30000000000000004: x1 + x3 or x2 + x3
+])
+def test_float_ties(sense: str, rhs: float, optimum: float) -> None:
+    """Ties at float boundaries are decided exactly."""
+    p = Problem.from_arrays([[0.1, 0.2, 0.3]], sense, rhs)
+    r = solve(p, "cpsat", time_limit=20)
+    assert r.status is Status.OPTIMAL and r.objective == optimum and r.verified
+    assert Fraction(r.objective) == brute_force(p)
+
+
+def test_infeasible() -> None:
+    r = solve(Problem.from_arrays([[1.0, 1.0], [1.0, -1.0]], [">", ">"], [1.5, 0.5]), "cpsat",
+              time_limit=20)
+    assert r.status is Status.INFEASIBLE and r.x is None
+
+
+def test_weighted_objective_and_bound() -> None:
+    """Non-integral costs: scaled with a proven error, so the answer stays exact and verified."""
+    p = Problem.from_arrays([[1.0, 1.0, 1.0, 1.0]], ">=", 2.0, objective=[0.1, 1e-7, 3.3, 1e5 / 3])
+    r = solve(p, "cpsat", time_limit=20)
+    assert r.has_solution and r.objective == float(brute_force(p))
+    assert r.bound is not None and r.bound <= r.objective
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_relu_network_matches_brute_force(seed: int) -> None:
+    p = tiny_net(seed)
+    r = solve(p, "cpsat", time_limit=20)
+    assert r.status is Status.OPTIMAL
+    assert_correct(r, p)
+
+
+@pytest.mark.parametrize("seed", range(6))
+@pytest.mark.parametrize("bits", [40, 12])
+def test_scaling_traps_never_verify_wrong(seed: int, bits: int) -> None:
+    """Rows mixing 1e-9 with 1e6 and right-hand sides on near-ties, at the default and at a
+    deliberately coarse 12-bit scaling: answers may lose optimality, never correctness."""
+    rng = np.random.default_rng(seed)
+    n = 9
+    A = rng.choice([1e-9, 1e-3, 1.0, 1e6], size=(3, n)) * rng.choice([-1.0, 1.0], size=(3, n))
+    A *= 1 + rng.random((3, n)) * 1e-6
+    subsets = rng.random((3, n)) < 0.5
+    rhs = np.array([float(np.sum(A[i][subsets[i]])) for i in range(3)])  # float sums: ties
+    rhs[1] = np.nextafter(rhs[1], np.inf)
+    p = Problem.from_arrays(A, [">", ">=", "<"], rhs)
+    r = solve(p, "cpsat", time_limit=20, extras={"coefficient_bits": bits, "grid_bits": 8})
+    assert r.status is not Status.ERROR, r.message
+    assert_correct(r, p)
+
+
+@pytest.mark.parametrize("seed", [2, 5, 7])
+def test_relu_coarse_grid_stays_correct(seed: int) -> None:
+    """A coarse scaling (10-bit terms, 4-bit ReLU grid) makes level-0 answers wrong on these
+    nets: verification rejects them, the no-good cuts move on, every claim stays correct."""
+    p = tiny_net(seed, gamma=0.9)
+    r = solve(p, "cpsat", time_limit=20, extras={"coefficient_bits": 10, "grid_bits": 4})
+    assert r.status is not Status.ERROR, r.message
+    assert_correct(r, p)
+
+
+def test_time_limit_on_a_hard_instance() -> None:
+    """A dense random 60×60 strict 0/1 problem: stopped by the limit, never OPTIMAL."""
+    rng = np.random.default_rng(0)
+    A = rng.normal(0.2, 1, (60, 60))
+    p = Problem.from_arrays(A, ">", 0.5 * A.sum(axis=1))
+    start = time.monotonic()
+    r = solve(p, "cpsat", time_limit=3)
+    assert time.monotonic() - start < 3 + 2
+    assert r.status in (Status.FEASIBLE, Status.NO_SOLUTION)
+    if r.has_solution:
+        assert verify(p, r.x).ok and r.bound is not None and r.bound < r.objective
+        assert r.incumbents, "CP-SAT's improving solutions are streamed"
+
+
+def test_bad_extras_become_a_clear_error() -> None:
+    r = solve(Problem.from_arrays([[1.0]], ">=", 1.0), "cpsat", extras={"no_such_parameter": 1})
+    assert r.status is Status.ERROR and "no_such_parameter" in r.message
+
+
+def test_version_without_importing_the_solver() -> None:
+    """solver_version reads package metadata; importing the backend loads no solver."""
+    code = ("import sys; from smug_opt_backends.cpsat_backend import CpSatBackend as B; "
+            "print(B.solver_version(), 'ortools' in sys.modules)")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.startswith("OR-Tools CP-SAT 9") and out.stdout.strip().endswith("False")
