@@ -247,6 +247,7 @@ _INFEASIBLE = {
     "x1+x2 > 2": _binary([[1, 1]], ">", 2),
     "odd cycle of equalities": _binary([[1, 1, 0], [0, 1, 1], [1, 0, 1]], "==", 1),
     "0 >= 1 (empty row)": _binary([[0.0, 0.0]], ">=", 1),
+    "x1+x2 == 2^-40 (no integer activity)": _binary([[1, 1]], "==", 2.0**-40),
 }
 
 _ALL_ZERO = {
