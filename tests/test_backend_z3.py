@@ -1,0 +1,151 @@
+"""The z3 backend through ``smug_opt.solve`` (worker processes), in its three encodings:
+optima, strictness, float ties, ReLU networks, objectives, errors and the time limit."""
+
+from __future__ import annotations
+
+import itertools
+import subprocess
+import sys
+import time
+from fractions import Fraction
+
+import numpy as np
+import pytest
+
+from smug_opt import Problem, ProblemBuilder, Status, solve, verify
+from smug_opt.registry import backend_class
+
+pytestmark = pytest.mark.skipif(backend_class("z3", check_available=False).unavailable_reason()
+                                is not None, reason="z3-solver is not installed")
+
+ENCODINGS = ["exact", "pb", "paper"]
+
+
+def brute_force(problem: Problem) -> Fraction | None:
+    """The exact optimum over every binary assignment (None: infeasible)."""
+    best = None
+    for bits in itertools.product((0.0, 1.0), repeat=int(problem.binary.sum())):
+        x = np.zeros(problem.num_vars)
+        x[problem.binary] = bits
+        v = verify(problem, x)
+        if v.ok and (best is None or v.objective < best):
+            best = v.objective
+    return best
+
+
+def tiny_net(seed: int, n_in: int = 8, hidden: int = 6, classes: int = 3, gamma: float = 0.7) -> Problem:
+    """Mask the inputs of a random 2-layer ReLU net; keep every logit margin above γ·original."""
+    rng = np.random.default_rng(seed)
+    x = rng.random(n_in)
+    W1, b1 = rng.normal(0, 1, (hidden, n_in)), rng.normal(0, 0.3, hidden)
+    W2, b2 = rng.normal(0, 1, (classes, hidden)), rng.normal(0, 0.3, classes)
+    h = np.maximum(W1 @ x + b1, 0)
+    label = int(np.argmax(W2 @ h + b2))
+    b = ProblemBuilder()
+    m = b.add_binaries(n_in)
+    y = b.add_continuous(hidden, 0.0, 100.0)
+    b.add_relus(y, W1 * x[None, :], m, b1)
+    rows = np.array([W2[label] - W2[k] for k in range(classes) if k != label])
+    rhs = np.array([b2[k] - b2[label] for k in range(classes) if k != label])
+    b.add_constraints(rows, y, ">", rhs + gamma * (rows @ h - rhs))
+    b.set_objective(m, 1.0)
+    return b.build()
+
+
+def assert_optimal(result, problem: Problem) -> None:
+    best = brute_force(problem)
+    assert result.status is Status.OPTIMAL, (result, result.message)
+    assert result.objective == float(best) and result.bound == result.objective
+    assert verify(problem, result.x).ok
+
+
+@pytest.mark.parametrize("encoding", ENCODINGS)
+@pytest.mark.parametrize(("sense", "optimum"), [(">", 2.0), (">=", 1.0)])
+def test_strict_and_non_strict(encoding: str, sense: str, optimum: float) -> None:
+    """x1 + x2 > 1 needs both; x1 + x2 >= 1 needs one."""
+    r = solve(Problem.from_arrays([[1.0, 1.0]], sense, 1.0), "z3", time_limit=20,
+              extras={"encoding": encoding})
+    assert r.status is Status.OPTIMAL and r.objective == optimum
+
+
+@pytest.mark.parametrize("encoding", ENCODINGS)
+@pytest.mark.parametrize(("sense", "rhs"), [(">=", 0.3), (">", 0.3), (">", 0.1 + 0.2)])
+def test_float_ties(encoding: str, sense: str, rhs: float) -> None:
+    """0.1 + 0.2 is exactly 0.30000000000000001665: > 0.3 but not > 0.30000000000000004."""
+    p = Problem.from_arrays([[0.1, 0.2, 0.3]], sense, rhs)
+    assert_optimal(solve(p, "z3", time_limit=20, extras={"encoding": encoding}), p)
+
+
+@pytest.mark.parametrize("encoding", ENCODINGS)
+def test_infeasible(encoding: str) -> None:
+    p = Problem.from_arrays([[1.0, 1.0], [1.0, -1.0]], [">", ">"], [1.5, 0.5])
+    r = solve(p, "z3", time_limit=20, extras={"encoding": encoding})
+    assert r.status is Status.INFEASIBLE and r.x is None
+
+
+@pytest.mark.parametrize("encoding", ["exact", "pb"])
+def test_signed_real_costs(encoding: str) -> None:
+    """Negative and non-integral costs become exact soft-constraint weights plus an offset."""
+    p = Problem.from_arrays([[1.0, 1.0, 1.0, 1.0], [1.0, 0.0, 1.0, 0.0]], [">=", "<="], [2.0, 1.0],
+                            objective=[-0.1, 1e-7, 3.3, -1e5 / 3])
+    assert_optimal(solve(p, "z3", time_limit=20, extras={"encoding": encoding}), p)
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_relu_network_matches_brute_force(seed: int) -> None:
+    """The default (exact) encoding on a 2-layer net with 8 masked inputs."""
+    p = tiny_net(seed)
+    assert_optimal(solve(p, "z3", time_limit=20), p)
+
+
+def test_relu_network_in_the_paper_encoding() -> None:
+    """The reference encoding is slow (that is the point): a 4-input net only."""
+    p = tiny_net(3, n_in=4, hidden=3)
+    assert_optimal(solve(p, "z3", time_limit=20, extras={"encoding": "paper"}), p)
+
+
+def test_objective_on_a_relu_output() -> None:
+    """An objective on a continuous variable goes through ``minimize``; ReLU exact."""
+    b = ProblemBuilder()
+    m = b.add_binaries(3)
+    y = b.add_continuous(1, 0.0, 10.0)
+    b.add_relus(y, [[0.5, -1.0, 0.25]], m, 0.1)
+    b.add_constraints([[1.0, 1.0, 1.0]], m, ">=", 2.0)
+    b.set_objective(y, 1.0)
+    p = b.build()
+    assert_optimal(solve(p, "z3", time_limit=20, extras={"encoding": "exact"}), p)
+
+
+def test_pb_refuses_continuous_variables() -> None:
+    r = solve(tiny_net(0, n_in=3, hidden=2), "z3", extras={"encoding": "pb"})
+    assert r.status is Status.ERROR and "binary-only" in r.message
+
+
+@pytest.mark.parametrize(("extras", "needle"), [({"encoding": "smt"}, "unknown z3 encoding"),
+                                                ({"no_such_option": 1}, "no_such_option")])
+def test_bad_extras_become_clear_errors(extras: dict, needle: str) -> None:
+    r = solve(Problem.from_arrays([[1.0]], ">=", 1.0), "z3", extras=extras)
+    assert r.status is Status.ERROR and needle in r.message
+
+
+@pytest.mark.parametrize("encoding", ["pb", "exact"])
+def test_time_limit_on_a_hard_instance(encoding: str) -> None:
+    """A dense random 60×60 strict 0/1 problem: stopped (by z3 or by the kill), never OPTIMAL."""
+    rng = np.random.default_rng(0)
+    A = rng.normal(0.2, 1, (60, 60))
+    p = Problem.from_arrays(A, ">", 0.5 * A.sum(axis=1))
+    start = time.monotonic()
+    r = solve(p, "z3", time_limit=3, extras={"encoding": encoding})
+    assert time.monotonic() - start < 3 + 2
+    assert r.status in (Status.FEASIBLE, Status.NO_SOLUTION), (r, r.message)
+    if r.has_solution:
+        assert verify(p, r.x).ok and r.incumbents
+
+
+def test_version_without_importing_the_solver() -> None:
+    """solver_version reads package metadata; importing the backend loads no solver."""
+    code = ("import sys; from smug_opt_backends.z3_backend import Z3Backend as B; "
+            "print(B.solver_version(), 'z3' in sys.modules)")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.startswith("z3 4") or out.stdout.startswith("z3 5")
+    assert out.stdout.strip().endswith("False")
