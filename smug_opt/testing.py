@@ -263,6 +263,37 @@ _EQUALITY = {
 }
 
 
+def _hex_instance(A: list[list[str]], rhs: list[str]) -> Problem:
+    """A binary ``A x > rhs`` instance from exact (hexadecimal) floats, counting ones."""
+    return Problem.from_arrays([[float.fromhex(v) for v in row] for row in A], ">",
+                               [float.fromhex(v) for v in rhs])
+
+
+# SMUG first-layer instances (4 cells, 6 neurons, gamma 0.5) on which CBC 2.10.3's
+# preprocessing, given PuLP's 13-digit MPS, claims the relaxation infeasible (first) or
+# cuts off the optimum (second): 11 of 450 such instances went wrong before it was disabled
+_FIRST_LAYER = {
+    "first layer, 2x2 cells (a)": (_hex_instance(
+        [["0x1.f9de4e71943c8p+1", "-0x1.a4bd2655e5308p-1", "-0x1.0a9b08b354005p+2", "0x1.4aa6238091f05p+1"],
+         ["-0x1.f19ec9fadd5f2p+0", "0x1.ce49112c04230p+0", "-0x1.59b47a765c5a4p+0", "0x1.15c521bd39055p+1"],
+         ["0x1.38c9c5255f729p+1", "0x1.6395f65c2f4dcp+0", "0x1.a62ed2a5ac479p+1", "0x1.16813fbf0cccdp+2"],
+         ["0x1.7ff40178f5ef9p+0", "0x1.f445eaf67e381p+1", "0x1.5628beac3b297p-1", "0x1.df4e2cb72901bp+0"],
+         ["-0x1.96b70df5099adp-1", "0x1.c73b635d05d9cp-3", "0x1.d7935b0defbedp+1", "-0x1.24f7057a5dc4bp+0"],
+         ["0x1.d9c90cf825085p-1", "0x1.eaf469880d1a0p-5", "0x1.db2df6a7e7322p-1", "0x1.66c537100a3bbp+2"]],
+        ["0x1.a4e3a1edc3c64p-1", "0x1.1eade00b25b1cp-2", "0x1.705eaea0e630fp+2", "0x1.fa4b64f771ca2p+1",
+         "0x1.fd67740a16de9p-1", "0x1.e27c57712f614p+1"]), 4),
+    "first layer, 2x2 cells (b)": (_hex_instance(
+        [["-0x1.5c4a87f5d6daep+1", "0x1.b00a8598d1699p+0", "0x1.e54c7391ccb2ap-1", "0x1.3d817b2e28170p-3"],
+         ["0x1.9a7df28ced0f4p-1", "-0x1.9c79794ddbe92p-3", "0x1.478ee03389193p+2", "-0x1.67c69140ef7abp-3"],
+         ["0x1.a73fe7b96d403p+1", "0x1.c8c7d65724c34p+0", "0x1.100f6557a58e6p+2", "0x1.3abe860a16158p+0"],
+         ["0x1.e563bfc4209c0p-5", "0x1.959c62c78507ep+0", "0x1.0158c60096918p+1", "0x1.5e80c6f081b2ap+0"],
+         ["0x1.a93016046bc39p+1", "0x1.a4e8ef0dbb38ap+1", "-0x1.694e5ec3b3166p-1", "0x1.fe2c0dd43b65ap+0"],
+         ["-0x1.5db5193120906p+0", "-0x1.66da7730fd2e0p-3", "0x1.2454c0a851e23p+0", "0x1.3fb6e2dc2bdd1p+2"]],
+        ["0x1.befdcb94780c3p-5", "0x1.628fc209c0dafp+1", "0x1.56821564b0d6cp+2", "0x1.3b79354515cd0p+1",
+         "0x1.f4e8e252ab699p+1", "0x1.22ecc63d97b05p+1"]), 3),
+}
+
+
 def _mixed(seed: int, n: int = 8, m: int = 5) -> Problem:
     """Random binaries, mixed-sign coefficients and objective, every sense."""
     rng = np.random.default_rng(seed)
@@ -445,6 +476,8 @@ def check_optimal_known_instances(backend: str) -> None:
         _expect(backend, problem, f"mixed seed {seed}", brute_force(problem).objective)
     cover = _binary([[1, 1, 0, 0, 1], [0, 1, 1, 0, 0], [0, 0, 1, 1, 1], [1, 0, 0, 1, 0]], ">=", 1)
     _expect(backend, cover, "set cover", 2)
+    for label, (problem, optimum) in _FIRST_LAYER.items():
+        _expect(backend, problem, label, optimum)
 
 
 @_check()
