@@ -10,6 +10,9 @@
   cutoff increment just below 1; correctness relies on nothing else.
 * ``integer_tol`` 1e-9 (python-mip's default 1e-6), ``infeas_tol`` 1e-7 (CBC's own primal
   tolerance; python-mip's default is 1e-6, looser than the level-1 margins allow for).
+* ``threads`` 1 leaves CBC serial (python-mip's 0): CBC's own ``threads 1`` runs its threaded
+  search with one worker (through PuLP's CBC 2.10.3 that intermittently stalled ~10 s; not
+  seen with cbcbox's CBC in 600 solves, but serial is what one thread means).
 * python-mip 2.0's CBC interface never calls an ``IncumbentUpdater`` (its incumbent
   callback is an empty stub and is not registered), so no incumbents are streamed.
 * Rows without coefficients are not passed to CBC: a model whose rows are all empty
@@ -115,7 +118,7 @@ class MipCbcBackend(Backend):
         if model.violated_empty_row is not None:
             return RawResult(Status.INFEASIBLE, solver_status="empty row excludes 0 (not run)")
         m = model.model
-        m.threads = options.threads
+        m.threads = options.threads if options.threads > 1 else 0  # 0: serial CBC
         m.seed = options.seed
         m.max_mip_gap = options.relative_gap
         m.max_mip_gap_abs = 0.0

@@ -20,19 +20,22 @@ backend does on purpose:
   ("Pre-processing says infeasible"); with the exact digits, or without preprocessing, it
   solves them all. Two are in the conformance suite. ``extras={"preprocess": "on"}``
   brings it back.
+* ``threads`` 1 runs CBC serially: CBC's ``-threads 1`` switches on its threaded search
+  with one worker, and on a 4-binary SMUG instance (2 x 2 cells, optimum 2) 4 of 900
+  identical solves then stalled for ~10 s, past a 3 s limit (a lock wait; cf. coin-or/Cbc
+  #640); without the option none of 900 did. That was the "PuLP + CBC needed its whole
+  10 s limit on an easy 2 x 2-cell instance" of the solver notes. More threads are passed.
 * ``integerTolerance`` 1e-9 (CBC's default 1e-7); ``randomCbcSeed`` is passed only for a
   seed > 0 (CBC reads 0 as "seed from the clock"). ``extras`` are further CBC options.
 * PuLP writes numbers with 13 significant digits (relative rounding <= 5e-13): far inside
-  CBC's primal tolerance (1e-7) and the level >= 1 margins (>= 1e-6); every answer is then
-  verified exactly. Continuous values are read back with ~8 digits, so a problem whose
-  free continuous variables (other than ReLU outputs, which the core recomputes) sit on
-  tight rows may need a higher tightening level to verify.
+  CBC's primal tolerance (1e-7) and the level >= 1 margins (>= 1e-6), though enough to
+  trip the preprocessing above; every answer is verified exactly. Continuous values are
+  read back with ~8 digits, so a problem whose free continuous variables (other than ReLU
+  outputs, which the core recomputes) sit on tight rows may need a higher level to verify.
 * Model, solution and log files live in a private temporary directory, removed afterwards.
 
-Measured (2 cores): on a dense 3,000 x 3,000 problem, building the PuLP model takes 6 s
-and PuLP's MPS writer another 46 s before CBC starts. On a 2 x 2-cell instance (optimum 2)
-a solve takes ~0.02 s; the reported full-limit stall on such an instance did not reproduce
-(threads 1/2, ratio/allow 0, integerTolerance 1e-9, levels 0-2, elapsed time mode).
+Measured (2 loaded cores): on a dense 3,000 x 3,000 problem, building the PuLP model takes
+6 s and PuLP's MPS writer another 46 s before CBC starts.
 """
 
 from __future__ import annotations
@@ -130,7 +133,8 @@ class PulpCbcBackend(Backend):
             with warnings.catch_warnings():  # PULP_CBC_CMD is deprecated for PuLP 4
                 warnings.simplefilter("ignore", DeprecationWarning)
                 cbc = pulp.PULP_CBC_CMD(
-                    msg=False, timeLimit=options.time_limit, threads=options.threads,
+                    msg=False, timeLimit=options.time_limit,
+                    threads=options.threads if options.threads > 1 else None,
                     gapRel=options.relative_gap, gapAbs=0.0, timeMode="elapsed",
                     logPath=str(log_path), options=cbc_options,
                 )
