@@ -26,7 +26,8 @@ backend does on purpose:
   #640); without the option none of 900 did. That was the "PuLP + CBC needed its whole
   10 s limit on an easy 2 x 2-cell instance" of the solver notes. More threads are passed.
 * ``integerTolerance`` 1e-9 (CBC's default 1e-7); ``randomCbcSeed`` is passed only for a
-  seed > 0 (CBC reads 0 as "seed from the clock"). ``extras`` are further CBC options.
+  seed > 0 (CBC reads 0 as "seed from the clock"). ``extras`` are further CBC options
+  (name: value); one CBC does not recognise makes the attempt an ERROR, not a no-op.
 * PuLP writes numbers with 13 significant digits (relative rounding <= 5e-13): far inside
   CBC's primal tolerance (1e-7) and the level >= 1 margins (>= 1e-6), though enough to
   trip the preprocessing above; every answer is verified exactly. Continuous values are
@@ -69,6 +70,7 @@ _INTEGER_TOLERANCE = 1e-9
 _BOUND_PRINT_SLACK = 1e-3  # CBC prints "Lower bound:" with 3 decimals
 _RESULT_LINE = re.compile(r"^Result - (.+?)\s*$", re.MULTILINE)
 _LOWER_BOUND = re.compile(r"^Lower bound:\s+(\S+)", re.MULTILINE)
+_NO_MATCH = re.compile(r"^No match for (\S+) - \? for list of commands", re.MULTILINE)
 
 
 @dataclass
@@ -149,6 +151,11 @@ class PulpCbcBackend(Backend):
             log = log_path.read_text(errors="replace")
         if options.verbose:
             sys.stderr.write(log)
+        unknown = _NO_MATCH.findall(log)
+        if unknown:  # CBC ignores what it does not know; only extras can be unknown
+            return RawResult(Status.ERROR, solver_status="unknown CBC option",
+                             message=f"CBC did not recognise {', '.join(unknown)} from extras "
+                                     f"{dict(options.extras)!r} (its options: `cbc -?`)")
         return _raw_result(pulp, model, log, options)
 
 
