@@ -1,0 +1,454 @@
+"""The stress case: the smallest input mask that keeps a whole ReLU MLP's prediction.
+
+``min Σ_c M_c`` over cell binaries ``M`` such that, with ``z1 = W1ᵀ(M⊙x) + b1``,
+``h_k = relu(z_k)``, ``z_{k+1} = W_{k+1}ᵀ h_k + b_{k+1}``, the label's logit beats every
+other logit strictly (softmax and sigmoid are monotone, so logits are compared). The mask
+applies to the first Dense layer's input; pixels that are zero there get no variable.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import scipy.sparse as sp
+
+from smug_opt.encode.bounds import NetworkBounds, network_bounds
+from smug_opt.ir import Problem, ProblemBuilder
+from smug_opt.verify import verify
+
+__all__ = ["MLP", "as_mlp", "full_network", "solution_mask", "verify_mask_in_model"]
+
+_BOUND_MODES = ("lp", "interval", "none")
+_HIDDEN = ("relu",)
+_OUTPUT = ("linear", "softmax", "sigmoid")
+
+
+@dataclass(frozen=True, eq=False)
+class MLP:
+    """A ReLU MLP in float64: ``layers[k] = (W, b)`` with ``W`` of shape ``(n_in, n_out)``;
+    every layer but the last is followed by ReLU, the last gives the logits.
+
+    ``preprocess`` maps one raw input to the first Dense layer's input (a Keras model's
+    Flatten/Rescaling; None: just flatten); ``name`` and ``digest`` identify the weights.
+    """
+
+    layers: tuple[tuple[np.ndarray, np.ndarray], ...]
+    output: str
+    name: str
+    digest: str
+    preprocess: Callable[[np.ndarray], np.ndarray] | None = None
+
+    @property
+    def num_inputs(self) -> int:
+        return int(self.layers[0][0].shape[0])
+
+    @property
+    def num_outputs(self) -> int:
+        return int(self.layers[-1][0].shape[1])
+
+    def dense_input(self, x: np.ndarray) -> np.ndarray:
+        """The first Dense layer's input for one raw input ``x``, float64, flat."""
+        x = np.asarray(x)
+        if x.dtype.kind not in "biuf":
+            raise ValueError(f"x must be numeric, got dtype {x.dtype}")
+        if not np.all(np.isfinite(x)):
+            raise ValueError("x contains NaN or inf")
+        if self.preprocess is not None:
+            x = self.preprocess(x)
+        flat = np.asarray(x, dtype=np.float64).reshape(-1)
+        if flat.size != self.num_inputs:
+            raise ValueError(f"x has {flat.size} values (shape {x.shape}) but the network's first "
+                             f"layer takes {self.num_inputs} inputs")
+        return flat
+
+    def logits(self, inputs: np.ndarray) -> np.ndarray:
+        """Logits ``(batch, n_out)`` of Dense inputs ``(batch, n_in)``, float64."""
+        value = np.asarray(inputs, dtype=np.float64)
+        for k, (W, b) in enumerate(self.layers):
+            value = value @ W + b
+            if k + 1 < len(self.layers):
+                value = np.maximum(value, 0.0)
+        return value
+
+    def predicted(self, logits: np.ndarray) -> np.ndarray:
+        """The class each row of ``logits`` predicts (single sigmoid output: 1 iff > 0)."""
+        if self.num_outputs == 1:
+            return (logits[:, 0] > 0).astype(np.int64)
+        return np.argmax(logits, axis=1)
+
+    def keeps(self, logits: np.ndarray, label: int) -> np.ndarray:
+        """Whether each row of ``logits`` predicts ``label`` strictly (no tie)."""
+        if self.num_outputs == 1:
+            return logits[:, 0] > 0 if label == 1 else logits[:, 0] < 0
+        others = np.delete(logits, label, axis=1)
+        return logits[:, label] > others.max(axis=1)
+
+
+def as_mlp(model_or_layers: Any, name: str | None = None) -> MLP:
+    """An :class:`MLP` from a Keras Dense stack, an :class:`MLP`, or a list of layers.
+
+    A layer is ``(W, b)``, ``(W, b, activation)`` or has ``.W``, ``.b``, ``.activation``
+    (:class:`smug_opt.models.keras_adapter.DenseLayer`). Hidden layers must be ReLU; the
+    last layer linear, softmax or sigmoid (plain ``(W, b)`` layers are taken as such).
+    """
+    if isinstance(model_or_layers, MLP):
+        return model_or_layers
+    preprocess = None
+    if isinstance(model_or_layers, (list, tuple)):
+        raw = list(model_or_layers)
+        default_name = "layers"
+    else:
+        try:
+            from smug_opt.models.keras_adapter import mlp_layers
+        except ImportError as error:
+            raise ValueError(
+                f"full_network takes a Keras model or a list of (W, b) layers, got "
+                f"{type(model_or_layers).__name__} (and the Keras adapter is unavailable: {error})"
+            ) from error
+        raw = mlp_layers(model_or_layers)
+        preprocess = _keras_preprocess(model_or_layers)
+        default_name = str(getattr(model_or_layers, "name", "keras"))
+    if not raw:
+        raise ValueError("the network has no layers")
+    layers: list[tuple[np.ndarray, np.ndarray]] = []
+    activations: list[str] = []
+    for k, layer in enumerate(raw):
+        W, b, act = _layer_parts(layer, k, last=k == len(raw) - 1)
+        if layers and W.shape[0] != layers[-1][0].shape[1]:
+            raise ValueError(f"layer {k} takes {W.shape[0]} inputs but layer {k - 1} gives "
+                             f"{layers[-1][0].shape[1]}")
+        layers.append((W, b))
+        activations.append(act)
+    for k, act in enumerate(activations[:-1]):
+        if act not in _HIDDEN:
+            raise ValueError(f"hidden layer {k} has activation {act!r}; full_network needs ReLU "
+                             f"hidden layers (a Dense/ReLU MLP)")
+    if activations[-1] not in _OUTPUT:
+        raise ValueError(f"the last layer has activation {activations[-1]!r}; expected one of "
+                         f"{', '.join(_OUTPUT)} (its logits are compared)")
+    digest = hashlib.sha256()
+    for (W, b), act in zip(layers, activations, strict=True):
+        digest.update(act.encode())
+        digest.update(np.ascontiguousarray(W).tobytes())
+        digest.update(np.ascontiguousarray(b).tobytes())
+    return MLP(tuple(layers), activations[-1], name or default_name, digest.hexdigest()[:16],
+               preprocess)
+
+
+def _keras_preprocess(model: Any) -> Callable[[np.ndarray], np.ndarray]:
+    """The Keras model's layers before its first Dense layer, for one raw input of any
+    shape with as many values as the model's input."""
+    from smug_opt.models.keras_adapter import KerasAdapter
+
+    adapter = KerasAdapter(model)
+    size = int(np.prod(adapter.input_shape))
+
+    def preprocess(x: np.ndarray) -> np.ndarray:
+        if x.size != size:
+            raise ValueError(f"x has {x.size} values (shape {x.shape}) but the model's input has "
+                             f"shape {adapter.input_shape}")
+        return adapter.affine_input(x.reshape(adapter.input_shape))
+
+    return preprocess
+
+
+def _layer_parts(layer: Any, k: int, *, last: bool) -> tuple[np.ndarray, np.ndarray, str]:
+    if hasattr(layer, "W") and hasattr(layer, "b"):
+        W, b, act = layer.W, layer.b, str(getattr(layer, "activation", "relu"))
+    elif isinstance(layer, (tuple, list)) and len(layer) in (2, 3):
+        W, b = layer[0], layer[1]
+        act = str(layer[2]) if len(layer) == 3 else ("linear" if last else "relu")
+    else:
+        raise ValueError(f"layer {k} must be (W, b), (W, b, activation) or have .W/.b, got "
+                         f"{type(layer).__name__}")
+    W = np.array(W, dtype=np.float64)
+    b = np.array(b, dtype=np.float64).reshape(-1)
+    if W.ndim != 2 or b.shape != (W.shape[1],):
+        raise ValueError(f"layer {k}: W must be (n_in, n_out) and b (n_out,), got {W.shape} and "
+                         f"{b.shape}")
+    if not (np.all(np.isfinite(W)) and np.all(np.isfinite(b))):
+        raise ValueError(f"layer {k} has NaN or inf weights")
+    W.flags.writeable = False
+    b.flags.writeable = False
+    return W, b, act
+
+
+def _grid(x: np.ndarray, n_in: int, shape: tuple[int, int] | None) -> tuple[int, int, int]:
+    """``(H, W, channels)`` of the mask grid for an input of ``n_in`` Dense inputs."""
+    if shape is None:
+        shape = (int(x.shape[0]), int(x.shape[1])) if x.ndim >= 2 else (1, n_in)
+    height, width = (int(v) for v in shape)
+    if height < 1 or width < 1 or n_in % (height * width):
+        raise ValueError(f"a {height}x{width} grid does not divide the {n_in} inputs into channels")
+    return height, width, n_in // (height * width)
+
+
+def _cell_ids(height: int, width: int, channels: int, cell: int) -> np.ndarray:
+    """The cell of every flat (row-major, channels last) input on the grid."""
+    rows = np.arange(height) // cell
+    cols = np.arange(width) // cell
+    per_pixel = rows[:, None] * (-(-width // cell)) + cols[None, :]
+    return np.repeat(per_pixel.reshape(-1), channels)
+
+
+def full_network(model_or_layers: Any, x: np.ndarray, label: int | None = None, cell: int = 1, *,
+                 bounds: str = "lp", margin: float = 0.0, shape: tuple[int, int] | None = None,
+                 max_cells: int | str | None = "greedy", strengthen: bool = True,
+                 name: str | None = None) -> Problem:
+    """The stress-case problem for input ``x`` (any shape with as many values as the first
+    Dense layer has inputs, after the model's Flatten/Rescaling).
+
+    One binary per ``cell``×``cell`` block of the grid (``shape``, else ``x``'s first two
+    axes, else one row) that holds a nonzero input; channels share it. ``label`` defaults
+    to the model's float64 prediction on ``x``. Rows ``logit[label] − logit[l] > margin``
+    for every ``l ≠ label``. ``bounds``: ``"lp"`` (interval then LP, see
+    :mod:`smug_opt.encode.bounds`), ``"interval"``, or ``"none"`` (no pre-activation bounds
+    declared and no neuron eliminated; variable boxes from interval arithmetic).
+
+    ``max_cells`` adds the row ``Σ M <= K``, which cannot change the optimum when a mask of
+    ``K`` cells is feasible, and lets the bounds count only ``K`` cells' contributions:
+    ``"greedy"`` takes ``K`` from a greedy mask (checked in exact arithmetic against the
+    problem; dropped if it fails), an int is taken as given, None adds no row.
+    """
+    mlp = as_mlp(model_or_layers, name)
+    if bounds not in _BOUND_MODES:
+        raise ValueError(f"bounds must be one of {', '.join(_BOUND_MODES)}, got {bounds!r}")
+    if not (isinstance(cell, (int, np.integer)) and cell >= 1):
+        raise ValueError(f"cell must be a positive int, got {cell!r}")
+    if not np.isfinite(margin) or margin < 0:
+        raise ValueError(f"margin must be a finite number >= 0, got {margin!r}")
+    xa = mlp.dense_input(x)
+    height, width, channels = _grid(np.asarray(x), xa.size, shape)
+    logits = mlp.logits(xa[None, :])
+    label = _check_label(mlp, logits, label)
+
+    # first layer over cells: A1[c, j] = Σ_{i in cell c} W1[i, j]·x_i, nonzero inputs only
+    pixel_cell = _cell_ids(height, width, channels, cell)
+    nonzero = np.flatnonzero(xa != 0)
+    cells, member = np.unique(pixel_cell[nonzero], return_inverse=True)
+    W1, b1 = mlp.layers[0]
+    P = sp.csr_matrix((np.ones(nonzero.size), (member, np.arange(nonzero.size))),
+                      shape=(cells.size, nonzero.size))
+    A1 = np.asarray(P @ (xa[nonzero, None] * W1[nonzero]))
+    hidden = list(mlp.layers[1:-1])
+    W_out, b_out = mlp.layers[-1] if len(mlp.layers) > 1 else (A1, b1)
+    out_rows, out_rhs = _output_rows(W_out, b_out, label, margin)
+
+    network = _Network(A1, b1, hidden, out_rows, out_rhs, has_hidden=len(mlp.layers) > 1)
+    greedy = network.greedy_mask() if max_cells == "greedy" else None
+    limit = _cell_limit(max_cells, greedy)
+    builder, nb, neurons = network.build(bounds, limit, strengthen)
+    if greedy is not None:
+        problem = builder.build()
+        if not verify(problem, np.concatenate([greedy, np.zeros(problem.num_vars - greedy.size)])).ok:
+            limit = None  # float64 accepted a mask that exact arithmetic rejects: no cut-off
+            builder, nb, neurons = network.build(bounds, limit, strengthen)
+    builder.metadata.update({
+        "encoder": "full_network",
+        "model": mlp.name,
+        "model_digest": mlp.digest,
+        "layer_sizes": [mlp.num_inputs, *(int(W.shape[1]) for W, _ in mlp.layers)],
+        "output_activation": mlp.output,
+        "label": label,
+        "predicted": int(mlp.predicted(logits)[0]),
+        "margin": float(margin),
+        "cell": int(cell),
+        "grid": [height, width],
+        "channels": channels,
+        "cells": cells.tolist(),
+        "nonzero_inputs": int(nonzero.size),
+        "bounds": bounds,
+        "greedy_cells": None if greedy is None else int(greedy.sum()),
+        "max_cells": limit,
+        "strengthen": strengthen,
+        "neurons": neurons,
+        "unstable": int(sum(v["unstable"] for v in neurons)),
+        "stable": int(sum(v["active"] + v["dead"] for v in neurons)),
+        "bound_seconds": 0.0 if nb is None else nb.interval_seconds + nb.lp_seconds,
+        "lps": 0 if nb is None else nb.lps,
+    })
+    return builder.build()
+
+
+def _cell_limit(max_cells: int | str | None, greedy: np.ndarray | None) -> int | None:
+    if max_cells is None or max_cells == "greedy":
+        return None if greedy is None else int(greedy.sum())
+    if isinstance(max_cells, bool) or not isinstance(max_cells, (int, np.integer)) or max_cells < 0:
+        raise ValueError(f"max_cells must be 'greedy', None or an int >= 0, got {max_cells!r}")
+    return int(max_cells)
+
+
+@dataclass(frozen=True, eq=False)
+class _Network:
+    """The masked network over cell binaries: ``z1 = A1ᵀM + b1``, later hidden layers,
+    and output rows ``out_rows·v > out_rhs`` over the last hidden outputs (or over ``M``
+    when there is no hidden layer)."""
+
+    A1: np.ndarray
+    b1: np.ndarray
+    hidden: list[tuple[np.ndarray, np.ndarray]]
+    out_rows: np.ndarray
+    out_rhs: np.ndarray
+    has_hidden: bool
+
+    def slack(self, masks: np.ndarray) -> np.ndarray:
+        """The smallest ``out_rows·v − out_rhs`` of each mask (a row of ``masks``), float64."""
+        value = masks
+        if self.has_hidden:
+            value = np.maximum(masks @ self.A1 + self.b1, 0.0)
+            for W, b in self.hidden:
+                value = np.maximum(value @ W + b, 0.0)
+        return (value @ self.out_rows.T - self.out_rhs).min(axis=1)
+
+    def greedy_mask(self) -> np.ndarray | None:
+        """A small mask the float64 network accepts: add the cell that raises the worst
+        output slack most until all are positive, then drop cells while that lasts.
+        None if even the full mask fails."""
+        n = self.A1.shape[0]
+        tol = 1e-9 * (1.0 + float(np.abs(self.out_rhs).max(initial=0.0)))
+        mask = np.zeros(n)
+        while self.slack(mask[None, :])[0] <= tol:
+            free = np.flatnonzero(mask == 0)
+            if free.size == 0:
+                return None
+            trials = np.repeat(mask[None, :], free.size, axis=0)
+            trials[np.arange(free.size), free] = 1.0
+            mask[free[np.argmax(self.slack(trials))]] = 1.0
+        while True:
+            kept = np.flatnonzero(mask)
+            if kept.size == 0:
+                return mask
+            trials = np.repeat(mask[None, :], kept.size, axis=0)
+            trials[np.arange(kept.size), kept] = 0.0
+            slack = self.slack(trials)
+            if slack.max() <= tol:
+                return mask
+            mask[kept[np.argmax(slack)]] = 0.0
+
+    def build(self, bounds: str, limit: int | None, strengthen: bool
+              ) -> tuple[ProblemBuilder, NetworkBounds | None, list[dict[str, Any]]]:
+        """A builder holding the problem (metadata still to add), its bounds and neuron counts."""
+        n = self.A1.shape[0]
+        builder = ProblemBuilder()
+        binaries = builder.add_binaries(n)
+        builder.set_objective(binaries, 1.0)
+        if limit is not None:
+            builder.add_constraints(np.ones((1, n)), binaries, "<=", float(limit))
+        nb = None
+        last, keep, neurons = binaries, np.ones(n, dtype=bool), []
+        if self.has_hidden:
+            nb = network_bounds(self.A1, self.b1, self.hidden, self.out_rows, self.out_rhs,
+                                "interval" if bounds == "none" else bounds, max_ones=limit)
+            last, keep, neurons = _add_hidden(builder, binaries, self.A1, self.b1, self.hidden, nb,
+                                              declare=bounds != "none", strengthen=strengthen)
+        builder.add_constraints(self.out_rows[:, keep], last, ">", self.out_rhs)
+        return builder, nb, neurons
+
+
+def _check_label(mlp: MLP, logits: np.ndarray, label: int | None) -> int:
+    n_classes = max(mlp.num_outputs, 2)
+    if label is None:
+        top = logits[0]
+        tied = top[0] == 0 if mlp.num_outputs == 1 else np.count_nonzero(top == top.max()) > 1
+        if tied:
+            raise ValueError(f"the model's logits on x tie for the top class ({top.tolist()}); "
+                             f"give label explicitly")
+        return int(mlp.predicted(logits)[0])
+    if isinstance(label, bool) or not isinstance(label, (int, np.integer)) or not 0 <= label < n_classes:
+        raise ValueError(f"label must be an int in [0, {n_classes}), got {label!r}")
+    return int(label)
+
+
+def _output_rows(W: np.ndarray, b: np.ndarray, label: int, margin: float) -> tuple[np.ndarray, np.ndarray]:
+    """Rows ``D·v >= d`` meaning ``logit[label] − logit[l] > margin`` for ``l ≠ label``,
+    where ``logits = Wᵀv + b`` (a single sigmoid output: ``±logit > margin``)."""
+    if W.shape[1] == 1:
+        sign = 1.0 if label == 1 else -1.0
+        return sign * W.T, np.array([margin - sign * b[0]])
+    others = np.delete(np.arange(W.shape[1]), label)
+    return W[:, label][None, :] - W[:, others].T, margin - (b[label] - b[others])
+
+
+def _add_hidden(builder: ProblemBuilder, binaries: np.ndarray, A1: np.ndarray, b1: np.ndarray,
+                hidden: Sequence[tuple[np.ndarray, np.ndarray]], nb: NetworkBounds, *, declare: bool,
+                strengthen: bool) -> tuple[np.ndarray, np.ndarray, list[dict[str, Any]]]:
+    """Add every hidden layer's ReLUs (without the neurons the bounds prove dead, unless
+    ``declare`` is off), layer by layer in neuron order. Returns the last layer's output
+    variables, which of its neurons they are, and per layer the counts of dead, active and
+    unstable neurons and the indices of the neurons kept (one ReLU each)."""
+    prev_vars, prev_kept = binaries, np.ones(A1.shape[0], dtype=bool)
+    neurons: list[dict[str, Any]] = []
+    for k, (W, b) in enumerate([(A1, b1), *hidden]):
+        lo, hi = nb.lo[k], nb.hi[k]
+        dead, active = hi <= 0, lo >= 0
+        kept = ~dead if declare else np.ones(lo.size, dtype=bool)
+        out = builder.add_continuous(int(kept.sum()), np.maximum(lo[kept], 0.0), np.maximum(hi[kept], 0.0))
+        weights = W[prev_kept]
+        builder.add_relus(out, weights[:, kept].T, prev_vars, b[kept],
+                          lo=lo[kept] if declare else -np.inf, hi=hi[kept] if declare else np.inf)
+        # a neuron that only output-aware bounds prove dead is held off by a row, so that
+        # every mask the reduced network accepts is one the real network accepts
+        cut = dead & (nb.global_hi[k] > 0) if declare else np.zeros(lo.size, dtype=bool)
+        if cut.any():
+            builder.add_constraints(weights[:, cut].T, prev_vars, "<=", -b[cut])
+        if strengthen:
+            _add_upper_cuts(builder, out[~active[kept]], weights[:, kept & ~active], b[kept & ~active],
+                            prev_vars)
+        neurons.append({"layer": k, "n": int(lo.size), "dead": int(dead.sum()),
+                        "active": int(active.sum()), "unstable": int((~dead & ~active).sum()),
+                        "kept": np.flatnonzero(kept).tolist()})
+        prev_vars, prev_kept = out, kept
+    return prev_vars, prev_kept, neurons
+
+
+def _add_upper_cuts(builder: ProblemBuilder, outputs: np.ndarray, weights: np.ndarray, b: np.ndarray,
+                    inputs: np.ndarray) -> None:
+    """Rows ``h_j − Σ_i max(0, w_ij)·v_i <= max(0, b_j)`` for ReLUs ``h_j`` of nonnegative
+    inputs ``v`` (binaries or earlier ReLU outputs). They hold for every input, since
+    ``max(0, b + Σ w v) <= max(0, b) + Σ max(0, w) v`` when ``v >= 0``, but big-M's LP
+    relaxation misses them: it can raise ``h`` through a fractional phase variable alone.
+    """
+    if outputs.size == 0:
+        return
+    coefficients = np.hstack([np.eye(outputs.size), -np.maximum(weights, 0.0).T])
+    builder.add_constraints(coefficients, np.concatenate([outputs, inputs]), "<=", np.maximum(b, 0.0))
+
+
+def solution_mask(problem: Problem, values: np.ndarray) -> np.ndarray:
+    """The boolean ``(H, W)`` pixel mask that a solution of a :func:`full_network`
+    problem keeps (binaries 0..n_cells-1 are the cells listed in its metadata)."""
+    meta = problem.metadata
+    if meta.get("encoder") != "full_network":
+        raise ValueError("solution_mask needs a problem built by full_network")
+    height, width = meta["grid"]
+    cell = int(meta["cell"])
+    cells = np.asarray(meta["cells"], dtype=np.int64)
+    values = np.asarray(values, dtype=np.float64).reshape(-1)
+    kept = cells[np.round(values[: cells.size]) == 1]
+    pixel_cell = _cell_ids(height, width, 1, cell).reshape(height, width)
+    return np.isin(pixel_cell, kept)
+
+
+def verify_mask_in_model(model_or_layers: Any, x: np.ndarray, mask: np.ndarray, label: int) -> bool:
+    """Whether the model, run in float64 on the actual weights, still predicts ``label``
+    strictly (no tie) on ``x`` with the inputs outside ``mask`` set to zero.
+
+    ``mask`` has ``x``'s shape, its grid's (first two axes; channels share it) or the
+    Dense input's size; it is applied to the first Dense layer's input.
+    """
+    mlp = as_mlp(model_or_layers)
+    xa = mlp.dense_input(x)
+    m = np.asarray(mask)
+    if m.size == xa.size:
+        flat = m.reshape(-1)
+    elif np.ndim(x) >= 2 and m.shape == np.shape(x)[:2] and xa.size % m.size == 0:
+        flat = np.repeat(m.reshape(-1), xa.size // m.size)
+    else:
+        raise ValueError(f"mask of shape {m.shape} does not fit x of shape {np.shape(x)}")
+    if not np.all(np.isin(flat, (0, 1))):
+        raise ValueError("mask must hold only 0/1 (or booleans)")
+    return bool(mlp.keeps(mlp.logits((xa * flat)[None, :]), int(label))[0])
