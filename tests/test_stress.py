@@ -1,0 +1,99 @@
+"""The stress runner: records, resume, the per-digit table, the CLI; end to end on MNIST."""
+
+from __future__ import annotations
+
+import argparse
+import json
+
+import numpy as np
+import pytest
+
+import smug_opt.data
+import smug_opt.stress as stress
+from smug_opt.cli import stress as cli_stress
+from smug_opt.encode.full_network import as_mlp
+
+
+def _tiny_suite(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A 16-8-3 network on 4x4 'digits', standing in for the zoo model and MNIST."""
+    rng = np.random.default_rng(7)
+    layers = [(rng.normal(size=(16, 8)), rng.normal(scale=0.5, size=8)),
+              (rng.normal(size=(8, 3)), rng.normal(scale=0.5, size=3))]
+    mlp = as_mlp(layers, "tiny")
+    images = rng.uniform(0.0, 1.0, size=(6, 4, 4, 1)) * (rng.uniform(size=(6, 4, 4, 1)) > 0.3)
+    labels = np.array([0, 1, 2, 3, 4, 5])
+
+    def pick(n: int, seed: int = 0) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        order = np.sort(np.random.default_rng(seed).choice(6, size=n, replace=False))
+        return order, images[order], labels[order]
+
+    monkeypatch.setattr(stress, "load_stress_model", lambda model: (mlp, "tiny"))
+    monkeypatch.setattr(smug_opt.data, "pick_test_digits", pick)
+
+
+def test_runner_writes_checked_records_and_resumes(tmp_path, monkeypatch) -> None:
+    """Each digit and backend gives one record whose mask passed both checks; a rerun
+    solves nothing again; the table counts per true digit."""
+    _tiny_suite(monkeypatch)
+    table = stress.run_stress(n=3, backends=["highs"], time_limit=20, out_dir=tmp_path, progress=False)
+    records = [json.loads(line) for line in (tmp_path / "results.jsonl").read_text().splitlines()]
+    assert len(records) == 3 and len(list((tmp_path / "problems").glob("*.smug"))) == 3
+    for r in records:
+        assert r["status"] == "OPTIMAL" and r["solved"] and r["failure"] is None
+        assert r["verified"] is True and r["verified_in_model"] is True
+        assert r["objective"] == r["bound"] == r["mask_cells"] and r["backend"] == "highs"
+        assert r["mask_pixels"] == len(r["mask"]) <= r["mask_cells"]
+    assert table["backends"]["highs"]["all"] == {
+        "solved": 3, "total": 3, "mean_seconds": pytest.approx(np.mean([r["seconds"] for r in records]))}
+    assert sum(c["total"] for c in table["backends"]["highs"]["per_digit"].values()) == 3
+
+    again = stress.run_stress(n=3, backends=["highs"], time_limit=20, out_dir=tmp_path, progress=False)
+    assert len((tmp_path / "results.jsonl").read_text().splitlines()) == 3
+    assert again["backends"] == table["backends"]
+    markdown = (tmp_path / "table.md").read_text()
+    assert "| highs | solved |" in markdown and "3/3" in markdown
+    assert json.loads((tmp_path / "table.json").read_text())["config"]["model"] == "tiny"
+
+
+def test_a_wrong_mask_is_never_counted_as_solved() -> None:
+    rows = [{"backend": "b", "digit": 1, "solved": False, "status": "OPTIMAL", "seconds": 1.0,
+             "failure": "the mask does not keep the label", "encode_seconds": 0.1, "objective": 2.0},
+            {"backend": "b", "digit": 1, "solved": True, "status": "OPTIMAL", "seconds": 3.0,
+             "failure": None, "encode_seconds": 0.1, "objective": 4.0}]
+    table = stress.stress_table(rows, ["b"])["backends"]["b"]
+    assert table["per_digit"]["1"] == {"solved": 1, "total": 2, "mean_seconds": 3.0}
+    assert table["wrong_masks"] == 1 and table["median_seconds"] == 3.0
+
+
+def test_unknown_backend_and_bad_options_are_named(tmp_path) -> None:
+    with pytest.raises(ValueError, match="not usable here"):
+        stress.run_stress(n=1, backends=["no-such-solver"], out_dir=tmp_path)
+    with pytest.raises(ValueError, match="z3_encoding"):
+        stress.run_stress(n=1, backends=["highs"], out_dir=tmp_path, z3_encoding="smt")
+    with pytest.raises(ValueError, match="model must be one of"):
+        stress.load_stress_model("no-such-model")
+
+
+def test_cli_parses_and_runs(tmp_path, monkeypatch, capsys) -> None:
+    _tiny_suite(monkeypatch)
+    parser = argparse.ArgumentParser()
+    cli_stress.add_parser(parser.add_subparsers(dest="command"))
+    args = parser.parse_args(["stress", "mnist", "--n", "2", "--backends", "highs", "--time-limit", "20",
+                              "--out", str(tmp_path), "--bounds", "interval", "--quiet",
+                              "--z3-encoding", "exact"])
+    assert args.suite == "mnist" and args.z3_encoding == "exact" and args.bounds == "interval"
+    assert cli_stress.run(args) == 0
+    assert "| highs | solved |" in capsys.readouterr().out
+    with pytest.raises(SystemExit):
+        parser.parse_args(["stress", "cifar"])
+
+
+@pytest.mark.slow
+def test_mnist_end_to_end_on_three_digits(tmp_path) -> None:
+    """The real zoo model (784-32-10) and real held-out digits, on HiGHS."""
+    table = stress.run_stress(n=3, backends=["highs"], time_limit=60, out_dir=tmp_path, progress=False)
+    records = [json.loads(line) for line in (tmp_path / "results.jsonl").read_text().splitlines()]
+    assert len(records) == 3
+    assert all(r["verified_in_model"] for r in records if r["objective"] is not None)
+    assert table["backends"]["highs"]["wrong_masks"] == 0
+    assert table["backends"]["highs"]["all"]["solved"] >= 2
