@@ -20,7 +20,7 @@ from conftest import FIRST_PARTY, skip_unless_usable
 from hypothesis import HealthCheck, Phase, event, given, settings
 from hypothesis import strategies as st
 
-from smug_opt import Problem, Status, solve
+from smug_opt import Problem, Sense, Status, solve
 from smug_opt.testing import brute_force
 
 BACKENDS = [*FIRST_PARTY, "toy-bruteforce"]
@@ -41,7 +41,23 @@ SENSES = ["<=", ">=", "==", "<", ">"]
 
 
 @st.composite
-def problems(draw: st.DrawFn) -> Problem:
+def first_layer_like(draw: st.DrawFn) -> Problem:
+    """SMUG's shape: ``sum_c a_tc M_c + b_t > gamma (sum_c a_tc + b_t)``, minimise the count."""
+    rng = np.random.default_rng(draw(st.integers(0, 2**32 - 1)))
+    cells, neurons, pixels = draw(st.integers(1, 9)), draw(st.integers(1, 8)), 16
+    # a_tc = sum of W[t, j] x_j over the cell's pixels; only active neurons (o_t > 0) are kept
+    A = (rng.normal(size=(neurons, cells, pixels)) * rng.uniform(0, 1, (cells, pixels))).sum(axis=2)
+    bias = rng.normal(size=neurons) * draw(st.sampled_from([0.0, 0.1, 1.0]))
+    active = A.sum(axis=1) + bias > 0
+    if not active.any():
+        active[np.argmax(A.sum(axis=1) + bias)] = True
+    A, bias = A[active], bias[active]
+    gamma = draw(st.sampled_from([0.0, 0.5, 0.9, 0.99, 1.0]))
+    return Problem.from_arrays(A, ">", gamma * (A.sum(axis=1) + bias) - bias)
+
+
+@st.composite
+def generic(draw: st.DrawFn) -> Problem:
     """Up to 14 binaries and 5 rows, mixed signs, every sense; right-hand sides often at the
     exact activity of some assignment (ties), one float step away, or anywhere."""
     n = draw(st.integers(1, MAX_BINARIES))
@@ -68,11 +84,22 @@ def problems(draw: st.DrawFn) -> Problem:
     return Problem.from_arrays(A, senses, rhs, objective=objective)
 
 
+problems = st.one_of(generic(), first_layer_like())
+
+
+def _describe(problem: Problem) -> str:
+    """Enough to rebuild the problem with ``Problem.from_arrays``."""
+    senses = [Sense(s).symbol for s in problem.senses]
+    return (f"Problem.from_arrays({problem.A.toarray().tolist()!r}, {senses!r}, "
+            f"{problem.rhs.tolist()!r}, objective={problem.objective.tolist()!r})")
+
+
 def _check_claims(backend: str, problem: Problem) -> None:
     exact = brute_force(problem)
     result = solve(problem, backend, time_limit=TIME_LIMIT)
     event(f"{backend}: {result.status.name}")
-    where = f"{backend} on {problem!r}: {result!r} ({result.message}); exact optimum {exact.objective}"
+    where = (f"{backend}: {result!r} ({result.message}); exact optimum {exact.objective}; "
+             f"{_describe(problem)}")
     assert result.status is not Status.ERROR, where
     if result.status is Status.INFEASIBLE:
         assert not exact.feasible, f"wrong INFEASIBLE: {where}"
@@ -100,7 +127,7 @@ _NO_SHRINK = (Phase.explicit, Phase.reuse, Phase.generate)  # shrinking a solver
 
 @pytest.mark.parametrize("backend", BACKENDS)
 @settings(max_examples=40, phases=_NO_SHRINK, **_common)
-@given(problem=problems())
+@given(problem=problems)
 def test_never_a_wrong_answer(backend: str, problem: Problem, toy_plugin: str) -> None:
     _differential(backend, problem)
 
@@ -108,13 +135,13 @@ def test_never_a_wrong_answer(backend: str, problem: Problem, toy_plugin: str) -
 @pytest.mark.slow
 @pytest.mark.parametrize("backend", BACKENDS)
 @settings(max_examples=400, **_common)
-@given(problem=problems())
+@given(problem=problems)
 def test_never_a_wrong_answer_long(backend: str, problem: Problem, toy_plugin: str) -> None:
     _differential(backend, problem)
 
 
 @settings(max_examples=60, phases=_NO_SHRINK, **_common)
-@given(problem=problems())
+@given(problem=problems)
 def test_brute_force_agrees_with_the_toy_plugin_enumeration(problem: Problem, toy_plugin: str) -> None:
     """Two independent exact enumerations (float-bounded + Fractions here, scaled integers
     in the plugin) must agree, in-process (no worker) to keep it quick."""
