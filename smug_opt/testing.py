@@ -61,7 +61,7 @@ __all__ = [
     "run_conformance",
 ]
 
-CheckFn = Callable[[str], "str | None"]
+CheckFn = Callable[[str], str | None]
 """A check: takes a backend name, returns an optional note, raises on failure."""
 
 _SMALL_LIMIT = 10.0  # seconds for the small instances: generous, they take milliseconds
@@ -343,15 +343,17 @@ def _hard_instance() -> Problem:
 @dataclass(frozen=True)
 class _Check:
     name: str
-    fn: Callable[[str], str | None]
+    fn: CheckFn
     needs: str | None  # a Capabilities field that must be True
 
 
 _CHECKS: list[_Check] = []
 
 
-def _check(needs: str | None = None) -> Callable[[Callable[[str], str | None]], Callable[[str], str | None]]:
-    def register(fn: Callable[[str], str | None]) -> Callable[[str], str | None]:
+def _check(needs: str | None = None) -> Callable[[CheckFn], CheckFn]:
+    """Register a check; ``needs`` names a Capabilities flag the backend must declare."""
+
+    def register(fn: CheckFn) -> CheckFn:
         _CHECKS.append(_Check(fn.__name__, fn, needs))
         return fn
     return register
