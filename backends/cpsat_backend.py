@@ -21,9 +21,20 @@ from smug_opt.ir import Problem
 
 __all__ = ["CpSatBackend"]
 
-_SCALING_KEYS = ("coefficient_bits", "activity_bits", "grid_bits")
-"""``options.extras`` keys that go to :func:`to_integer`; every other key is a CP-SAT
-parameter (``SatParameters`` field name)."""
+_LOWERING_KEYS = ("coefficient_bits", "activity_bits", "grid_bits", "relu", "phase_rows")
+"""``options.extras`` keys that shape the model (the first three go to :func:`to_integer`);
+every other key is a CP-SAT parameter (a ``SatParameters`` field name)."""
+
+DEFAULT_RELU = "max"
+"""ReLUs as CP-SAT's native ``y = max(z, 0)`` (``extras={"relu": "big-m"}`` for big-M rows):
+on a random 784-32-10 network (optimum 1, which HiGHS proves in 3 s) big-M rows gave no
+solution in 30 s, the native form proved the optimum in 1.4 s.
+
+``extras={"phase_rows": True}`` adds, per ReLU, a phase literal ``a`` with the exact
+integer rows ``y <= z - lo(z)·(1 - a)`` and ``y <= hi(z)·a`` (three variables each). They
+give CP-SAT's LP a bound: on 64-16-4 networks with optima 5 they proved in 0.6-1.3 s what
+the plain form could not prove in 15 s, but on the 784-32-10 network they stopped CP-SAT
+from finding any solution in 15 s; hence off by default."""
 
 _INT_MIN = -(2**63)
 _INT_MAX = 2**63 - 1
@@ -37,7 +48,8 @@ class _Lowered:
 
 
 class CpSatBackend(Backend):
-    """CP-SAT on rows scaled to integers by powers of two, with proven rounding bounds.
+    """CP-SAT on rows scaled to integers by powers of two, with proven rounding bounds, and
+    ReLUs as native ``max`` constraints.
 
     Level 0 rounds outward (a relaxation: its proven optimum is a valid lower bound),
     levels 1-3 round inward with margins 1, 2 and 4 times the proven error, so a level-1
@@ -49,7 +61,7 @@ class CpSatBackend(Backend):
     """
 
     name: ClassVar[str] = "cpsat"
-    description: ClassVar[str] = "OR-Tools CP-SAT (rows scaled to integers by powers of two, big-M ReLU)"
+    description: ClassVar[str] = "OR-Tools CP-SAT (rows scaled to integers by powers of two, native max ReLU)"
     requires: ClassVar[tuple[str, ...]] = ("ortools",)
     extra: ClassVar[str] = "cpsat"
     capabilities: ClassVar[Capabilities] = Capabilities(relu=True, incumbents=True)
@@ -62,8 +74,9 @@ class CpSatBackend(Backend):
     def lower(self, problem: Problem, options: SolveOptions, level: int) -> _Lowered:
         from ortools.sat.python import cp_model
 
-        scaling = {k: int(v) for k, v in options.extras.items() if k in _SCALING_KEYS}
-        form = to_integer(problem, level, **scaling)
+        scaling = {k: int(v) for k, v in options.extras.items() if k in _LOWERING_KEYS[:3]}
+        form = to_integer(problem, level, relu=str(options.extras.get("relu", DEFAULT_RELU)),
+                          **scaling)
         if np.any(form.lb > form.ub):
             j = int(np.flatnonzero(form.lb > form.ub)[0])
             return _Lowered(None, form, f"variable {j} has no grid point within its bounds "
@@ -72,6 +85,15 @@ class CpSatBackend(Backend):
         proto = model.proto
         for lo, hi in zip(form.lb.tolist(), form.ub.tolist(), strict=True):
             proto.variables.add().domain.extend([lo, hi])
+        for out, pre in form.maxes:
+            y = model.get_int_var_from_proto_index(out)
+            z = model.get_int_var_from_proto_index(pre)
+            model.add_max_equality(y, [z, 0])
+            if options.extras.get("phase_rows", False):
+                lo, hi = int(form.lb[pre]), int(form.ub[pre])
+                a = model.new_bool_var("")
+                model.add(y <= z - lo * (1 - a))
+                model.add(y <= hi * a)
         C = form.C
         for i, (lo, hi) in enumerate(zip(form.row_lo, form.row_hi, strict=True)):
             if lo is None and hi is None:
@@ -104,11 +126,11 @@ class CpSatBackend(Backend):
         if options.time_limit is not None:
             params.max_time_in_seconds = float(options.time_limit)
         for key, value in options.extras.items():
-            if key in _SCALING_KEYS:
+            if key in _LOWERING_KEYS:
                 continue
             if not hasattr(params, key):
-                raise ValueError(f"unknown CP-SAT parameter {key!r} in extras (scaling keys: "
-                                 f"{', '.join(_SCALING_KEYS)})")
+                raise ValueError(f"unknown CP-SAT parameter {key!r} in extras (model keys: "
+                                 f"{', '.join(_LOWERING_KEYS)})")
             setattr(params, key, value)
 
         def values(solution: Any) -> np.ndarray:

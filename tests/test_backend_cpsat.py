@@ -95,12 +95,22 @@ def test_weighted_objective_and_bound() -> None:
     assert r.bound is not None and r.bound <= r.objective
 
 
+@pytest.mark.parametrize("model", [{}, {"phase_rows": True}, {"relu": "big-m"}], ids=str)
 @pytest.mark.parametrize("seed", range(4))
-def test_relu_network_matches_brute_force(seed: int) -> None:
+def test_relu_network_matches_brute_force(seed: int, model: dict) -> None:
     p = tiny_net(seed)
-    r = solve(p, "cpsat", time_limit=20)
+    r = solve(p, "cpsat", time_limit=20, extras=model)
     assert r.status is Status.OPTIMAL
     assert_correct(r, p)
+
+
+def test_wider_network_matches_highs() -> None:
+    """A 64-16-4 network (native max ReLUs): the same proven optimum as HiGHS."""
+    p = tiny_net(11, n_in=64, hidden=16, classes=4, gamma=0.3)
+    r = solve(p, "cpsat", time_limit=30)
+    reference = solve(p, "highs", time_limit=30)
+    assert r.status is Status.OPTIMAL and reference.status is Status.OPTIMAL
+    assert r.objective == reference.objective and verify(p, r.x).ok
 
 
 @pytest.mark.parametrize("seed", range(6))

@@ -17,8 +17,10 @@ SENSES = ["<=", ">=", "<", ">", "=="]
 
 
 def _holds(form: IntegerForm, X: list[int]) -> bool:
-    """Exact check of every integer row and domain at integer point ``X``."""
+    """Exact check of every integer row, domain and max constraint at integer point ``X``."""
     if any(not lo <= x <= hi for x, lo, hi in zip(X, form.lb.tolist(), form.ub.tolist(), strict=True)):
+        return False
+    if any(X[out] != max(X[z], 0) for out, z in form.maxes):
         return False
     C = form.C
     for i in range(form.num_rows):
@@ -149,44 +151,57 @@ def _exact_relus(problem: Problem, x: list[int]) -> dict[int, Fraction]:
 
 
 def _grid_point(problem: Problem, form: IntegerForm, values: dict[int, Fraction],
-                shift: list[int]) -> list[int]:
-    """Binaries, ReLU outputs rounded to the grid (plus ``shift``), exact phases."""
+                shift: list[int], relu: str) -> list[int]:
+    """Binaries, ReLU values rounded to the grid (pre-activations or outputs moved by
+    ``shift``), exact phases (big-M) or outputs recomputed by ``max`` (max)."""
+    from smug_opt.bridges.intervals import relu_preactivation_bounds
+
     X = [0] * form.num_cols
     for j in range(problem.num_vars):
         X[j] = round(values[j] * 2 ** int(form.exponent[j]))
-    for k, j in enumerate(problem.relu_out.tolist()):
-        X[j] += shift[k]
-    for phase in range(problem.num_vars, form.num_cols):
-        X[phase] = 0
-    # phases follow the ReLUs that got one, in order: the active ones are 1
-    ambiguous = [r for r in range(problem.num_relus) if _needs_phase(problem, r)]
-    for phase, r in zip(range(problem.num_vars, form.num_cols), ambiguous, strict=True):
-        X[phase] = int(values[-1 - r] > 0)
+    z_lo, z_hi, _, _ = relu_preactivation_bounds(problem)
+    extra = iter(range(problem.num_vars, form.num_cols))
+    for r, y in enumerate(problem.relu_out.tolist()):
+        if not z_lo[r] < 0 < z_hi[r]:
+            X[y] += shift[r]
+        elif relu == "big-m":
+            X[next(extra)] = int(values[-1 - r] > 0)
+            X[y] += shift[r]
+        else:
+            z = next(extra)
+            X[z] = round(values[-1 - r] * 2 ** int(form.exponent[z])) + shift[r]
+            X[y] = max(X[z], 0)
     return X
 
 
-def _needs_phase(problem: Problem, r: int) -> bool:
-    from smug_opt.bridges.intervals import relu_preactivation_bounds
-
-    z_lo, z_hi, _, _ = relu_preactivation_bounds(problem)
-    return bool(z_lo[r] < 0 < z_hi[r])
-
-
 @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(tiny_nets(), st.lists(st.integers(-3, 3), min_size=4, max_size=4))
-def test_relu_grid_relaxation_and_restriction(problem: Problem, shift: list[int]) -> None:
+@given(tiny_nets(), st.lists(st.integers(-3, 3), min_size=4, max_size=4),
+       st.sampled_from(["big-m", "max"]))
+def test_relu_grid_relaxation_and_restriction(problem: Problem, shift: list[int], relu: str) -> None:
     """The rounded exact point satisfies every level-0 row; any grid point near it that
     satisfies the level-1 rows is, after exact recomputation, feasible."""
-    forms = [to_integer(problem, level) for level in (0, 1)]
+    forms = [to_integer(problem, level, relu=relu) for level in (0, 1)]
     for x in _binary_points(int(problem.binary.sum())):
         values = _exact_relus(problem, x)
         exact = verify(problem, np.array([float(values[j]) for j in range(problem.num_vars)])).ok
-        X0 = _grid_point(problem, forms[0], values, [0] * problem.num_relus)
+        X0 = _grid_point(problem, forms[0], values, [0] * problem.num_relus, relu)
         if exact:
             assert _holds(forms[0], X0), f"level 0 cut off the exact solution at {x}"
-        X1 = _grid_point(problem, forms[1], values, shift[: problem.num_relus])
+        X1 = _grid_point(problem, forms[1], values, shift[: problem.num_relus], relu)
         if _holds(forms[1], X1):
             assert exact, f"level 1 admits {x}, which is infeasible"
+
+
+def test_max_encoding_shares_the_grid() -> None:
+    """relu="max": one row and one pre-activation column per undecided ReLU, on its output's grid."""
+    b = ProblemBuilder()
+    x = b.add_binaries(2)
+    y = b.add_continuous(2, 0.0, 10.0)
+    b.add_relus(y, [[1.0, -2.0], [1.0, 1.0]], x, [0.5, 0.5])  # undecided; always > 0
+    b.add_constraints([[1.0, 1.0]], y, ">", 1.0)
+    form = to_integer(b.build(), 0, relu="max")
+    assert form.num_cols == 5 and form.maxes == ((2, 4),) and form.num_rows == 3
+    assert form.exponent[2] == form.exponent[4]
 
 
 def test_objective_bound_is_valid_for_real_costs() -> None:

@@ -1,7 +1,10 @@
 """Lowering to a pure integer program: real coefficients scaled and rounded with proven error.
 
 Built on :func:`~smug_opt.bridges.milp.to_milp` at level 0 (non-strict two-sided rows,
-big-M ReLUs with phase binaries), then made integral:
+big-M ReLUs with phase binaries), or, with ``relu="max"``, on one row per ReLU defining its
+pre-activation column ``Z`` plus ``y = max(Z, 0)`` for solvers that have it natively
+(CP-SAT: measured 0.6 s instead of no solution in 30 s on a 784-32-10 network); then
+made integral:
 
 * **Continuous variables** live on a grid ``v = V·2**-Q_j`` with integer ``V``; ``Q_j`` is
   chosen per variable so that ``max(|lb_j|, |ub_j|)·2**Q_j <= 2**grid_bits`` (default 20:
@@ -27,7 +30,8 @@ Tightening levels (see :mod:`smug_opt.backend`):
   replaces ``E``, with ``E'`` the coefficient error alone and ``D_i`` the drift of ReLU
   outputs: the exact ReLU values (recomputed from the binaries) differ from the grid
   values by at most ``dev_j``, propagated layer by layer from the ReLU rows' own
-  rounding. At level 1 every integer point of the integer rows is, after exact
+  rounding (big-M: the sum of its three rows' slacks; max: its one row's slack). At
+  level 1 every integer point of the integer rows is, after exact
   recomputation of its ReLU outputs, feasible for the real rows; higher levels double the
   margin. ReLU rows stay outward at every level (they define the ReLU outputs, which
   need room to land on the grid); plain continuous variables get inward grid domains.
@@ -50,6 +54,7 @@ __all__ = [
     "ACTIVITY_BITS",
     "COEFFICIENT_BITS",
     "GRID_BITS",
+    "RELU_ENCODINGS",
     "IntegerForm",
     "to_integer",
 ]
@@ -76,8 +81,9 @@ class IntegerForm:
 
     Column ``j`` stands for the value ``X_j·2**-exponent[j]`` (``exponent`` is 0 for
     binaries). The first ``num_problem_vars`` columns are the problem's variables; the rest
-    are ReLU phase binaries. Every row's activity and the objective's fit in
-    ``2**activity_bits``.
+    are ReLU phase binaries (``relu="big-m"``) or pre-activations (``relu="max"``, with
+    ``X[out] = max(X[in], 0)`` for each ``(out, in)`` in ``maxes``). Every row's activity
+    and the objective's fit in ``2**activity_bits``.
     """
 
     C: sp.csr_matrix
@@ -89,6 +95,7 @@ class IntegerForm:
     objective: np.ndarray
     objective_exponent: int
     objective_error: float
+    maxes: tuple[tuple[int, int], ...]
     num_problem_vars: int
     level: int
     activity_bits: int
@@ -196,16 +203,99 @@ def _bound(side: float, err: Fraction, strict: bool, upper: bool) -> int | None:
     return math.floor(t) + 1 if strict else math.ceil(t)
 
 
-def _relu_rows(problem: Problem, first_row: int) -> tuple[list[list[int]], int]:
-    """The rows ``to_milp`` wrote for each ReLU (0, 1 or 3 of them, in ReLU order), and
-    the row after the last."""
+@dataclass(frozen=True, eq=False)
+class _RealRows:
+    """Real rows ``row_lo <= A·x <= row_hi`` before rounding: the problem's rows first,
+    then the rows that define the ReLU outputs."""
+
+    A: sp.csr_matrix
+    row_lo: np.ndarray
+    row_hi: np.ndarray
+    col_lb: np.ndarray
+    col_ub: np.ndarray
+    integer: np.ndarray
+    objective: np.ndarray
+    defines: list[tuple[int, list[int]]]  # per ReLU: (the column that measures its rows' slack, rows)
+    maxes: tuple[tuple[int, int], ...]  # (out, in): X_out = max(X_in, 0)
+
+
+def _big_m_rows(problem: Problem) -> _RealRows:
+    """``to_milp`` at level 0: ReLUs as big-M rows with phase binaries."""
+    form = to_milp(problem, 0)
     z_lo, z_hi, _, _ = relu_preactivation_bounds(problem)
-    rows, at = [], first_row
-    for lo, hi in zip(z_lo.tolist(), z_hi.tolist(), strict=True):
-        count = 0 if hi <= 0 else 1 if lo >= 0 else 3
-        rows.append(list(range(at, at + count)))
+    defines, at = [], problem.num_rows
+    for y, lo, hi in zip(problem.relu_out.tolist(), z_lo.tolist(), z_hi.tolist(), strict=True):
+        count = 0 if hi <= 0 else 1 if lo >= 0 else 3  # the rows to_milp writes, in ReLU order
+        defines.append((y, list(range(at, at + count))))
         at += count
-    return rows, at
+    m = problem.num_rows
+    if at != form.num_rows:
+        raise AssertionError(f"to_milp wrote {form.num_rows - m} ReLU rows, expected {at - m}")
+    # the problem's own rows, unscaled: to_milp's power-of-two row scaling can underflow
+    # tiny right-hand sides (5e-324 next to coefficients of 1e12) to 0
+    A = sp.vstack([_padded(problem.A, form.num_cols), form.A[m:]], format="csr")
+    lo, hi = _problem_bounds(problem)
+    return _RealRows(A, np.concatenate([lo, form.row_lo[m:]]), np.concatenate([hi, form.row_hi[m:]]),
+                     form.col_lb, form.col_ub, form.integer, form.objective, defines, ())
+
+
+def _padded(A: sp.csr_matrix, num_cols: int) -> sp.csr_matrix:
+    out = sp.csr_matrix(A, copy=True)
+    out.resize((A.shape[0], num_cols))
+    return out
+
+
+def _problem_bounds(problem: Problem) -> tuple[np.ndarray, np.ndarray]:
+    """``(lo, hi)`` of the problem's rows (strict rows as non-strict; strictness is applied
+    when rounding)."""
+    senses, rhs = problem.senses, problem.rhs
+    lo = np.where(np.isin(senses, [Sense.GE, Sense.GT, Sense.EQ]), rhs, -np.inf)
+    hi = np.where(np.isin(senses, [Sense.LE, Sense.LT, Sense.EQ]), rhs, np.inf)
+    return lo, hi
+
+
+def _max_rows(problem: Problem) -> _RealRows:
+    """ReLUs as ``y = max(Z, 0)`` over a pre-activation column ``Z`` defined by one row."""
+    n, m = problem.num_vars, problem.num_rows
+    z_lo, z_hi, lb, ub = relu_preactivation_bounds(problem)
+    R = problem.relu_in
+    assert R is not None
+    rows: list[tuple[np.ndarray, np.ndarray, float]] = []
+    z_bounds: list[tuple[float, float]] = []
+    defines, maxes = [], []
+    for r, y in enumerate(problem.relu_out.tolist()):
+        if z_hi[r] <= 0:
+            lb[y], ub[y] = max(lb[y], 0.0), min(ub[y], 0.0)
+            defines.append((y, []))
+            continue
+        col = y if z_lo[r] >= 0 else n + len(z_bounds)
+        if col != y:
+            z_bounds.append((z_lo[r], z_hi[r]))
+            maxes.append((y, col))
+        start, stop = R.indptr[r], R.indptr[r + 1]
+        rows.append((np.concatenate([[col], R.indices[start:stop]]),
+                     np.concatenate([[1.0], -R.data[start:stop]]), float(problem.relu_const[r])))
+        defines.append((col, [m + len(rows) - 1]))
+    total = n + len(z_bounds)
+    A = _padded(problem.A, total)
+    if rows:
+        block = sp.csr_matrix((np.concatenate([v for _, v, _ in rows]),
+                               (np.repeat(np.arange(len(rows)), [c.size for c, _, _ in rows]),
+                                np.concatenate([c for c, _, _ in rows]))), shape=(len(rows), total))
+        A = sp.vstack([A, block], format="csr")
+    lo, hi = _problem_bounds(problem)
+    consts = np.array([c for _, _, c in rows])
+    zl = np.array([b[0] for b in z_bounds])
+    zu = np.array([b[1] for b in z_bounds])
+    return _RealRows(
+        A, np.concatenate([lo, consts]), np.concatenate([hi, consts]),
+        np.concatenate([lb, zl]), np.concatenate([ub, zu]),
+        np.concatenate([problem.binary, np.zeros(len(z_bounds), dtype=bool)]),
+        np.concatenate([problem.objective, np.zeros(len(z_bounds))]), defines, tuple(maxes),
+    )
+
+
+RELU_ENCODINGS = ("big-m", "max")
 
 
 def to_integer(
@@ -215,8 +305,15 @@ def to_integer(
     coefficient_bits: int = COEFFICIENT_BITS,
     activity_bits: int = ACTIVITY_BITS,
     grid_bits: int = GRID_BITS,
+    relu: str = "big-m",
 ) -> IntegerForm:
-    """Lower ``problem`` to an :class:`IntegerForm` at tightening ``level`` (see module doc)."""
+    """Lower ``problem`` to an :class:`IntegerForm` at tightening ``level`` (see module doc).
+
+    ``relu="big-m"`` writes ReLUs as :func:`to_milp` does (phase binaries, three rows);
+    ``relu="max"`` writes one row per ReLU for a pre-activation column ``Z`` (on the same
+    grid as its output) and lists ``(y, Z)`` in :attr:`IntegerForm.maxes`, for solvers
+    with a native ``y = max(Z, 0)``.
+    """
     if level < 0:
         raise ValueError(f"level must be >= 0, got {level}")
     if not 1 <= coefficient_bits <= activity_bits <= 62:
@@ -224,15 +321,21 @@ def to_integer(
                          f"({activity_bits}) <= 62")
     if not 1 <= grid_bits < coefficient_bits:
         raise ValueError(f"need 1 <= grid_bits ({grid_bits}) < coefficient_bits ({coefficient_bits})")
-    form = to_milp(problem, 0)
+    if relu not in RELU_ENCODINGS:
+        raise ValueError(f"unknown relu encoding {relu!r}; expected one of {', '.join(RELU_ENCODINGS)}")
+    form = _big_m_rows(problem) if relu == "big-m" else _max_rows(problem)
     n, m = problem.num_vars, problem.num_rows
+    num_cols = form.A.shape[1]
     continuous = ~form.integer
-    relu_out = np.zeros(form.num_cols, dtype=bool)
+    relu_out = np.zeros(num_cols, dtype=bool)
     relu_out[problem.relu_out] = True
     plain = continuous & ~relu_out
+    plain[n:] = False  # pre-activation columns are defined by their rows, like ReLU outputs
 
     # ---- columns: grid exponents and integer domains
     exponent = _column_grid(form.col_lb, form.col_ub, continuous, grid_bits)
+    for y, z in form.maxes:  # a ReLU output and its pre-activation share one grid
+        exponent[y] = exponent[z] = min(exponent[y], exponent[z])
     lo_grid = np.ldexp(form.col_lb, exponent)
     hi_grid = np.ldexp(form.col_ub, exponent)
     inward_cols = plain if level >= 1 else np.zeros_like(plain)
@@ -257,25 +360,22 @@ def to_integer(
     grid_err = _up(0.5 * _row_sums(A, np.where(continuous[cols], np.abs(scaled), 0.0)), nnz)
 
     # ---- ReLU outputs: how far a grid value can be from the exact recomputed value
-    dev = np.zeros(form.num_cols)
-    real_slack = np.ldexp(_up(2.0 * coef_err + grid_err, 0), -k)  # a ReLU row's slack, real units
+    dev = np.zeros(num_cols)
+    real_slack = np.ldexp(_up(2.0 * coef_err + grid_err, 0), -k)  # a defining row's slack, real units
     with np.errstate(over="ignore"):
         s_lo = np.ldexp(form.row_lo, k)  # overflow to ±inf is handled by _bound
         s_hi = np.ldexp(form.row_hi, k)
     relu_in = problem.relu_in
     assert relu_in is not None
-    relu_rows, end = _relu_rows(problem, m)
-    if end != A.shape[0]:
-        raise AssertionError(f"to_milp wrote {A.shape[0] - m} ReLU rows, expected {end - m}")
-    for r, rows in enumerate(relu_rows):
-        y = int(problem.relu_out[r])
+    for r, (col, rows) in enumerate(form.defines):
         slack = 0.0
         for i in rows:
             lo_i, hi_i = A.indptr[i], A.indptr[i + 1]
-            at = lo_i + int(np.searchsorted(cols[lo_i:hi_i], y))
+            at = lo_i + int(np.searchsorted(cols[lo_i:hi_i], col))
             slack += float(real_slack[i]) / abs(float(A.data[at]))
         start, stop = relu_in.indptr[r], relu_in.indptr[r + 1]
         drift = float(np.abs(relu_in.data[start:stop]) @ dev[relu_in.indices[start:stop]])
+        y = int(problem.relu_out[r])
         dev[y] = float(_up(np.array(slack + drift), stop - start + len(rows))) if rows else 0.0
     with np.errstate(over="ignore"):
         drift_err = np.minimum(np.ldexp(_up(_row_sums(A, np.abs(A.data) * dev[cols]), nnz), k), _HUGE_ERR)
@@ -313,8 +413,7 @@ def to_integer(
     return IntegerForm(
         C=C, row_lo=tuple(row_lo), row_hi=tuple(row_hi), lb=lb, ub=ub, exponent=exponent,
         objective=objective, objective_exponent=obj_exp, objective_error=obj_err,
-        num_problem_vars=n, level=level,
-        activity_bits=activity_bits,
+        maxes=form.maxes, num_problem_vars=n, level=level, activity_bits=activity_bits,
     )
 
 
