@@ -19,6 +19,7 @@ import importlib.util
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
+from types import MappingProxyType
 from typing import Any, ClassVar
 
 import numpy as np
@@ -117,6 +118,8 @@ class Backend(ABC):
     extra: ClassVar[str] = ""  # pip extra that installs them: smug-opt[extra]
     capabilities: ClassVar[Capabilities] = Capabilities()
     levels: ClassVar[int] = 1  # tightening levels the backend implements
+    # conformance checks (smug_opt.testing) the backend is known to fail: name -> reason
+    known_failures: ClassVar[Mapping[str, str]] = MappingProxyType({})
 
     def __repr__(self) -> str:
         return f"<{type(self).__name__} {self.name!r}>"

@@ -383,7 +383,7 @@ def conformance_checks() -> Iterator[tuple[str, CheckFn]]:
 
 def known_failure(backend: str, check_name: str) -> str | None:
     """The reason ``backend`` declares for failing ``check_name``, or None."""
-    declared: Mapping[str, str] = getattr(backend_class(backend), "known_failures", {}) or {}
+    declared: Mapping[str, str] = backend_class(backend).known_failures
     return declared.get(check_name)
 
 

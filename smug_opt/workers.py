@@ -11,8 +11,10 @@ killed solve still hands over the best solution it had.
 from __future__ import annotations
 
 import atexit
+import contextlib
 import os
 import resource
+import signal
 import socket
 import subprocess
 import sys
@@ -93,6 +95,9 @@ def child_main(backend_name: str, fd: int) -> None:
     from smug_opt.registry import backend_class
 
     conn = Connection(fd)
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    stdout = os.dup(1)  # the parent's stderr (see _Worker._spawn)
+    os.dup2(devnull, 1)  # solver banners and logs are shown only when asked for (verbose)
     try:
         cls = backend_class(backend_name)
         for module in cls.requires:  # warm up while the parent is busy elsewhere
@@ -117,7 +122,10 @@ def child_main(backend_name: str, fd: int) -> None:
             conn.send(("result", RawResult(Status.ERROR, message="worker lost the problem"),
                        0.0, 0.0, _peak_rss_mb()))
             continue
+        os.dup2(stdout if options.verbose else devnull, 1)
         raw, lower_s, solve_s = _execute(backend, cached[1], options, level, conn.send)
+        sys.stdout.flush()
+        os.dup2(devnull, 1)
         conn.send(("result", raw, lower_s, solve_s, _peak_rss_mb()))
 
 
@@ -140,6 +148,7 @@ class _Worker:
             [sys.executable, "-m", "smug_opt.worker_main", self.backend_name,
              str(child_sock.fileno())],
             pass_fds=(child_sock.fileno(),), env=env, stdin=subprocess.DEVNULL,
+            start_new_session=True,  # its own process group: a kill takes solver children too
             stdout=sys.__stderr__.fileno() if sys.__stderr__ else subprocess.DEVNULL,
         )
         child_sock.close()
@@ -166,11 +175,11 @@ class _Worker:
         self._spawn()
 
     def kill(self) -> None:
-        try:
-            self.proc.kill()
+        """Kill the worker and every process it started (e.g. a CBC executable)."""
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.killpg(self.proc.pid, signal.SIGKILL)
+        with contextlib.suppress(subprocess.TimeoutExpired):
             self.proc.wait(timeout=5)
-        except (OSError, subprocess.TimeoutExpired):
-            pass
         self.conn.close()
 
     def stop(self) -> None:
@@ -189,6 +198,9 @@ class _Worker:
             self.restart()
             return AttemptOutcome(None, killed=killed, crash=None if killed else failure,
                                   wall_seconds=time.monotonic() - start)
+        if options.time_limit is not None:  # a cold start is spent from the solve's own time
+            options = replace(options, time_limit=max(options.time_limit - (time.monotonic() - start),
+                                                      1e-3))
         payload = problem if self.cached_token != token else None
         outcome = AttemptOutcome(None)
         try:

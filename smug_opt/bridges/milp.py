@@ -78,6 +78,25 @@ def _pow2_row_scale(A: sp.csr_matrix) -> np.ndarray:
     return scale
 
 
+def _clip_to_activity(
+    A: sp.csr_matrix, lo: np.ndarray, hi: np.ndarray, col_lb: np.ndarray, col_ub: np.ndarray
+) -> tuple[np.ndarray, np.ndarray]:
+    """Row bounds no further than 1 beyond the row's activity range (same feasible set).
+
+    A side that every point satisfies by a clear margin becomes infinite; a side no point
+    can meet is pulled in to (activity bound ± 1), still unmeetable. Keeps huge scaled
+    bounds (tiny coefficients beside a larger right-hand side) away from a solver's
+    notion of infinity.
+    """
+    pos, neg = A.maximum(0), A.minimum(0)
+    amax = pos @ col_ub + neg @ col_lb
+    amin = pos @ col_lb + neg @ col_ub
+    slack = 1e-9 * (abs(A) @ np.maximum(np.abs(col_lb), np.abs(col_ub))) + 1.0
+    lo = np.where(lo < amin - slack, -np.inf, np.minimum(lo, amax + slack))
+    hi = np.where(hi > amax + slack, np.inf, np.maximum(hi, amin - slack))
+    return lo, hi
+
+
 def to_milp(problem: Problem, level: int = 0) -> MilpForm:
     """Lower ``problem`` to a :class:`MilpForm` at tightening ``level``."""
     n = problem.num_vars
@@ -149,8 +168,9 @@ def to_milp(problem: Problem, level: int = 0) -> MilpForm:
 
     scale = _pow2_row_scale(A)
     A = sp.csr_matrix(sp.diags(scale) @ A)
-    row_lo = row_lo * scale
-    row_hi = row_hi * scale
+    with np.errstate(over="ignore"):
+        row_lo = row_lo * scale
+        row_hi = row_hi * scale
     if level > 0:
         m = problem.num_rows
         norm1 = np.asarray(abs(A[:m]).sum(axis=1)).ravel()
@@ -162,6 +182,7 @@ def to_milp(problem: Problem, level: int = 0) -> MilpForm:
     integer = np.concatenate([problem.kinds == VarKind.BINARY, np.ones(n_phase, dtype=bool)])
     col_lb = np.concatenate([lb, np.zeros(n_phase)])
     col_ub = np.concatenate([ub, np.ones(n_phase)])
+    row_lo, row_hi = _clip_to_activity(A, row_lo, row_hi, col_lb, col_ub)
     objective = np.concatenate([problem.objective, np.zeros(n_phase)])
     return MilpForm(A=A, row_lo=row_lo, row_hi=row_hi, col_lb=col_lb, col_ub=col_ub,
                     integer=integer, objective=objective, num_problem_vars=n, level=level)
