@@ -1,0 +1,69 @@
+"""Benchmark harness: suites of saved problems, isolated and resumable runs, metrics and reports.
+
+``import smug_opt.bench`` loads no solver, model or plotting library; suites import their
+encoders and models only when they are built, reports import matplotlib only when they
+draw.
+"""
+
+from smug_opt.bench.executors import (
+    DaskExecutor,
+    Executor,
+    LocalPoolExecutor,
+    SequentialExecutor,
+    make_executor,
+)
+from smug_opt.bench.job import DEFAULT_GRACE, Job, run_job
+from smug_opt.bench.metrics import BackendSummary, Outcome, PerformanceProfile, SuiteSummary, summarize
+from smug_opt.bench.records import Machine, RunRecord, read_records
+from smug_opt.bench.report import compare_runs, load_run, write_report
+from smug_opt.bench.runner import RunConfig, RunOutcome, resolve_backends, run_benchmark
+from smug_opt.bench.suites import (
+    Instance,
+    InstanceSpec,
+    Suite,
+    SuiteBuildError,
+    SuiteUnavailableError,
+    get_suite,
+    instances_from_dir,
+    list_suites,
+    load_suite,
+    register_builder,
+    register_suite,
+)
+
+__all__ = [
+    "DEFAULT_GRACE",
+    "BackendSummary",
+    "DaskExecutor",
+    "Executor",
+    "Instance",
+    "InstanceSpec",
+    "Job",
+    "LocalPoolExecutor",
+    "Machine",
+    "Outcome",
+    "PerformanceProfile",
+    "RunConfig",
+    "RunOutcome",
+    "RunRecord",
+    "SequentialExecutor",
+    "Suite",
+    "SuiteBuildError",
+    "SuiteSummary",
+    "SuiteUnavailableError",
+    "compare_runs",
+    "get_suite",
+    "instances_from_dir",
+    "list_suites",
+    "load_run",
+    "load_suite",
+    "make_executor",
+    "read_records",
+    "register_builder",
+    "register_suite",
+    "resolve_backends",
+    "run_benchmark",
+    "run_job",
+    "summarize",
+    "write_report",
+]

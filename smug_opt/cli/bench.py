@@ -1,0 +1,115 @@
+"""``smug-opt bench``: list suites, run a benchmark (resumable), report on runs."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+__all__ = ["add_parser", "run"]
+
+
+def add_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParser:
+    p = subparsers.add_parser("bench", help="benchmark backends on suites of problems",
+                              description="Benchmark backends on suites of saved problems.")
+    sub = p.add_subparsers(dest="bench_command", metavar="{list,run,report}", required=True)
+
+    sub.add_parser("list", help="the registered suites, their instance counts and readiness")
+
+    r = sub.add_parser("run", help="run backends on suites; resumable, results appended as JSONL")
+    source = r.add_argument_group("instances (at least one)")
+    source.add_argument("--suite", action="append", default=[], metavar="NAME",
+                        help="a registered suite (repeatable; see `smug-opt bench list`)")
+    source.add_argument("--instances", action="append", default=[], metavar="DIR", type=Path,
+                        help="a folder of .smug problem files (repeatable)")
+    r.add_argument("--backends", default="all",
+                   help="'all' (every usable backend) or names separated by commas (default all)")
+    r.add_argument("--time-limit", type=float, default=60.0, help="seconds per job (default 60)")
+    r.add_argument("--repeats", type=int, default=1, help="runs of each job (default 1)")
+    r.add_argument("--threads", type=int, default=1, help="solver threads (default 1)")
+    r.add_argument("--seed", type=int, default=0, help="solver seed, the same for every repeat (default 0)")
+    r.add_argument("--grace", type=float, default=None,
+                   help="seconds past the limit before a job is killed (default 5)")
+    r.add_argument("--memory-limit", type=float, default=None, metavar="MB",
+                   help="kill a job whose resident memory passes MB (default: no limit)")
+    r.add_argument("--filter", default=None, metavar="GLOB", help="only instances whose name matches")
+    r.add_argument("--workers", type=int, default=1,
+                   help="jobs at once on this machine (default 1: sequential, cleanest timings)")
+    r.add_argument("--executor", choices=("local", "dask"), default="local",
+                   help="local processes (default) or a Dask distributed cluster")
+    r.add_argument("--scheduler", default=None, metavar="ADDRESS",
+                   help="Dask scheduler address for --executor dask (e.g. tcp://host:8786)")
+    r.add_argument("--out", type=Path, default=None,
+                   help="run directory (default bench/<suites>); re-running resumes it")
+    r.add_argument("--retry-errors", action="store_true", help="also re-run jobs recorded as ERROR")
+    r.add_argument("--quiet", action="store_true", help="no progress bar")
+
+    rep = sub.add_parser("report", help="markdown + JSON + PNG figures for a run directory")
+    rep.add_argument("run_dir", type=Path, help="a directory written by `smug-opt bench run`")
+    rep.add_argument("--compare", type=Path, default=None, metavar="RUN_DIR",
+                     help="an earlier run: show per-backend deltas")
+    rep.add_argument("--out", type=Path, default=None, help="report directory (default RUN_DIR/report)")
+    rep.add_argument("--quiet", action="store_true", help="print only the report's path")
+    return p
+
+
+def run(args: argparse.Namespace) -> int:
+    return {"list": _list, "run": _run, "report": _report}[args.bench_command](args)
+
+
+def _list(args: argparse.Namespace) -> int:
+    from smug_opt.bench.suites import cached_count, list_suites, suite_dir
+
+    rows = [("suite", "instances", "cached", "status", "description")]
+    for suite in list_suites():
+        missing = suite.missing()
+        rows.append((suite.name, str(len(suite.specs())), str(cached_count(suite)),
+                     "ready" if not missing else "needs " + ", ".join(missing), suite.description))
+    widths = [max(len(row[i]) for row in rows) for i in range(4)]
+    for row in rows:
+        print("  ".join(cell.ljust(w) for cell, w in zip(row[:4], widths, strict=True)) + "  " + row[4])
+    print(f"\ncache: {suite_dir('<suite>')}")
+    return 0
+
+
+def _run(args: argparse.Namespace) -> int:
+    from smug_opt.bench.executors import make_executor
+    from smug_opt.bench.job import DEFAULT_GRACE
+    from smug_opt.bench.runner import RunConfig, resolve_backends, run_benchmark
+
+    if not (args.suite or args.instances):
+        raise ValueError("give --suite NAME or --instances DIR (see `smug-opt bench list`)")
+    config = RunConfig(
+        backends=resolve_backends(args.backends), time_limit=args.time_limit,
+        suites=tuple(args.suite), instance_dirs=tuple(str(d) for d in args.instances),
+        repeats=args.repeats, threads=args.threads, seed=args.seed,
+        grace=DEFAULT_GRACE if args.grace is None else args.grace,
+        memory_limit_mb=args.memory_limit, instance_filter=args.filter,
+    )
+    if args.executor == "local" and args.scheduler:
+        raise ValueError("--scheduler needs --executor dask")
+    out = args.out or Path("bench") / "+".join([*args.suite, *(d.resolve().name for d in args.instances)])
+    with make_executor(args.executor, workers=args.workers, scheduler=args.scheduler) as executor:
+        try:
+            outcome = run_benchmark(config, out, executor=executor, quiet=args.quiet,
+                                    retry_errors=args.retry_errors)
+        except KeyboardInterrupt:
+            print(f"interrupted: finished jobs are in {out}; run the same command again to resume",
+                  file=sys.stderr)
+            return 130
+    errors = sum(r.status.name == "ERROR" for r in outcome.records)
+    print(f"{len(outcome.records)} jobs run ({errors} errors), {outcome.skipped} already done, "
+          f"{outcome.planned} planned; results in {out / 'results.jsonl'}\n"
+          f"report: smug-opt bench report {out}")
+    return 0
+
+
+def _report(args: argparse.Namespace) -> int:
+    from smug_opt.bench.report import write_report
+
+    files = write_report(args.run_dir, compare_with=args.compare, out_dir=args.out)
+    if not args.quiet:
+        print(files.markdown.read_text())
+    print(f"report: {files.markdown}\nsummary: {files.summary}\nfigures: "
+          + ", ".join(str(f) for f in files.figures), file=sys.stderr if not args.quiet else sys.stdout)
+    return 0
