@@ -24,13 +24,18 @@ from smug_opt.backend import (
 from smug_opt.bridges.integer import to_integer
 from smug_opt.ir import Problem, Sense
 
-__all__ = ["ENCODINGS", "Z3Backend"]
+__all__ = ["AUTO_EXACT_BINARIES", "ENCODINGS", "Z3Backend", "choose_encoding"]
 
 ENCODINGS = ("auto", "exact", "pb", "paper")
 
 PB_BITS = 31
 """z3's ``PbGe``/``PbLe`` take C ``int`` coefficients and bounds: rows are scaled so that
 ``Σ|c_j| < 2**31`` (see :func:`~smug_opt.bridges.integer.to_integer`)."""
+
+AUTO_EXACT_BINARIES = 64
+"""``"auto"`` writes binary-only problems with at most this many variables exactly: small
+problems are where exact ties matter and cost little (the pb scaling resolves 31 bits and
+needs no-good rounds on ties like 0.1 + 0.2 > 0.3)."""
 
 _LIMIT_REASONS = ("timeout", "canceled", "resource", "interrupted")
 
@@ -63,7 +68,10 @@ class Z3Backend(Backend):
       constraints for the objective. Levels as CP-SAT: 0 outward (a relaxation), 1-3 inward.
     * ``"paper"``: the reference code's encoding: an ``Int`` in {0, 1} per binary, terms
       ``ToReal(M)·a`` (exact rationals here), strict ``>`` as is, ``minimize(Sum)``, If-ReLU.
-    * ``"auto"`` (default): ``"pb"`` when every variable is binary, else ``"exact"``.
+    * ``"auto"`` (default): ``"pb"`` for binary-only problems with more than 64 variables
+      (measured 2-7x faster than exact where both prove the optimum), else ``"exact"``.
+      So ``capabilities.exact`` holds for ReLU and small problems; a large binary-only
+      problem is solved scaled and verified, like CP-SAT, unless ``"exact"`` is asked for.
 
     ``levels`` is 4 for the pb encoding; the exact and paper encodings solve the problem
     itself at level 0, so their levels 1-3 return NO_SOLUTION at once (re-solving the same
@@ -167,7 +175,7 @@ def choose_encoding(problem: Problem, requested: str) -> str:
         raise ValueError(f"unknown z3 encoding {requested!r}; expected one of {', '.join(ENCODINGS)}")
     binary_only = bool(problem.binary.all())
     if requested == "auto":
-        return "pb" if binary_only else "exact"
+        return "pb" if binary_only and problem.num_vars > AUTO_EXACT_BINARIES else "exact"
     if requested == "pb" and not binary_only:
         raise ValueError(f"the z3 'pb' encoding needs a binary-only problem; {problem!r} has "
                          f"continuous variables: use encoding 'exact' or 'auto'")

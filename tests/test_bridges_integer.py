@@ -73,12 +73,13 @@ def test_outward_keeps_and_inward_admits_only_exact_solutions(problem: Problem) 
 @settings(max_examples=100, deadline=None)
 @given(wide_rows())
 def test_activity_fits_the_budget(problem: Problem) -> None:
-    """Σ|c|·max|X| of every row stays below 2**activity_bits."""
+    """Σ|c|·max|X| of every row stays below 2**activity_bits, and row_lo <= row_hi."""
     form = to_integer(problem, 1)
     C = form.C
     for i in range(form.num_rows):
         lo, hi = C.indptr[i], C.indptr[i + 1]
         assert sum(abs(int(c)) for c in C.data[lo:hi]) < 2**form.activity_bits
+        assert form.row_lo[i] is None or form.row_hi[i] is None or form.row_lo[i] <= form.row_hi[i]
 
 
 def test_integer_rows_are_exact_strictness_included() -> None:
@@ -98,6 +99,14 @@ def test_float_ties_are_decided_exactly() -> None:
     assert _holds(to_integer(feasible, 0), [1, 1])
     for level in (1, 2, 3):
         assert not _holds(to_integer(infeasible, level), [1, 1])
+
+
+def test_rows_without_an_integer_activity_stay_well_formed() -> None:
+    """x1 + x2 == 2**-40 has no integer activity: an unsatisfiable row, never lo > hi."""
+    form = to_integer(Problem.from_arrays([[1.0, 1.0]], "==", 2.0**-40), 1)
+    for lo, hi in zip(form.row_lo, form.row_hi, strict=True):
+        assert lo is None or hi is None or lo <= hi
+    assert not any(_holds(form, x) for x in _binary_points(2))
 
 
 def test_bad_parameters_are_named() -> None:

@@ -83,7 +83,8 @@ class IntegerForm:
     binaries). The first ``num_problem_vars`` columns are the problem's variables; the rest
     are ReLU phase binaries (``relu="big-m"``) or pre-activations (``relu="max"``, with
     ``X[out] = max(X[in], 0)`` for each ``(out, in)`` in ``maxes``). Every row's activity
-    and the objective's fit in ``2**activity_bits``.
+    and the objective's fit in ``2**activity_bits``; a row no integer point can satisfy
+    is written ``Σ|c_j|·max|X_j| + 1 <= C[i]·X``, so ``row_lo <= row_hi`` always.
     """
 
     C: sp.csr_matrix
@@ -404,8 +405,12 @@ def to_integer(
         hi = _bound(float(s_hi[i]), e, bool(strict_hi[i]), upper=True)
         lo = None if lo is None or lo <= -act else min(lo, act + 1)
         hi = None if hi is None or hi >= act else max(hi, -act - 1)
-        row_lo.append(None if lo is None else -((-lo) // g))
-        row_hi.append(None if hi is None else hi // g)
+        lo = None if lo is None else -((-lo) // g)
+        hi = None if hi is None else hi // g
+        if lo is not None and hi is not None and lo > hi:  # no integer activity fits
+            lo, hi = act // g + 1, None
+        row_lo.append(lo)
+        row_hi.append(hi)
 
     objective, obj_exp, obj_err = _objective(form.objective, exponent, continuous, xmax,
                                              problem.integral_objective, coefficient_bits,
