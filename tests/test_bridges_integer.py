@@ -111,10 +111,15 @@ def test_rows_without_an_integer_activity_stay_well_formed() -> None:
 
 def test_bad_parameters_are_named() -> None:
     p = Problem.from_arrays([[1.0]], ">=", 1.0)
+    to_integer(p, 0, coefficient_bits=8)  # no continuous variable: the grid plays no part
+    b = ProblemBuilder()
+    b.add_constraints([[1.0]], b.add_continuous(1, 0.0, 1.0), ">=", 0.5)
     with pytest.raises(ValueError, match="grid_bits"):
-        to_integer(p, 0, grid_bits=50)
+        to_integer(b.build(), 0, grid_bits=50)
     with pytest.raises(ValueError, match="level"):
         to_integer(p, -1)
+    with pytest.raises(ValueError, match="relu encoding"):
+        to_integer(p, 0, relu="sigmoid")
 
 
 # ------------------------------------------------------------------ ReLU networks

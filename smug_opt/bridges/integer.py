@@ -320,8 +320,9 @@ def to_integer(
     if not 1 <= coefficient_bits <= activity_bits <= 62:
         raise ValueError(f"need 1 <= coefficient_bits ({coefficient_bits}) <= activity_bits "
                          f"({activity_bits}) <= 62")
-    if not 1 <= grid_bits < coefficient_bits:
-        raise ValueError(f"need 1 <= grid_bits ({grid_bits}) < coefficient_bits ({coefficient_bits})")
+    if not 1 <= grid_bits < coefficient_bits and not problem.binary.all():
+        raise ValueError(f"need 1 <= grid_bits ({grid_bits}) < coefficient_bits ({coefficient_bits}) "
+                         f"for a problem with continuous variables")
     if relu not in RELU_ENCODINGS:
         raise ValueError(f"unknown relu encoding {relu!r}; expected one of {', '.join(RELU_ENCODINGS)}")
     form = _big_m_rows(problem) if relu == "big-m" else _max_rows(problem)
