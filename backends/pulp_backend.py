@@ -144,10 +144,7 @@ class PulpCbcBackend(Backend):
             try:
                 model.problem.solve(cbc)
             except pulp.PulpSolverError as exc:
-                log = log_path.read_text(errors="replace") if log_path.exists() else ""
-                tail = " | ".join(log.strip().splitlines()[-3:])
-                return RawResult(Status.ERROR, solver_status="PulpSolverError",
-                                 message=f"CBC (via PuLP) failed: {exc}; log: {tail}")
+                return _after_crash(model, cbc.path, cbc_options, Path(tmp), exc)
             log = log_path.read_text(errors="replace")
         if options.verbose:
             sys.stderr.write(log)
@@ -157,6 +154,28 @@ class PulpCbcBackend(Backend):
                              message=f"CBC did not recognise {', '.join(unknown)} from extras "
                                      f"{dict(options.extras)!r} (its options: `cbc -?`)")
         return _raw_result(pulp, model, log, options)
+
+
+def _after_crash(model: _PulpModel, cbc_path: str, cbc_options: list[str], tmp: Path,
+                 exc: Exception) -> RawResult:
+    """CBC exited abnormally under PuLP. PuLP always asks for a solution file, and CBC 2.10
+    segfaults writing one after its bound tightening proved the model infeasible: rerun it
+    on the same model without the solution file and read its verdict from the log."""
+    import subprocess
+
+    mps = tmp / "rerun.mps"
+    model.problem.writeMPS(str(mps))
+    args = [cbc_path, str(mps)]
+    for option in cbc_options:
+        key, _, value = option.partition(" ")
+        args += [f"-{key}", *([value] if value else [])]
+    args.append("-branch")
+    run = subprocess.run(args, capture_output=True, text=True, timeout=60, check=False)
+    if "Problem is infeasible" in run.stdout:
+        return RawResult(Status.INFEASIBLE, solver_status="infeasible (CBC rerun without solution file)")
+    tail = " | ".join(run.stdout.strip().splitlines()[-3:])
+    return RawResult(Status.ERROR, solver_status="PulpSolverError",
+                     message=f"CBC (via PuLP) failed: {exc}; rerun: {tail}")
 
 
 def _raw_result(pulp: Any, model: _PulpModel, log: str, options: SolveOptions) -> RawResult:

@@ -47,7 +47,9 @@ class SolveResult:
     or None; ``objective`` is its exact objective rounded to float; ``bound`` a proven lower
     bound on the optimum of the problem as stated (None if none was proven; rounded up
     when the objective is integral); ``gap`` = (objective − bound) / max(|objective|, 1).
-    A solution that failed exact verification is never returned in ``x``.
+    A solution that failed exact verification is never returned in ``x``. OPTIMAL is exact
+    for integral objectives; otherwise it holds within ``smug_opt.solve.objective_tolerance``
+    (1e-6 of the objective's scale), the precision floating-point MILP solvers work to.
     """
 
     status: Status

@@ -23,10 +23,17 @@ from smug_opt.result import Attempt, SolveResult, Timings
 from smug_opt.verify import Verification, snap_binaries, verify
 from smug_opt.workers import AttemptOutcome, run_attempt
 
-__all__ = ["DEFAULT_GRACE", "solve"]
+__all__ = ["DEFAULT_GRACE", "OBJECTIVE_TOLERANCE", "objective_tolerance", "solve"]
 
 DEFAULT_GRACE = 1.0
 """Seconds past ``time_limit`` before a worker that has not answered is killed."""
+
+OBJECTIVE_TOLERANCE = 1e-6
+"""Objective tolerance, relative to the objective's scale ``max(1, Σ_j |c_j|·max|x_j|)``,
+when the objective is not integral: floating-point MILP solvers neglect objective
+differences below about this (their optimality and integrality tolerances), so OPTIMAL
+then means within it, and ``bound`` is widened by it. With an integral objective (counts
+of cells) OPTIMAL is exact."""
 
 SOLVER_RESERVE = 1.0
 """At most this many seconds of the limit are kept back from the solver itself."""
@@ -204,16 +211,19 @@ class _Solve:
             verified, summary = True, v.summary()
         elif any(a.verified is False for a in self.attempts):
             verified, summary = False, self.messages[-1] if self.messages else "rejected"
-        bound = self.lower_bound if math.isfinite(self.lower_bound) else None
-        if bound is not None and self.problem.integral_objective:
-            bound = float(math.ceil(bound - 1e-6))
+        tolerance = objective_tolerance(self.problem)
+        bound = _certified_bound(self.lower_bound, tolerance)
         if status is Status.INFEASIBLE:
             bound = math.inf
         elif objective is not None:
-            proven = bound is not None and objective <= bound + 1e-9 * max(1.0, abs(objective))
-            status = Status.OPTIMAL if proven else Status.FEASIBLE
+            if bound is not None and objective < bound - 2 * tolerance - 1e-9 * max(1.0, abs(bound)):
+                self.messages.append(f"the solver's bound {bound!r} is contradicted by a verified "
+                                     f"solution of objective {objective!r}: bound discarded")
+                bound = None
+            proven = bound is not None and objective <= bound + 2 * tolerance
             if proven:
-                bound = objective
+                bound = min(bound, objective)
+            status = Status.OPTIMAL if proven else Status.FEASIBLE
         gap = None
         if objective is not None and bound is not None:
             gap = max(objective - bound, 0.0) / max(abs(objective), 1.0)
@@ -228,6 +238,25 @@ class _Solve:
             incumbents=tuple(self.incumbents), peak_memory_mb=self.peak, killed=self.killed,
             metadata=dict(self.problem.metadata),
         )
+
+
+def objective_tolerance(problem: Problem) -> float:
+    """How far from the optimum an OPTIMAL objective may be: 0 for an integral objective,
+    else :data:`OBJECTIVE_TOLERANCE` times the objective's scale."""
+    if problem.integral_objective:
+        return 0.0
+    reach = np.maximum(np.abs(problem.lb), np.abs(problem.ub))
+    return OBJECTIVE_TOLERANCE * max(1.0, float(np.abs(problem.objective) @ reach))
+
+
+def _certified_bound(bound: float, tolerance: float) -> float | None:
+    """The solver's lower bound as one the result can promise: rounded up for an integral
+    objective (tolerating 1e-6 of solver noise), else widened by ``tolerance``."""
+    if not math.isfinite(bound):
+        return None
+    if tolerance == 0.0:
+        return float(math.ceil(bound - 1e-6))
+    return bound - tolerance
 
 
 def _exclude(problem: Problem, x: np.ndarray) -> Problem:

@@ -11,6 +11,14 @@ __all__ = ["relu_preactivation_bounds"]
 _WIDEN = 1e-9  # relative outward widening that covers float64 rounding in the sums
 
 
+def _widened(terms: np.ndarray, const: float, direction: float) -> float:
+    """``const + Σ terms`` moved outward (``direction`` ±1) by a bound on its rounding error;
+    a sum of zeros stays exact (a bound of exactly 0 needs no widening)."""
+    magnitude = np.abs(terms).sum() + abs(const)
+    slack = _WIDEN * magnitude + (1e-300 if magnitude > 0 else 0.0)
+    return float(const + terms.sum() + direction * slack)
+
+
 def relu_preactivation_bounds(problem: Problem) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     """Valid bounds on every ReLU pre-activation and on every variable.
 
@@ -34,9 +42,8 @@ def relu_preactivation_bounds(problem: Problem) -> tuple[np.ndarray, np.ndarray,
         c = problem.relu_const[k]
         lo_terms = np.where(a > 0, a * lb[cols], a * ub[cols])
         hi_terms = np.where(a > 0, a * ub[cols], a * lb[cols])
-        slack = _WIDEN * (np.abs(lo_terms).sum() + np.abs(hi_terms).sum() + abs(c)) + 1e-300
-        lo = max(c + lo_terms.sum() - slack, problem.relu_lo[k])
-        hi = min(c + hi_terms.sum() + slack, problem.relu_hi[k])
+        lo = max(_widened(lo_terms, c, -1.0), problem.relu_lo[k])
+        hi = min(_widened(hi_terms, c, 1.0), problem.relu_hi[k])
         z_lo[k], z_hi[k] = lo, hi
         out = problem.relu_out[k]
         lb[out] = max(lb[out], max(lo, 0.0))

@@ -78,6 +78,35 @@ def _pow2_row_scale(A: sp.csr_matrix) -> np.ndarray:
     return scale
 
 
+TINY_COEFFICIENT = 1e-9
+"""Scaled coefficients below this are dropped (solvers drop or mistreat them silently);
+their largest possible contribution moves the row's bounds instead."""
+
+
+def _drop_tiny(
+    A: sp.csr_matrix, lo: np.ndarray, hi: np.ndarray, reach: np.ndarray, level: int, keep: np.ndarray
+) -> tuple[sp.csr_matrix, np.ndarray, np.ndarray]:
+    """Remove tiny coefficients, moving each row's bounds by the most they could add:
+    outward at level 0 (still a relaxation), inward above (still a restriction).
+    Rows flagged in ``keep`` (equalities above level 0: they cannot be tightened) are left
+    as they are."""
+    n_cols = A.shape[1]
+    rows = np.repeat(np.arange(A.shape[0]), np.diff(A.indptr))
+    tiny = (np.abs(A.data) < TINY_COEFFICIENT) & ~keep[rows]
+    if not tiny.any():
+        return A, lo, hi
+    reach_full = np.concatenate([reach, np.ones(n_cols - reach.size)])
+    mass = np.bincount(rows[tiny], weights=np.abs(A.data[tiny]) * reach_full[A.indices[tiny]],
+                       minlength=A.shape[0]) * (1 + 1e-12)
+    direction = -1.0 if level == 0 else 1.0
+    lo = lo + direction * mass
+    hi = hi - direction * mass
+    A = A.copy()
+    A.data[tiny] = 0.0
+    A.eliminate_zeros()
+    return A, lo, hi
+
+
 def _clip_to_activity(
     A: sp.csr_matrix, lo: np.ndarray, hi: np.ndarray, col_lb: np.ndarray, col_ub: np.ndarray
 ) -> tuple[np.ndarray, np.ndarray]:
@@ -171,6 +200,9 @@ def to_milp(problem: Problem, level: int = 0) -> MilpForm:
     with np.errstate(over="ignore"):
         row_lo = row_lo * scale
         row_hi = row_hi * scale
+    A, row_lo, row_hi = _drop_tiny(A, row_lo, row_hi, np.maximum(np.abs(lb), np.abs(ub)), level,
+                                   keep=np.concatenate([(senses == Sense.EQ) & (level > 0),
+                                                        np.zeros(A.shape[0] - problem.num_rows, bool)]))
     if level > 0:
         m = problem.num_rows
         norm1 = np.asarray(abs(A[:m]).sum(axis=1)).ravel()
