@@ -15,6 +15,7 @@ exact by construction declares ``levels = 1`` and solves the problem itself at l
 from __future__ import annotations
 
 import enum
+import importlib
 import importlib.util
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Mapping
@@ -132,6 +133,13 @@ class Backend(ABC):
             return None
         hint = f'pip install "smug-opt[{cls.extra}]"' if cls.extra else f"pip install {missing[0]}"
         return f"missing Python package(s) {', '.join(missing)}: {hint}"
+
+    @classmethod
+    def warm_up(cls) -> None:
+        """Import what a solve needs; run by a fresh worker process before its first solve
+        so that import time is not spent from a time limit. Never called in the parent."""
+        for module in cls.requires:
+            importlib.import_module(module)
 
     @classmethod
     def solver_version(cls) -> str:

@@ -90,8 +90,6 @@ def _peak_rss_mb() -> float:
 
 def child_main(backend_name: str, fd: int) -> None:
     """The worker loop: load the backend, then lower and solve what the parent sends."""
-    import importlib
-
     from smug_opt.registry import backend_class
 
     conn = Connection(fd)
@@ -100,8 +98,7 @@ def child_main(backend_name: str, fd: int) -> None:
     os.dup2(devnull, 1)  # solver banners and logs are shown only when asked for (verbose)
     try:
         cls = backend_class(backend_name)
-        for module in cls.requires:  # warm up while the parent is busy elsewhere
-            importlib.import_module(module)
+        cls.warm_up()  # while the parent is busy elsewhere
         backend = cls()
     except Exception as exc:
         conn.send(("fatal", f"{type(exc).__name__}: {exc}"))

@@ -166,3 +166,14 @@ def test_version_without_importing_the_solver() -> None:
             "print(B.solver_version(), 'ortools' in sys.modules)")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.startswith("OR-Tools CP-SAT 9") and out.stdout.strip().endswith("False")
+
+
+def test_inclusion_presolve_wrong_optimum_is_avoided():
+    """CP-SAT 9.15 with its inclusion presolve reports OPTIMAL 27 here; the optimum is 26."""
+    from smug_opt.bench.generators import random_strict_problem
+
+    problem = random_strict_problem(75, 35, density=0.1, threshold=0.5, seed=2)
+    reference = solve(problem, "highs", time_limit=60)
+    result = solve(problem, "cpsat", time_limit=60)
+    assert reference.status is Status.OPTIMAL and result.status is Status.OPTIMAL
+    assert result.objective == reference.objective == 26.0
