@@ -69,15 +69,16 @@ def solve(
     options = SolveOptions(time_limit=time_limit, threads=threads, seed=seed,
                            relative_gap=relative_gap, verbose=verbose, extras=dict(extras or {}))
     return _Solve(problem, backend, cls.solver_version(), cls.levels, options, isolate,
-                  grace).run()
+                  grace, exact_backend=cls.capabilities.exact).run()
 
 
 class _Solve:
     """The state of one solve across tightening levels."""
 
     def __init__(self, problem: Problem, backend: str, solver: str, levels: int,
-                 options: SolveOptions, isolate: bool, grace: float) -> None:
+                 options: SolveOptions, isolate: bool, grace: float, *, exact_backend: bool) -> None:
         self.problem = problem
+        self.exact_backend = exact_backend
         self.backend = backend
         self.solver = solver
         self.levels = levels
@@ -211,8 +212,9 @@ class _Solve:
             verified, summary = True, v.summary()
         elif any(a.verified is False for a in self.attempts):
             verified, summary = False, self.messages[-1] if self.messages else "rejected"
-        tolerance = objective_tolerance(self.problem)
-        bound = _certified_bound(self.lower_bound, tolerance)
+        # an exact backend's bound needs no float tolerance
+        tolerance = 0.0 if self.exact_backend else objective_tolerance(self.problem)
+        bound = _certified_bound(self.lower_bound, self.problem.integral_objective, tolerance)
         if status is Status.INFEASIBLE:
             bound = math.inf
         elif objective is not None:
@@ -249,12 +251,12 @@ def objective_tolerance(problem: Problem) -> float:
     return OBJECTIVE_TOLERANCE * max(1.0, float(np.abs(problem.objective) @ reach))
 
 
-def _certified_bound(bound: float, tolerance: float) -> float | None:
+def _certified_bound(bound: float, integral: bool, tolerance: float) -> float | None:
     """The solver's lower bound as one the result can promise: rounded up for an integral
     objective (tolerating 1e-6 of solver noise), else widened by ``tolerance``."""
     if not math.isfinite(bound):
         return None
-    if tolerance == 0.0:
+    if integral:
         return float(math.ceil(bound - 1e-6))
     return bound - tolerance
 
