@@ -9,6 +9,7 @@ from fractions import Fraction
 
 import numpy as np
 import pytest
+import scipy.sparse as sp
 
 import smug_opt
 from smug_opt.encode import full_network, verify_mask_in_model
@@ -318,3 +319,33 @@ def test_non_mlp_is_rejected() -> None:
         full_network([(W, b), (np.ones((9, 3)), np.zeros(3))], _input(0))
     with pytest.raises(ValueError, match="NaN or inf weights"):
         full_network([(W * np.nan, b), (np.ones((8, 3)), np.zeros(3))], _input(0))
+
+
+# ------------------------------------------------------------------------- bounds
+
+
+@pytest.mark.parametrize("seed", range(5))
+def test_safe_lp_bound_holds_for_any_multipliers(seed: int) -> None:
+    """The dual bound is a valid lower bound on the LP minimum for arbitrary multipliers,
+    and tight for the optimal ones."""
+    from scipy.optimize import linprog
+
+    from smug_opt.encode.bounds import _safe_min
+
+    rng = np.random.default_rng(seed)
+    A = sp.csr_matrix(rng.normal(size=(6, 5)))
+    row_lo = np.where(rng.uniform(size=6) < 0.5, -np.inf, -1.0)
+    row_hi = np.where(np.isinf(row_lo), 1.0, np.inf)
+    col_lb, col_ub = -np.ones(5), 2.0 * np.ones(5)
+    c = rng.normal(size=5)
+    le, ge = np.isfinite(row_hi), np.isfinite(row_lo)
+    res = linprog(c, A_ub=sp.vstack([A[le], -A[ge]]), b_ub=np.concatenate([row_hi[le], -row_lo[ge]]),
+                  bounds=np.column_stack([col_lb, col_ub]), method="highs")
+    assert res.status == 0
+    y = np.zeros(6)
+    y[le] = res.ineqlin.marginals[: le.sum()]
+    y[ge] = -res.ineqlin.marginals[le.sum():]
+    At, abs_At = A.T.tocsr(), abs(A).T.tocsr()
+    assert _safe_min(c, At, abs_At, row_lo, row_hi, col_lb, col_ub, y) == pytest.approx(res.fun, abs=1e-9)
+    for _ in range(20):
+        assert _safe_min(c, At, abs_At, row_lo, row_hi, col_lb, col_ub, rng.normal(size=6) * 3) <= res.fun

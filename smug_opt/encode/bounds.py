@@ -52,11 +52,6 @@ class NetworkBounds:
     lps: int
     lp_failures: int
 
-    def unstable(self) -> int:
-        """Neurons whose phase the bounds leave open (each needs a binary)."""
-        pairs = zip(self.lo, self.hi, strict=True)
-        return int(sum(np.count_nonzero((lo < 0) & (hi > 0)) for lo, hi in pairs))
-
 
 def _widened_affine(W: np.ndarray, b: np.ndarray, lo_in: np.ndarray, hi_in: np.ndarray
                     ) -> tuple[np.ndarray, np.ndarray]:

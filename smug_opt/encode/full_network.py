@@ -158,7 +158,7 @@ def _keras_preprocess(model: Any) -> Callable[[np.ndarray], np.ndarray]:
 
 def _layer_parts(layer: Any, k: int, *, last: bool) -> tuple[np.ndarray, np.ndarray, str]:
     if hasattr(layer, "W") and hasattr(layer, "b"):
-        W, b, act = layer.W, layer.b, str(getattr(layer, "activation", "relu"))
+        W, b, act = layer.W, layer.b, str(getattr(layer, "activation", "linear" if last else "relu"))
     elif isinstance(layer, (tuple, list)) and len(layer) in (2, 3):
         W, b = layer[0], layer[1]
         act = str(layer[2]) if len(layer) == 3 else ("linear" if last else "relu")
