@@ -3,7 +3,6 @@ float ties, ReLU networks, scaling traps and the time limit."""
 
 from __future__ import annotations
 
-import itertools
 import subprocess
 import sys
 import time
@@ -11,48 +10,18 @@ from fractions import Fraction
 
 import numpy as np
 import pytest
+from tiny_problems import exact_optimum, tiny_net
 
-from smug_opt import Problem, ProblemBuilder, Status, solve, verify
+from smug_opt import Problem, Status, solve, verify
 from smug_opt.registry import backend_class
 
 pytestmark = pytest.mark.skipif(backend_class("cpsat", check_available=False).unavailable_reason()
                                 is not None, reason="ortools is not installed")
 
 
-def brute_force(problem: Problem) -> Fraction | None:
-    """The exact optimum over every binary assignment (None: infeasible)."""
-    best = None
-    for bits in itertools.product((0.0, 1.0), repeat=int(problem.binary.sum())):
-        x = np.zeros(problem.num_vars)
-        x[problem.binary] = bits
-        v = verify(problem, x)
-        if v.ok and (best is None or v.objective < best):
-            best = v.objective
-    return best
-
-
-def tiny_net(seed: int, n_in: int = 8, hidden: int = 6, classes: int = 3, gamma: float = 0.7) -> Problem:
-    """Mask the inputs of a random 2-layer ReLU net; keep every logit margin above γ·original."""
-    rng = np.random.default_rng(seed)
-    x = rng.random(n_in)
-    W1, b1 = rng.normal(0, 1, (hidden, n_in)), rng.normal(0, 0.3, hidden)
-    W2, b2 = rng.normal(0, 1, (classes, hidden)), rng.normal(0, 0.3, classes)
-    h = np.maximum(W1 @ x + b1, 0)
-    label = int(np.argmax(W2 @ h + b2))
-    b = ProblemBuilder()
-    m = b.add_binaries(n_in)
-    y = b.add_continuous(hidden, 0.0, 100.0)
-    b.add_relus(y, W1 * x[None, :], m, b1)
-    rows = np.array([W2[label] - W2[k] for k in range(classes) if k != label])
-    rhs = np.array([b2[k] - b2[label] for k in range(classes) if k != label])
-    b.add_constraints(rows, y, ">", rhs + gamma * (rows @ h - rhs))
-    b.set_objective(m, 1.0)
-    return b.build()
-
-
 def assert_correct(result, problem: Problem) -> None:
     """Never a wrong claim: OPTIMAL is the brute-force optimum, INFEASIBLE has none."""
-    best = brute_force(problem)
+    best = exact_optimum(problem)
     if result.status is Status.INFEASIBLE:
         assert best is None, f"claimed infeasible, optimum is {best}"
     elif result.status is Status.OPTIMAL:
@@ -78,7 +47,7 @@ def test_float_ties(sense: str, rhs: float, optimum: float) -> None:
     p = Problem.from_arrays([[0.1, 0.2, 0.3]], sense, rhs)
     r = solve(p, "cpsat", time_limit=20)
     assert r.status is Status.OPTIMAL and r.objective == optimum and r.verified
-    assert Fraction(r.objective) == brute_force(p)
+    assert Fraction(r.objective) == exact_optimum(p)
 
 
 def test_infeasible() -> None:
@@ -91,7 +60,7 @@ def test_weighted_objective_and_bound() -> None:
     """Non-integral costs: scaled with a proven error, so the answer stays exact and verified."""
     p = Problem.from_arrays([[1.0, 1.0, 1.0, 1.0]], ">=", 2.0, objective=[0.1, 1e-7, 3.3, 1e5 / 3])
     r = solve(p, "cpsat", time_limit=20)
-    assert r.has_solution and r.objective == float(brute_force(p))
+    assert r.has_solution and r.objective == float(exact_optimum(p))
     assert r.bound is not None and r.bound <= r.objective
 
 

@@ -3,14 +3,13 @@ optima, strictness, float ties, ReLU networks, objectives, errors and the time l
 
 from __future__ import annotations
 
-import itertools
 import subprocess
 import sys
 import time
-from fractions import Fraction
 
 import numpy as np
 import pytest
+from tiny_problems import exact_optimum, tiny_net
 
 from smug_opt import Problem, ProblemBuilder, Status, solve, verify
 from smug_opt.registry import backend_class
@@ -21,39 +20,8 @@ pytestmark = pytest.mark.skipif(backend_class("z3", check_available=False).unava
 ENCODINGS = ["exact", "pb", "paper"]
 
 
-def brute_force(problem: Problem) -> Fraction | None:
-    """The exact optimum over every binary assignment (None: infeasible)."""
-    best = None
-    for bits in itertools.product((0.0, 1.0), repeat=int(problem.binary.sum())):
-        x = np.zeros(problem.num_vars)
-        x[problem.binary] = bits
-        v = verify(problem, x)
-        if v.ok and (best is None or v.objective < best):
-            best = v.objective
-    return best
-
-
-def tiny_net(seed: int, n_in: int = 8, hidden: int = 6, classes: int = 3, gamma: float = 0.7) -> Problem:
-    """Mask the inputs of a random 2-layer ReLU net; keep every logit margin above γ·original."""
-    rng = np.random.default_rng(seed)
-    x = rng.random(n_in)
-    W1, b1 = rng.normal(0, 1, (hidden, n_in)), rng.normal(0, 0.3, hidden)
-    W2, b2 = rng.normal(0, 1, (classes, hidden)), rng.normal(0, 0.3, classes)
-    h = np.maximum(W1 @ x + b1, 0)
-    label = int(np.argmax(W2 @ h + b2))
-    b = ProblemBuilder()
-    m = b.add_binaries(n_in)
-    y = b.add_continuous(hidden, 0.0, 100.0)
-    b.add_relus(y, W1 * x[None, :], m, b1)
-    rows = np.array([W2[label] - W2[k] for k in range(classes) if k != label])
-    rhs = np.array([b2[k] - b2[label] for k in range(classes) if k != label])
-    b.add_constraints(rows, y, ">", rhs + gamma * (rows @ h - rhs))
-    b.set_objective(m, 1.0)
-    return b.build()
-
-
 def assert_optimal(result, problem: Problem) -> None:
-    best = brute_force(problem)
+    best = exact_optimum(problem)
     assert result.status is Status.OPTIMAL, (result, result.message)
     assert result.objective == float(best) and result.bound == result.objective
     assert verify(problem, result.x).ok

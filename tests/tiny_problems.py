@@ -1,0 +1,35 @@
+"""Small problems with known answers, shared by the backend tests."""
+
+from __future__ import annotations
+
+from fractions import Fraction
+
+import numpy as np
+
+from smug_opt import Problem, ProblemBuilder
+from smug_opt.testing import brute_force
+
+
+def exact_optimum(problem: Problem) -> Fraction | None:
+    """The exact optimum over every binary assignment (None: infeasible)."""
+    result = brute_force(problem)
+    return result.objective if result.feasible else None
+
+
+def tiny_net(seed: int, n_in: int = 8, hidden: int = 6, classes: int = 3, gamma: float = 0.7) -> Problem:
+    """Mask the inputs of a random 2-layer ReLU net; keep every logit margin above γ·original."""
+    rng = np.random.default_rng(seed)
+    x = rng.random(n_in)
+    W1, b1 = rng.normal(0, 1, (hidden, n_in)), rng.normal(0, 0.3, hidden)
+    W2, b2 = rng.normal(0, 1, (classes, hidden)), rng.normal(0, 0.3, classes)
+    h = np.maximum(W1 @ x + b1, 0)
+    label = int(np.argmax(W2 @ h + b2))
+    b = ProblemBuilder()
+    m = b.add_binaries(n_in)
+    y = b.add_continuous(hidden, 0.0, 100.0)
+    b.add_relus(y, W1 * x[None, :], m, b1)
+    rows = np.array([W2[label] - W2[k] for k in range(classes) if k != label])
+    rhs = np.array([b2[k] - b2[label] for k in range(classes) if k != label])
+    b.add_constraints(rows, y, ">", rhs + gamma * (rows @ h - rhs))
+    b.set_objective(m, 1.0)
+    return b.build()
