@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import time
+import weakref
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -26,6 +27,8 @@ if TYPE_CHECKING:
 __all__ = ["METHODS", "Explanation", "as_adapter", "display_scale", "explain"]
 
 METHODS = ("smug", "smug_base")
+
+_adapters: weakref.WeakKeyDictionary[Any, ModelAdapter] = weakref.WeakKeyDictionary()
 
 
 @dataclass(frozen=True, eq=False)
@@ -126,7 +129,10 @@ def as_adapter(model: Any) -> ModelAdapter:
 
     if isinstance(model, (str, Path)):
         model = load_model(model)
-    return KerasAdapter(model)
+    adapter = _adapters.get(model)
+    if adapter is None:  # one adapter per model: its traced functions are reused
+        adapter = _adapters[model] = KerasAdapter(model)
+    return adapter
 
 
 def explain(
