@@ -16,7 +16,6 @@ Inception-v1-sized first layer), ``mnist-first-layer``, ``mnist-full-network`` a
 
 from __future__ import annotations
 
-import contextlib
 import dataclasses
 import functools
 import importlib
@@ -24,11 +23,12 @@ import importlib.util
 import json
 import os
 import re
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from smug_opt.filelock import exclusive_lock
 from smug_opt.ir import Problem
 
 __all__ = [
@@ -213,7 +213,7 @@ def load_suite(name: str, *, progress: bool = False) -> list[Instance]:
                 f"suite {name!r} needs {', '.join(missing)}, which cannot be imported here; "
                 f"ready suites: {', '.join(s.name for s in list_suites() if not s.missing())}")
         directory.mkdir(parents=True, exist_ok=True)
-        with _locked(directory / ".lock"):
+        with exclusive_lock(directory / ".lock"):
             entries = _read_manifest(directory, suite)  # another process may have built some
             _build(suite, [s for s in todo if s.name not in entries], directory, entries, progress)
     return [Instance(s.name, directory / entries[s.name]["file"], entries[s.name]["features"])
@@ -241,22 +241,6 @@ def _build(suite: Suite, specs: list[InstanceSpec], directory: Path, entries: di
         features = {**problem_features(problem), **_scalars(spec.params)}
         entries[spec.name] = {"file": file, "features": features}
         _write_manifest(directory, suite, entries)  # an interrupted build keeps what it made
-
-
-@contextlib.contextmanager
-def _locked(path: Path) -> Iterator[None]:
-    """An exclusive ``flock`` on ``path`` (two runs building one suite take turns)."""
-    try:
-        import fcntl
-    except ImportError:  # no flock (Windows): rely on the atomic renames alone
-        yield
-        return
-    with open(path, "a") as fh:
-        fcntl.flock(fh, fcntl.LOCK_EX)
-        try:
-            yield
-        finally:
-            fcntl.flock(fh, fcntl.LOCK_UN)
 
 
 def problem_features(problem: Problem) -> dict[str, Any]:

@@ -12,13 +12,14 @@ import os
 import sys
 import tempfile
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from smug_opt.filelock import exclusive_lock
 from smug_opt.models._keras import import_keras
 
 if TYPE_CHECKING:
@@ -190,7 +191,7 @@ def _ensure_trained(name: str, *, progress: bool) -> Path:
     if info.is_file():
         return path
     path.parent.mkdir(parents=True, exist_ok=True)
-    with _exclusive(path.with_suffix(".lock")):
+    with exclusive_lock(path.with_suffix(".lock")):
         if info.is_file():  # another process trained it while we waited
             return path
         if progress:
@@ -278,20 +279,3 @@ def _atomic_write(path: Path, write: Callable[[str], Any]) -> None:
     finally:
         with contextlib.suppress(FileNotFoundError):
             os.unlink(tmp)
-
-
-@contextlib.contextmanager
-def _exclusive(lock_path: Path) -> Iterator[None]:
-    """Hold an exclusive lock on ``lock_path`` (POSIX ``flock``; elsewhere rely on the
-    atomic renames alone)."""
-    try:
-        import fcntl
-    except ImportError:
-        yield
-        return
-    with open(lock_path, "a") as handle:
-        fcntl.flock(handle, fcntl.LOCK_EX)
-        try:
-            yield
-        finally:
-            fcntl.flock(handle, fcntl.LOCK_UN)
