@@ -41,6 +41,7 @@ Measured (2 loaded cores): on a dense 3,000 x 3,000 problem, building the PuLP m
 
 from __future__ import annotations
 
+import dataclasses
 import importlib.metadata
 import math
 import re
@@ -67,6 +68,7 @@ from smug_opt.ir import Problem
 __all__ = ["PulpCbcBackend"]
 
 _INTEGER_TOLERANCE = 1e-9
+_PRINT_PRECISION = 1e-12  # PuLP writes numbers with 13 significant digits (relative error 5e-13)
 _BOUND_PRINT_SLACK = 1e-3  # CBC prints "Lower bound:" with 3 decimals
 _RESULT_LINE = re.compile(r"^Result - (.+?)\s*$", re.MULTILINE)
 _LOWER_BOUND = re.compile(r"^Lower bound:\s+(\S+)", re.MULTILINE)
@@ -98,7 +100,7 @@ class PulpCbcBackend(Backend):
     def lower(self, problem: Problem, options: SolveOptions, level: int) -> _PulpModel:
         import pulp
 
-        form = to_milp(problem, level)
+        form = _widened_for_printing(to_milp(problem, level))
         lp = pulp.LpProblem("smug_opt", pulp.LpMinimize)
         kinds = [pulp.LpInteger if i else pulp.LpContinuous for i in form.integer.tolist()]
         xs = [lp.add_variable(f"x{j}", lo, hi, kind) for j, (lo, hi, kind) in
@@ -154,6 +156,20 @@ class PulpCbcBackend(Backend):
                              message=f"CBC did not recognise {', '.join(unknown)} from extras "
                                      f"{dict(options.extras)!r} (its options: `cbc -?`)")
         return _raw_result(pulp, model, log, options)
+
+
+def _widened_for_printing(form: MilpForm) -> MilpForm:
+    """Row bounds moved by what PuLP's decimal model file can lose: it prints every number
+    to 13 significant digits, so a row's activity and bounds may each shift by a relative
+    ``_PRINT_PRECISION``. Outward at level 0 (still a relaxation, so INFEASIBLE stays a
+    proof), inward above (still a restriction)."""
+    reach = np.maximum(np.abs(form.col_lb), np.abs(form.col_ub))
+    activity = abs(form.A) @ reach
+    slack = _PRINT_PRECISION * (activity + np.where(np.isfinite(form.row_lo), np.abs(form.row_lo), 0.0)
+                                + np.where(np.isfinite(form.row_hi), np.abs(form.row_hi), 0.0))
+    direction = -1.0 if form.level == 0 else 1.0
+    return dataclasses.replace(form, row_lo=form.row_lo + direction * slack,
+                               row_hi=form.row_hi - direction * slack)
 
 
 def _after_crash(model: _PulpModel, cbc_path: str, cbc_options: list[str], tmp: Path,

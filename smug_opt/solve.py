@@ -165,7 +165,10 @@ class _Solve:
             return (Status.FEASIBLE if self.best else Status.NO_SOLUTION), True, None
         if not verified.ok:
             self._adopt_incumbents(out)
-            return (Status.FEASIBLE if self.best else Status.NO_SOLUTION), False, raw.x
+            # only an exactly 0/1 assignment is known infeasible and may be cut off
+            integral = not any(v.kind == "binary" for v in verified.violations)
+            return (Status.FEASIBLE if self.best else Status.NO_SOLUTION), False, (
+                raw.x if integral else None)
         self._offer(verified)
         return Status.FEASIBLE, True, None
 
