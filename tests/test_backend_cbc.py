@@ -16,6 +16,7 @@ from conftest import skip_unless_usable
 
 from smug_opt import Problem, SolveOptions, Status, solve
 from smug_opt.bridges import to_milp
+from smug_opt.solve import DEFAULT_GRACE
 from smug_opt.testing import _FIRST_LAYER, _hard_instance
 
 CBC = ["pulp-cbc", "mip-cbc"]
@@ -45,7 +46,8 @@ def test_time_limit_with_a_solution_is_feasible_never_optimal(backend: str) -> N
     assert result.status is Status.FEASIBLE and not result.killed
     assert result.bound is not None and result.bound <= result.objective
     assert 0 < result.gap < 1
-    assert wall < 1.5 + 0.5, f"CBC kept its own limit: {wall:.2f}s"
+    # CBC stopped itself (not killed) within the documented promise: limit + grace
+    assert wall < 1.5 + DEFAULT_GRACE, f"CBC overran the limit: {wall:.2f}s"
 
 
 def test_time_limit_without_a_solution_is_no_solution(backend: str) -> None:
