@@ -32,7 +32,7 @@ import numpy as np
 from smug_opt.backend import Backend, RawResult, SolveOptions, Status
 from smug_opt.ir import Problem
 
-__all__ = ["AttemptOutcome", "child_main", "prestart", "run_attempt", "shutdown_workers"]
+__all__ = ["AttemptOutcome", "child_main", "run_attempt", "shutdown_workers"]
 
 
 @dataclass
@@ -268,12 +268,6 @@ def run_attempt(
     worker = _worker(backend_name)
     with worker.lock:
         return worker.run(_token(problem), problem, options, level, hard_deadline)
-
-
-def prestart(backend_names: list[str]) -> None:
-    """Start workers now so that their start-up overlaps other work."""
-    for name in backend_names:
-        _worker(name)
 
 
 def shutdown_workers() -> None:
