@@ -14,7 +14,6 @@ memory-limit paths are exercised on real processes.
 
 from __future__ import annotations
 
-import importlib
 import os
 import signal
 import sys
@@ -77,8 +76,7 @@ def main(fd: int, parent_pid: int) -> None:
 
         problem = Problem.load(job.instance.problem_path)
         cls = backend_class(job.backend)
-        for module in cls.requires:  # imports are start-up, not solve time
-            importlib.import_module(module)
+        cls.warm_up()  # the backend's own start-up imports are not solve time
         version = cls.solver_version()
     except Exception as exc:
         conn.send(("failed", f"before the solve: {_describe(exc)}"))
