@@ -67,6 +67,49 @@ def test_all_backends_agree_on_the_mask_size(cnn, digits):
     assert len(set(sizes.values())) == 1, sizes
 
 
+def _independent_saliency(cnn, e, cell):
+    """The paper's saliency computed from the Keras layer's geometry alone: a kept cell
+    scores the summed IG of the selected neurons whose receptive field (kernel window,
+    Keras 'same' padding, stride, dilation) covers any of its pixels; 0 elsewhere."""
+    import keras
+
+    layer = next(layer for layer in cnn.layers if isinstance(layer, keras.layers.Conv2D))
+    config = layer.get_config()
+    (kh, kw), (sh, sw), (dh, dw) = config["kernel_size"], config["strides"], config["dilation_rate"]
+    height, width = layer.input.shape[1:3]
+    out_h, out_w, filters = layer.output.shape[1:]
+
+    def pad_before(size, out, k, s, d):
+        if config["padding"] == "valid":
+            return 0
+        return max((out - 1) * s + (k - 1) * d + 1 - size, 0) // 2
+
+    top, left = pad_before(height, out_h, kh, sh, dh), pad_before(width, out_w, kw, sw, dw)
+    ig = e.attributions.values.reshape(-1)
+    scores = np.zeros((height // cell, width // cell))
+    for t in e.neurons.tolist():
+        i, j = divmod(t // filters, out_w)
+        rows = {i * sh - top + a * dh for a in range(kh)} & set(range(height))
+        cols = {j * sw - left + b * dw for b in range(kw)} & set(range(width))
+        for cell_rc in {(r // cell, c // cell) for r in rows for c in cols}:
+            scores[cell_rc] += ig[t]
+    kept = e.mask[::cell, ::cell]
+    return np.kron(np.where(kept, scores, 0.0), np.ones((cell, cell)))
+
+
+@pytest.mark.parametrize("method", ["smug", "smug_base"])
+def test_saliency_is_the_summed_attribution_of_the_neurons_covering_each_kept_cell(cnn, digits, method):
+    _, xs, _ = digits
+    e = explain(cnn, xs[0], method=method, k=150, cell=2, backend="highs", time_limit=60)
+    expected = _independent_saliency(cnn, e, 2)
+    assert 0 < e.mask.sum() < e.mask.size
+    np.testing.assert_allclose(e.saliency, expected, rtol=1e-9, atol=1e-12)
+    nonzero = expected != 0
+    lo, hi = expected[nonzero].min(), expected[nonzero].max()
+    display = np.where(nonzero, 0.5 + 0.5 * (expected - lo) / (hi - lo), 0.0)
+    np.testing.assert_allclose(display_scale(e.saliency), display, rtol=1e-9, atol=1e-12)
+
+
 def test_display_scale():
     s = np.array([0.0, 2.0, 4.0, 3.0])
     np.testing.assert_allclose(display_scale(s), [0.0, 0.5, 1.0, 0.75])
