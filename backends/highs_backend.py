@@ -90,8 +90,11 @@ class HighsBackend(Backend):
         has_sol = info.primal_solution_status == 2  # kSolutionStatusFeasible
         x = form.problem_values(h.getSolution().col_value) if has_sol else None
         objective = float(info.objective_function_value) if has_sol else None
-        bound = float(info.mip_dual_bound) if np.isfinite(info.mip_dual_bound) else None
         ms = highspy.HighsModelStatus
+        if form.integer.any():
+            bound = float(info.mip_dual_bound) if np.isfinite(info.mip_dual_bound) else None
+        else:  # a pure LP: mip_dual_bound is 0; an optimal LP's objective is its bound
+            bound = objective if status == ms.kOptimal else None
         if status == ms.kOptimal:
             return RawResult(Status.OPTIMAL, x, objective, bound if bound is not None else objective,
                              name)

@@ -156,7 +156,15 @@ class Z3Backend(Backend):
                 if result == z3.sat or _satisfies(z3, m, opt.assertions()):
                     x = read(m)
         objective = None if x is None else float(problem.objective @ x)
-        bound = model.bound()
+        try:
+            bound = model.bound()
+        except _Unattained as inf:
+            return RawResult(
+                Status.FEASIBLE if x is not None else Status.NO_SOLUTION, x, objective,
+                _float_down(inf.value), f"sat, infimum not attained ({model.encoding})",
+                f"no minimiser exists: the objective's infimum {float(inf.value)!r} is not "
+                f"attained (z3 proved {inf.value} + epsilon); a solution is returned, optimality "
+                f"cannot be")
         if result == z3.sat and x is not None:
             return RawResult(Status.OPTIMAL, x, objective, objective if bound is None else bound,
                              f"sat ({model.encoding})")
@@ -300,7 +308,7 @@ class _Writer:
 
         def bound() -> float | None:
             low = _number(self.z3, handle.lower())
-            return None if low is None else float(low + offset)
+            return None if low is None else _float_down(low + offset)
 
         return bound
 
@@ -315,8 +323,12 @@ class _Writer:
         handle = self.opt.minimize(expr)
 
         def bound() -> float | None:
-            low = _number(self.z3, handle.lower())
-            return None if low is None else float(low)
+            infinite, value, epsilon = (_number(self.z3, v) for v in handle.lower_values())
+            if infinite != 0 or value is None or epsilon is None:
+                return None  # no finite lower bound (yet)
+            if epsilon > 0:  # `value + epsilon`: the infimum ``value`` is not attained
+                raise _Unattained(value)
+            return _float_down(value)
 
         return bound
 
@@ -335,6 +347,20 @@ class _Writer:
                     raise ValueError(f"z3 gave variable {j} the non-rational value {value}")
                 x[j] = float(number)
         return x
+
+
+class _Unattained(Exception):
+    """z3 proved the objective's infimum ``value`` but no model attains it."""
+
+    def __init__(self, value: Fraction) -> None:
+        super().__init__(str(value))
+        self.value = value
+
+
+def _float_down(value: Fraction) -> float:
+    """The largest float not above ``value`` (a bound must stay a bound once rounded)."""
+    f = float(value)
+    return f if Fraction(f) <= value else math.nextafter(f, -math.inf)
 
 
 def _satisfies(z3: Any, model: Any, assertions: Any) -> bool:

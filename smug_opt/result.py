@@ -10,7 +10,10 @@ import numpy as np
 
 from smug_opt.backend import Status
 
-__all__ = ["Attempt", "SolveResult", "Timings"]
+__all__ = ["PROOFS", "Attempt", "SolveResult", "Timings"]
+
+PROOFS = ("exact", "solver")
+"""Values of :attr:`SolveResult.proof` (None for statuses that claim no proof)."""
 
 
 @dataclass(frozen=True)
@@ -50,6 +53,14 @@ class SolveResult:
     A solution that failed exact verification is never returned in ``x``. OPTIMAL is exact
     for integral objectives; otherwise it holds within ``smug_opt.solve.objective_tolerance``
     (1e-6 of the objective's scale), the precision floating-point MILP solvers work to.
+
+    ``verified`` is about the returned solution only: True when ``x`` passed the exact
+    check, False when the backend returned solutions and every one was rejected, None when
+    there was no solution to check (always for INFEASIBLE: that claim is a proof, not a
+    solution). ``proof`` says how an OPTIMAL or INFEASIBLE claim was established:
+    ``"exact"`` (exact arithmetic: an exact backend, the core's own decision, or
+    certification) or ``"solver"`` (a floating-point solver's word about its float model;
+    the solution is still verified exactly); None for the other statuses.
     """
 
     status: Status
@@ -68,6 +79,7 @@ class SolveResult:
     incumbents: tuple[tuple[float, float], ...] = ()  # (seconds since start, objective)
     peak_memory_mb: float | None = None
     killed: bool = False
+    proof: str | None = None
     metadata: dict[str, Any] = field(default_factory=dict)
 
     @property
@@ -83,7 +95,8 @@ class SolveResult:
     def __repr__(self) -> str:
         obj = "-" if self.objective is None else f"{self.objective:g}"
         bound = "-" if self.bound is None else f"{self.bound:g}"
-        return (f"SolveResult({self.status.name}, objective={obj}, bound={bound}, "
+        proof = f" ({self.proof})" if self.proof else ""
+        return (f"SolveResult({self.status.name}{proof}, objective={obj}, bound={bound}, "
                 f"backend={self.backend!r}, {self.times.total:.3f}s)")
 
     def to_dict(self, *, include_x: bool = True) -> dict[str, Any]:

@@ -40,6 +40,10 @@ SOLVER_RESERVE = 1.0
 
 _MAX_INCUMBENT_CHECKS = 5
 
+FRACTIONAL_BINARY = 1e-6
+"""A binary further than this from 0 or 1 in an answer makes the answer's bound unusable
+(the solver's integrality tolerances are set to 1e-9)."""
+
 MAX_NOGOOD_CUTS = 8
 """How many rejected level-0 assignments are cut off before moving to margins."""
 
@@ -94,6 +98,8 @@ class _Solve:
         self.best: tuple[np.ndarray, Verification] | None = None
         self.peak: float | None = None
         self.killed = False
+        self.rejected = False  # some answer failed exact verification
+        self.best_level = 0
         self.messages: list[str] = []
 
     # ------------------------------------------------------------------ loop
@@ -137,19 +143,18 @@ class _Solve:
                    else out.crash or "worker failed")
             self.killed = out.killed
             self._record(level, RawResult(Status.ERROR, solver_status="killed"), None, why, out)
-            self._adopt_incumbents(out)
+            self._adopt_incumbents(out, level)
             if self.best is not None:
                 return Status.FEASIBLE, True, None
             return (Status.NO_SOLUTION if out.killed else Status.ERROR), True, None
         if raw.status is Status.ERROR:
             self._record(level, raw, None, raw.message, out)
-            self._adopt_incumbents(out)
+            self._adopt_incumbents(out, level)
             return (Status.FEASIBLE if self.best else Status.ERROR), True, None
-        if level == 0:  # a relaxation: its proven bound holds for the problem as stated
-            bound = raw.bound
-            if bound is None and raw.status is Status.OPTIMAL and self.options.relative_gap == 0:
-                bound = raw.objective
-            if bound is not None and raw.status is not Status.INFEASIBLE:
+        if level == 0 and raw.status is not Status.INFEASIBLE:
+            # a relaxation: its proven bound holds for the problem as stated
+            bound = self._claimed_bound(raw)
+            if bound is not None:
                 self.lower_bound = max(self.lower_bound, bound)
         if raw.status is Status.INFEASIBLE:
             self._record(level, raw, None, raw.message, out)
@@ -161,16 +166,38 @@ class _Solve:
         verified = self._check(raw.x) if raw.x is not None else None
         self._record(level, raw, verified, raw.message, out)
         if verified is None:
-            self._adopt_incumbents(out)
+            self._adopt_incumbents(out, level)
             return (Status.FEASIBLE if self.best else Status.NO_SOLUTION), True, None
         if not verified.ok:
-            self._adopt_incumbents(out)
+            self.rejected = True
+            self._adopt_incumbents(out, level)
             # only an exactly 0/1 assignment is known infeasible and may be cut off
             integral = not any(v.kind == "binary" for v in verified.violations)
             return (Status.FEASIBLE if self.best else Status.NO_SOLUTION), False, (
                 raw.x if integral else None)
-        self._offer(verified)
+        self._offer(verified, level)
         return Status.FEASIBLE, True, None
+
+    def _claimed_bound(self, raw: RawResult) -> float | None:
+        """The lower bound a level-0 answer proves, or None. A float solver's OPTIMAL
+        without a bound proves nothing (only an exact backend's OPTIMAL is its own bound),
+        and neither does an answer with a fractional binary: the solver's integrality
+        claim, and so its bound, does not hold."""
+        bound = raw.bound
+        if raw.x is not None and raw.status.has_solution:
+            b = raw.x[self.problem.binary]
+            worst = float(np.max(np.abs(b - np.round(b)), initial=0.0))
+            if worst > FRACTIONAL_BINARY:
+                self.messages.append(
+                    f"the solver called a solution with a fractional binary (off by {worst:.3g}) "
+                    f"{raw.status.name}: its bound is not used")
+                return None
+        if bound is None and raw.status is Status.OPTIMAL and self.options.relative_gap == 0:
+            if self.exact_backend:
+                return raw.objective
+            self.messages.append("the solver said OPTIMAL without a bound: a backend that is not "
+                                 "exact (capabilities.exact) must prove a bound, so this is not a proof")
+        return bound
 
     # --------------------------------------------------------------- helpers
     def _check(self, x: np.ndarray) -> Verification:
@@ -179,16 +206,17 @@ class _Solve:
         self.verify_s += time.perf_counter() - t
         return v
 
-    def _offer(self, v: Verification) -> None:
+    def _offer(self, v: Verification, level: int) -> None:
         if self.best is None or v.objective < self.best[1].objective:
             self.best = (v.x, v)
+            self.best_level = level
 
-    def _adopt_incumbents(self, out: AttemptOutcome) -> None:
+    def _adopt_incumbents(self, out: AttemptOutcome, level: int) -> None:
         """Keep the best incumbent that verifies (the final answer may be missing)."""
         for _, _, x in sorted(out.incumbents, key=lambda inc: inc[1])[:_MAX_INCUMBENT_CHECKS]:
             v = self._check(x)
             if v.ok:
-                self._offer(v)
+                self._offer(v, level)
                 return
 
     def _record(self, level: int, raw: RawResult, v: Verification | None, message: str,
@@ -196,7 +224,7 @@ class _Solve:
         if v is not None and not v.ok:
             message = (message + "; " if message else "") + f"rejected: {v.summary()}"
             self.messages.append(f"level {level}: {v.summary()}")
-        elif message and raw.status is Status.ERROR:
+        elif message and raw.status is not Status.NO_SOLUTION:
             self.messages.append(message)
         self.attempts.append(Attempt(
             level=level, status=raw.status.name, solver_status=raw.solver_status,
@@ -213,8 +241,11 @@ class _Solve:
             x, v = self.best
             objective = float(v.objective)
             verified, summary = True, v.summary()
-        elif any(a.verified is False for a in self.attempts):
-            verified, summary = False, self.messages[-1] if self.messages else "rejected"
+        elif status is Status.INFEASIBLE:
+            summary = "no solution to verify: infeasibility is a proof (see proof)"
+        elif self.rejected:
+            verified = False
+            summary = next((m for m in reversed(self.messages) if "violation" in m), "rejected")
         # an exact backend's bound needs no float tolerance
         tolerance = 0.0 if self.exact_backend else objective_tolerance(self.problem)
         bound = _certified_bound(self.lower_bound, self.problem.integral_objective, tolerance)
@@ -226,9 +257,18 @@ class _Solve:
                                      f"solution of objective {objective!r}: bound discarded")
                 bound = None
             proven = bound is not None and objective <= bound + 2 * tolerance
+            if proven and self._infimum_may_be_unattained():
+                proven = False
+                self.messages.append(
+                    "a strict row binds a continuous variable in the objective: the infimum "
+                    "(>= bound) may not be attained by any solution, so no optimum is claimed "
+                    "(backend 'z3' decides this exactly)")
             if proven:
                 bound = min(bound, objective)
             status = Status.OPTIMAL if proven else Status.FEASIBLE
+        proof = None
+        if status in (Status.OPTIMAL, Status.INFEASIBLE):
+            proof = "exact" if self.exact_backend else "solver"
         gap = None
         if objective is not None and bound is not None:
             gap = max(objective - bound, 0.0) / max(abs(objective), 1.0)
@@ -241,8 +281,18 @@ class _Solve:
             message="; ".join(dict.fromkeys(self.messages)), times=times,
             time_limit=self.options.time_limit, attempts=tuple(self.attempts),
             incumbents=tuple(self.incumbents), peak_memory_mb=self.peak, killed=self.killed,
-            metadata=dict(self.problem.metadata),
+            proof=proof, metadata=dict(self.problem.metadata),
         )
+
+
+    def _infimum_may_be_unattained(self) -> bool:
+        """A float backend's solution came from a margin level (level 0's answer broke a
+        strict row) while the objective reads continuous variables the binaries do not fix:
+        the margin solution approaches an infimum that strict rows may keep out of reach
+        (``min z s.t. z > 1`` has none), so it cannot be called optimal."""
+        p = self.problem
+        return (not self.exact_backend and self.best_level > 0 and p.has_strict
+                and not p.determined_by_binaries and bool(np.any(p.objective[~p.binary] != 0)))
 
 
 def objective_tolerance(problem: Problem) -> float:

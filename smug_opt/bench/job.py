@@ -212,7 +212,7 @@ def _outcome(job: Job, started_at: str, ending: _Ending, exit_code: int, peak_mb
         r = solved.result
         return _record(
             job, started_at, r.status, objective=r.objective, bound=r.bound, gap=r.gap,
-            times=r.times, verified=r.verified, verification=r.verification,
+            times=r.times, verified=r.verified, proof=r.proof, verification=r.verification,
             reverified=solved.reverified, attempts=len(r.attempts), incumbents=r.incumbents,
             message=r.message if solved.reverified is not False else
             f"harness re-check failed: {solved.reverification}; {r.message}",

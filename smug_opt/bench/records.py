@@ -99,6 +99,7 @@ class RunRecord:
     overshoot: float | None = None
     peak_memory_mb: float | None = None
     verified: bool | None = None
+    proof: str | None = None  # SolveResult.proof: "exact", "solver" or None
     verification: str = ""
     reverified: bool | None = None
     killed: bool = False

@@ -6,8 +6,12 @@ import argparse
 import json
 import sys
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-__all__ = ["add_parser", "add_solver_options", "run", "solver_kwargs"]
+if TYPE_CHECKING:
+    from smug_opt.result import SolveResult
+
+__all__ = ["add_parser", "add_solver_options", "proof_line", "run", "solver_kwargs"]
 
 
 def add_solver_options(p: argparse.ArgumentParser, *, default_backend: str = "highs") -> None:
@@ -43,6 +47,17 @@ def solver_kwargs(args: argparse.Namespace) -> dict[str, object]:
             "seed": args.seed, "relative_gap": args.gap, "extras": extras}
 
 
+def proof_line(result: SolveResult) -> str:
+    """What a result's status rests on, in words."""
+    claim = {"OPTIMAL": "optimality", "INFEASIBLE": "infeasibility"}.get(result.status.name)
+    if claim is None:
+        return f"none: {result.status.name} claims no proof"
+    if result.proof == "exact":
+        return f"{claim} proven in exact arithmetic"
+    basis = "bound" if claim == "optimality" else "search"
+    return f"{claim} rests on {result.solver}'s floating-point {basis} (not an exact proof)"
+
+
 def add_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParser:
     p = subparsers.add_parser("solve", help="solve a saved .smug problem on one backend")
     p.add_argument("problem", type=Path, help="a problem file written by Problem.save (.smug)")
@@ -67,7 +82,8 @@ def run(args: argparse.Namespace) -> int:
         print(f"status     {result.status.name}")
         print(f"objective  {result.objective}")
         print(f"bound      {result.bound}   gap {result.gap}")
-        print(f"verified   {result.verification}")
+        print(f"proof      {proof_line(result)}")
+        print(f"solution   {result.verification}")
         print(f"time       total {t.total:.3f}s  (lower {t.lower:.3f}s, solve {t.solve:.3f}s, "
               f"verify {t.verify:.3f}s, overhead {t.overhead:.3f}s)")
         if result.message:
