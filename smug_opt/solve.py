@@ -256,15 +256,17 @@ class _Solve:
                 self.messages.append(f"the solver's bound {bound!r} is contradicted by a verified "
                                      f"solution of objective {objective!r}: bound discarded")
                 bound = None
-            proven = bound is not None and objective <= bound + 2 * tolerance
+            # (an exact backend's bound is rounded down, the objective to nearest: 2 ulps)
+            proven = bound is not None and objective <= max(
+                bound + 2 * tolerance, math.nextafter(math.nextafter(bound, math.inf), math.inf))
             if proven and self._infimum_may_be_unattained():
                 proven = False
                 self.messages.append(
                     "a strict row binds a continuous variable in the objective: the infimum "
                     "(>= bound) may not be attained by any solution, so no optimum is claimed "
                     "(backend 'z3' decides this exactly)")
-            if proven:
-                bound = min(bound, objective)
+            if proven:  # an exact backend proved the objective itself optimal
+                bound = objective if self.exact_backend else min(bound, objective)
             status = Status.OPTIMAL if proven else Status.FEASIBLE
         proof = None
         if status in (Status.OPTIMAL, Status.INFEASIBLE):
