@@ -146,6 +146,8 @@ class Z3Backend(Backend):
             result, reason = opt.check(), ""
         except z3.Z3Exception as exc:  # some versions raise "canceled" on a timeout
             result, reason = z3.unknown, str(exc)
+        finally:
+            _forget_on_model(z3, opt)
         elapsed = time.monotonic() - start
         if result == z3.unsat:  # never ask for a model here
             return RawResult(Status.INFEASIBLE, solver_status="unsat")
@@ -361,6 +363,17 @@ def _float_down(value: Fraction) -> float:
     """The largest float not above ``value`` (a bound must stay a bound once rounded)."""
     f = float(value)
     return f if Fraction(f) <= value else math.nextafter(f, -math.inf)
+
+
+def _forget_on_model(z3: Any, opt: Any) -> None:
+    """Drop z3's global reference to the ``set_on_model`` callback: z3py keeps every one in
+    a module-level dict until its ``Optimize`` is deleted, which that very reference
+    prevents, so each solve's whole context (17 MB on a tiny problem) lived forever."""
+    registered = getattr(z3.z3, "_on_models", None)
+    key = getattr(opt, "_on_models_id", None)
+    if isinstance(registered, dict) and key is not None:
+        registered.pop(key, None)
+        opt._on_models_id = None
 
 
 def _satisfies(z3: Any, model: Any, assertions: Any) -> bool:

@@ -20,6 +20,7 @@ from smug_opt.backend import RawResult, SolveOptions, Status
 from smug_opt.ir import Problem
 from smug_opt.registry import backend_class
 from smug_opt.result import Attempt, SolveResult, Timings
+from smug_opt.spawn import resolve_memory_limit
 from smug_opt.verify import Verification, snap_binaries, verify
 from smug_opt.workers import AttemptOutcome, run_attempt
 
@@ -60,28 +61,36 @@ def solve(
     extras: Mapping[str, Any] | None = None,
     isolate: bool = True,
     grace: float = DEFAULT_GRACE,
+    memory_limit: float | None = None,
 ) -> SolveResult:
     """Minimise ``problem`` on ``backend`` and return a verified :class:`SolveResult`.
 
     ``time_limit`` (seconds) bounds the whole solve: a worker that has not answered
     ``grace`` seconds after it is killed and replaced. ``isolate=False`` runs the solver in
     this process (no hard kill; used inside the benchmark's own worker processes).
+    ``memory_limit`` (MB) is the worker's budget: None gives the default
+    (:func:`smug_opt.spawn.default_memory_limit_mb`, 1/8 of the machine's RAM), ``math.inf``
+    none. A worker that passes it is killed; the result is then ERROR with a message saying
+    "memory limit", or FEASIBLE when a verified incumbent was in hand (as for a time-out).
     """
     if not isinstance(problem, Problem):
         raise TypeError(f"problem must be a smug_opt.Problem, got {type(problem).__name__}")
+    memory_limit_mb = resolve_memory_limit(memory_limit)
     cls = backend_class(backend)
     options = SolveOptions(time_limit=time_limit, threads=threads, seed=seed,
                            relative_gap=relative_gap, verbose=verbose, extras=dict(extras or {}))
     return _Solve(problem, backend, cls.solver_version(), cls.levels, options, isolate,
-                  grace, exact_backend=cls.capabilities.exact).run()
+                  grace, exact_backend=cls.capabilities.exact, memory_limit_mb=memory_limit_mb).run()
 
 
 class _Solve:
     """The state of one solve across tightening levels."""
 
     def __init__(self, problem: Problem, backend: str, solver: str, levels: int,
-                 options: SolveOptions, isolate: bool, grace: float, *, exact_backend: bool) -> None:
+                 options: SolveOptions, isolate: bool, grace: float, *, exact_backend: bool,
+                 memory_limit_mb: float | None = None) -> None:
         self.problem = problem
+        self.memory_limit_mb = memory_limit_mb
         self.exact_backend = exact_backend
         self.backend = backend
         self.solver = solver
@@ -115,7 +124,8 @@ class _Solve:
             opts = self.options if remaining is None else _with_limit(self.options, remaining)
             hard = None if self.deadline is None else self.deadline + self.grace
             outcome = run_attempt(self.backend, attempt_problem, opts, level,
-                                  hard_deadline=hard, isolate=self.isolate)
+                                  hard_deadline=hard, isolate=self.isolate,
+                                  memory_limit_mb=self.memory_limit_mb)
             status, done, rejected = self._absorb(level, outcome)
             if done:
                 break

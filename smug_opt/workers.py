@@ -6,16 +6,22 @@ so a user's script is never re-imported. The parent talks to it over a socket pa
 pickled messages, enforces a hard wall-clock deadline, and kills and replaces a worker that
 overruns it. Improving solutions a backend reports while it runs are streamed back, so a
 killed solve still hands over the best solution it had.
+
+Memory: each solve runs under a budget (:mod:`smug_opt.spawn`): a worker whose process
+group passes it is killed like one that overruns its deadline. Between solves a worker
+collects its garbage (z3's Python objects form reference cycles that hold whole solver
+contexts) and reports its resident size; one that stays :data:`RECYCLE_MB` above its idle
+footprint is replaced, so no leak in a solver library accumulates across solves.
 """
 
 from __future__ import annotations
 
 import atexit
 import contextlib
+import gc
+import math
 import os
 import resource
-import signal
-import socket
 import subprocess
 import sys
 import threading
@@ -24,15 +30,18 @@ import traceback
 import weakref
 from dataclasses import dataclass, field, replace
 from multiprocessing.connection import Connection
-from pathlib import Path
 from typing import Any
 
 import numpy as np
 
 from smug_opt.backend import Backend, RawResult, SolveOptions, Status
 from smug_opt.ir import Problem
+from smug_opt.spawn import POLL_SECONDS, MemoryWatch, kill_group, resident_mb, spawn
 
-__all__ = ["AttemptOutcome", "child_main", "run_attempt", "shutdown_workers"]
+__all__ = ["RECYCLE_MB", "AttemptOutcome", "child_main", "run_attempt", "shutdown_workers"]
+
+RECYCLE_MB = 256.0
+"""A worker still this many MB above its idle footprint after a solve is replaced."""
 
 
 @dataclass
@@ -45,8 +54,9 @@ class AttemptOutcome:
     wall_seconds: float = 0.0
     incumbents: list[tuple[float, float, np.ndarray]] = field(default_factory=list)
     killed: bool = False  # overran the hard deadline and was killed
-    crash: str | None = None  # the worker died on its own (segfault, out of memory, ...)
+    crash: str | None = None  # the worker died (segfault, ...) or passed its memory limit
     peak_rss_mb: float | None = None
+    memory_exceeded: bool = False  # killed for passing its memory limit (``crash`` says so)
 
 
 # ------------------------------------------------------------------ child side
@@ -103,7 +113,8 @@ def child_main(backend_name: str, fd: int) -> None:
     except Exception as exc:
         conn.send(("fatal", f"{type(exc).__name__}: {exc}"))
         return
-    conn.send(("ready", os.getpid()))
+    gc.collect()
+    conn.send(("ready", os.getpid(), resident_mb()))
     cached: tuple[int, Problem] | None = None
     while True:
         try:
@@ -117,13 +128,14 @@ def child_main(backend_name: str, fd: int) -> None:
             cached = (token, problem)
         if cached is None or cached[0] != token:
             conn.send(("result", RawResult(Status.ERROR, message="worker lost the problem"),
-                       0.0, 0.0, _peak_rss_mb()))
+                       0.0, 0.0, _peak_rss_mb(), resident_mb()))
             continue
         os.dup2(stdout if options.verbose else devnull, 1)
         raw, lower_s, solve_s = _execute(backend, cached[1], options, level, conn.send)
         sys.stdout.flush()
         os.dup2(devnull, 1)
-        conn.send(("result", raw, lower_s, solve_s, _peak_rss_mb()))
+        gc.collect()  # solver objects in reference cycles (z3's) hold native memory
+        conn.send(("result", raw, lower_s, solve_s, _peak_rss_mb(), resident_mb()))
 
 
 # ----------------------------------------------------------------- parent side
@@ -137,34 +149,32 @@ class _Worker:
         self._spawn()
 
     def _spawn(self) -> None:
-        parent_sock, child_sock = socket.socketpair()
-        env = dict(os.environ)
-        root = str(Path(__file__).resolve().parent.parent)
-        env["PYTHONPATH"] = os.pathsep.join([root, *filter(None, [env.get("PYTHONPATH")])])
-        self.proc = subprocess.Popen(
-            [sys.executable, "-m", "smug_opt.worker_main", self.backend_name,
-             str(child_sock.fileno())],
-            pass_fds=(child_sock.fileno(),), env=env, stdin=subprocess.DEVNULL,
-            start_new_session=True,  # its own process group: a kill takes solver children too
-            stdout=sys.__stderr__.fileno() if sys.__stderr__ else subprocess.DEVNULL,
-        )
-        child_sock.close()
-        self.conn = Connection(parent_sock.detach())
+        child = spawn("smug_opt.worker_main", self.backend_name,
+                      stdout=sys.__stderr__.fileno() if sys.__stderr__ else subprocess.DEVNULL)
+        self.proc, self.conn = child.proc, child.conn
         self.ready = False
+        self.idle_mb: float | None = None
         self.cached_token = None
 
-    def _await_ready(self, deadline: float | None) -> str | None:
+    def _await_ready(self, deadline: float | None, watch: MemoryWatch) -> str | None:
         while not self.ready:
-            timeout = None if deadline is None else max(deadline - time.monotonic(), 0.0)
+            if watch.over():
+                return watch.message()
+            timeout = POLL_SECONDS
+            if deadline is not None:
+                timeout = min(timeout, deadline - time.monotonic())
+                if timeout <= 0:
+                    return "worker did not start before the deadline"
             try:
                 if not self.conn.poll(timeout):
-                    return "worker did not start before the deadline"
+                    continue
                 msg = self.conn.recv()
             except (EOFError, OSError):
-                return f"worker exited during start-up (exit code {self.proc.poll()})"
+                return f"worker exited during start-up (exit code {self.proc.wait()})"
             if msg[0] == "fatal":
                 return msg[1]
-            self.ready = msg[0] == "ready"
+            if msg[0] == "ready":
+                self.ready, self.idle_mb = True, msg[2]
         return None
 
     def restart(self) -> None:
@@ -173,8 +183,7 @@ class _Worker:
 
     def kill(self) -> None:
         """Kill the worker and every process it started (e.g. a CBC executable)."""
-        with contextlib.suppress(ProcessLookupError, PermissionError):
-            os.killpg(self.proc.pid, signal.SIGKILL)
+        kill_group(self.proc)
         with contextlib.suppress(subprocess.TimeoutExpired):
             self.proc.wait(timeout=5)
         self.conn.close()
@@ -187,13 +196,15 @@ class _Worker:
             self.kill()
 
     def run(self, token: int, problem: Problem, options: SolveOptions, level: int,
-            hard_deadline: float | None) -> AttemptOutcome:
+            hard_deadline: float | None, memory_limit_mb: float | None) -> AttemptOutcome:
         start = time.monotonic()
-        failure = self._await_ready(hard_deadline)
+        watch = MemoryWatch(self.proc.pid, memory_limit_mb)
+        failure = self._await_ready(hard_deadline, watch)
         if failure is not None:
             killed = hard_deadline is not None and time.monotonic() >= hard_deadline
             self.restart()
             return AttemptOutcome(None, killed=killed, crash=None if killed else failure,
+                                  memory_exceeded=watch.peak_mb > (memory_limit_mb or math.inf),
                                   wall_seconds=time.monotonic() - start)
         if options.time_limit is not None:  # a cold start is spent from the solve's own time
             options = replace(options, time_limit=max(options.time_limit - (time.monotonic() - start),
@@ -204,17 +215,28 @@ class _Worker:
             self.conn.send(("solve", token, payload, options, level))
             self.cached_token = token
             while True:
-                timeout = None if hard_deadline is None else hard_deadline - time.monotonic()
-                if timeout is not None and (timeout <= 0 or not self.conn.poll(timeout)):
-                    outcome.killed = True
-                    self.restart()
-                    break
+                timeout = POLL_SECONDS
+                if hard_deadline is not None:
+                    timeout = min(timeout, hard_deadline - time.monotonic())
+                    if timeout <= 0:
+                        outcome.killed = True
+                        self.restart()
+                        break
+                if not self.conn.poll(timeout):
+                    if watch.over():
+                        outcome.crash, outcome.memory_exceeded = watch.message(), True
+                        outcome.peak_rss_mb = watch.peak_mb
+                        self.restart()
+                        break
+                    continue
                 msg = self.conn.recv()
                 if msg[0] == "incumbent":
                     outcome.incumbents.append(msg[1:])
                     continue
-                _, outcome.raw, outcome.lower_seconds, outcome.solve_seconds, rss = msg
-                outcome.peak_rss_mb = rss
+                _, outcome.raw, outcome.lower_seconds, outcome.solve_seconds, peak, now = msg
+                outcome.peak_rss_mb = max(peak, watch.peak_mb)
+                if self.idle_mb is not None and now > self.idle_mb + RECYCLE_MB:
+                    self.restart()  # did not give its memory back: a fresh one next time
                 break
         except (EOFError, OSError, BrokenPipeError):
             code = self.proc.wait()
@@ -253,9 +275,12 @@ def run_attempt(
     *,
     hard_deadline: float | None,
     isolate: bool = True,
+    memory_limit_mb: float | None = None,
 ) -> AttemptOutcome:
     """Run one tightening level of one solve; ``hard_deadline`` is a ``time.monotonic()``
-    instant after which an isolated worker is killed (None: no hard limit)."""
+    instant after which an isolated worker is killed (None: no hard limit), as is one whose
+    process group holds more than ``memory_limit_mb`` resident (None: no budget; not
+    enforced with ``isolate=False``, where the caller's own process would be the victim)."""
     if not isolate:
         from smug_opt.registry import backend_class
 
@@ -267,7 +292,7 @@ def run_attempt(
                               peak_rss_mb=_peak_rss_mb())
     worker = _worker(backend_name)
     with worker.lock:
-        return worker.run(_token(problem), problem, options, level, hard_deadline)
+        return worker.run(_token(problem), problem, options, level, hard_deadline, memory_limit_mb)
 
 
 def shutdown_workers() -> None:

@@ -1,4 +1,4 @@
-"""The job process: ``python -m smug_opt.bench.child FD PARENT_PID`` runs one benchmark job.
+"""The job process: ``python -m smug_opt.bench.child PARENT_PID FD`` runs one benchmark job.
 
 It receives a :class:`~smug_opt.bench.job.Job` on the connection ``FD``, loads the problem
 and warms up the backend's imports, answers ``("ready", solver_version, start)`` (``start``
@@ -104,4 +104,4 @@ def _describe(exc: BaseException) -> str:
 if __name__ == "__main__":
     from smug_opt.bench import child  # pickle Solved under its module name, not __main__
 
-    child.main(int(sys.argv[1]), int(sys.argv[2]))
+    child.main(int(sys.argv[2]), int(sys.argv[1]))

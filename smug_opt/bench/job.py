@@ -4,8 +4,9 @@
 fork), in its own session so that the whole process group (a solver's own helper
 processes included) can be killed, hands it the :class:`Job`, and waits. The clock starts
 when the job process has loaded the problem and the solver: a job with no answer
-``time_limit + grace`` seconds later is killed, as is one whose resident memory passes
-``memory_limit_mb``. Crashes, hangs, memory blow-ups and exceptions all become a
+``time_limit + grace`` seconds later is killed, as is one whose process group's resident
+memory passes its budget (:mod:`smug_opt.spawn`, the same as a solve's worker gets).
+Crashes, hangs, memory blow-ups and exceptions all become a
 :class:`~smug_opt.bench.records.RunRecord` with status ERROR; :func:`run_job` itself only
 raises :class:`JobCancelled` (when ``cancel`` is set) or KeyboardInterrupt.
 
@@ -19,7 +20,6 @@ import contextlib
 import enum
 import os
 import signal
-import socket
 import subprocess
 import sys
 import tempfile
@@ -27,7 +27,6 @@ import threading
 import time
 from dataclasses import dataclass
 from datetime import datetime, timezone
-from multiprocessing.connection import Connection
 from pathlib import Path
 from typing import IO, Any
 
@@ -36,6 +35,7 @@ from smug_opt.backend import Status
 from smug_opt.bench.child import Solved
 from smug_opt.bench.records import RecordKey, RunRecord, machine_info
 from smug_opt.bench.suites import Instance
+from smug_opt.spawn import POLL_SECONDS, MemoryWatch, kill_group, spawn
 
 __all__ = ["DEFAULT_GRACE", "START_TIMEOUT", "Job", "JobCancelled", "failed_record", "run_job"]
 
@@ -45,7 +45,6 @@ DEFAULT_GRACE = 5.0
 START_TIMEOUT = 300.0
 """Seconds a job process may take to load its problem and solver before it is killed."""
 
-_POLL = 0.1
 _EXIT_WAIT = 10.0
 _OUTPUT_TAIL = 1500
 
@@ -56,7 +55,8 @@ class JobCancelled(Exception):
 
 @dataclass(frozen=True)
 class Job:
-    """Everything one job process needs. ``memory_limit_mb`` None: no memory limit."""
+    """Everything one job process needs. ``memory_limit_mb`` None: no memory limit (a
+    :class:`~smug_opt.bench.runner.RunConfig` gives every job the default budget)."""
 
     suite: str
     instance: Instance
@@ -94,24 +94,10 @@ class _JobProcess:
     def __init__(self, job: Job, output: IO[bytes]) -> None:
         self.job = job
         self.output = output
-        parent_sock, child_sock = socket.socketpair()
-        env = dict(os.environ)
-        root = str(Path(__file__).resolve().parents[2])
-        env["PYTHONPATH"] = os.pathsep.join([root, *filter(None, [env.get("PYTHONPATH")])])
-        self.proc = subprocess.Popen(
-            [sys.executable, "-m", "smug_opt.bench.child", str(child_sock.fileno()),
-             str(os.getpid())],
-            pass_fds=(child_sock.fileno(),), env=env, stdin=subprocess.DEVNULL,
-            stdout=output, stderr=subprocess.STDOUT, start_new_session=True,
-        )
-        child_sock.close()
-        self.conn = Connection(parent_sock.detach())
+        child = spawn("smug_opt.bench.child", str(os.getpid()), stdout=output, stderr=subprocess.STDOUT)
+        self.proc, self.conn = child.proc, child.conn
         self.conn.send(job)
-        self._psutil: Any = None
-        if job.memory_limit_mb is not None:
-            import psutil
-
-            self._psutil = psutil.Process(self.proc.pid)
+        self.memory = MemoryWatch(self.proc.pid, job.memory_limit_mb)
 
     def receive(self, deadline: float, cancel: threading.Event | None) -> Any:
         """The next message, or the :class:`_Event` that ended the wait first."""
@@ -122,29 +108,12 @@ class _JobProcess:
             if remaining <= 0:
                 return _Event.DEADLINE
             try:
-                if self.conn.poll(min(remaining, _POLL)):
+                if self.conn.poll(min(remaining, POLL_SECONDS)):
                     return self.conn.recv()
             except (EOFError, OSError):
                 return _Event.DIED
-            if self._over_memory():
+            if self.memory.over():
                 return _Event.MEMORY
-
-    def _over_memory(self) -> bool:
-        """Whether the job process and its descendants (a solver's own helper processes)
-        together hold more resident memory than the limit."""
-        if self._psutil is None:
-            return False
-        import psutil
-
-        try:
-            processes = [self._psutil, *self._psutil.children(recursive=True)]
-            rss = 0
-            for process in processes:
-                with contextlib.suppress(psutil.NoSuchProcess):
-                    rss += process.memory_info().rss
-        except psutil.Error:  # the job process is gone: the next poll sees the closed pipe
-            return False
-        return rss > self.job.memory_limit_mb * 2**20
 
     def finish(self, *, let_exit: bool) -> tuple[int, float]:
         """Kill the process group (after up to ``_EXIT_WAIT`` s for the process to exit on its
@@ -156,8 +125,7 @@ class _JobProcess:
             if os.waitid(os.P_PID, self.proc.pid, flags) is not None:
                 break
             time.sleep(0.01)
-        with contextlib.suppress(ProcessLookupError, PermissionError):
-            os.killpg(self.proc.pid, signal.SIGKILL)  # the unreaped leader keeps the group id ours
+        kill_group(self.proc)  # the unreaped leader keeps the group id ours
         _, status, usage = os.wait4(self.proc.pid, 0)
         self.proc.returncode = os.waitstatus_to_exitcode(status)
         self.conn.close()
@@ -187,7 +155,8 @@ def run_job(job: Job, *, cancel: threading.Event | None = None) -> RunRecord:
         finally:
             let_exit = ending is not None and ending.message not in (_Event.DEADLINE, _Event.MEMORY)
             exit_code, peak_mb = process.finish(let_exit=let_exit)
-        return _outcome(job, started_at, ending, exit_code, peak_mb, process.output_tail())
+        return _outcome(job, started_at, ending, exit_code, peak_mb, process.output_tail(),
+                        process.memory.message())
 
 
 def _wait(process: _JobProcess, job: Job, cancel: threading.Event | None) -> _Ending:
@@ -200,7 +169,7 @@ def _wait(process: _JobProcess, job: Job, cancel: threading.Event | None) -> _En
 
 
 def _outcome(job: Job, started_at: str, ending: _Ending, exit_code: int, peak_mb: float,
-             output: str) -> RunRecord:
+             output: str, memory_message: str) -> RunRecord:
     common: dict[str, Any] = {
         "wall_seconds": ending.wall, "peak_memory_mb": peak_mb, "exit_code": exit_code,
         "solver": ending.solver,
@@ -227,7 +196,7 @@ def _outcome(job: Job, started_at: str, ending: _Ending, exit_code: int, peak_mb
     elif message is _Event.DEADLINE:
         text = f"the job process did not load its problem and solver within {START_TIMEOUT:g} s: killed"
     elif message is _Event.MEMORY:
-        text = f"{phase}: resident memory passed the limit of {job.memory_limit_mb:g} MB: killed"
+        text = f"{phase}: {memory_message}"
     else:
         text = f"the job process died {phase} ({_exit_text(exit_code)})"
         if output:

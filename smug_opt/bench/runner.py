@@ -16,7 +16,7 @@ import json
 import os
 import sys
 from collections.abc import Callable
-from dataclasses import asdict, dataclass, fields, replace
+from dataclasses import asdict, dataclass, field, fields, replace
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any, ClassVar
@@ -27,6 +27,7 @@ from smug_opt.bench.executors import Executor, SequentialExecutor
 from smug_opt.bench.job import DEFAULT_GRACE, Job
 from smug_opt.bench.records import RESULTS_FILE, RunRecord, append_record, machine_info, read_records
 from smug_opt.bench.suites import Instance, get_suite, instances_from_dir, load_suite
+from smug_opt.spawn import default_memory_limit_mb
 
 __all__ = ["RUN_FILE", "RunConfig", "RunConfigMismatchError", "RunOutcome", "collect_instances",
            "plan_jobs", "resolve_backends", "run_benchmark"]
@@ -47,8 +48,9 @@ class RunConfig:
     Each job gets ``time_limit`` seconds, ``threads`` solver threads and solver seed
     ``seed`` (the same for every repeat: repeats measure timing noise); a job process with
     no answer ``grace`` seconds after the limit is killed, as is one whose resident memory
-    passes ``memory_limit_mb`` (None: no limit). ``instance_filter`` is a glob on instance
-    names (None: all); ``run.json`` keeps the latest invocation's.
+    passes ``memory_limit_mb`` (by default a solve's default budget,
+    :func:`smug_opt.spawn.default_memory_limit_mb`; None: no limit). ``instance_filter`` is
+    a glob on instance names (None: all); ``run.json`` keeps the latest invocation's.
     """
 
     backends: tuple[str, ...]
@@ -59,7 +61,7 @@ class RunConfig:
     threads: int = 1
     seed: int = 0
     grace: float = DEFAULT_GRACE
-    memory_limit_mb: float | None = None
+    memory_limit_mb: float | None = field(default_factory=default_memory_limit_mb)
     instance_filter: str | None = None
 
     MEASUREMENT: ClassVar[tuple[str, ...]] = ("time_limit", "threads", "seed", "grace", "memory_limit_mb")

@@ -31,7 +31,8 @@ def add_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParse
     r.add_argument("--grace", type=float, default=None,
                    help="seconds past the limit before a job is killed (default 5)")
     r.add_argument("--memory-limit", type=float, default=None, metavar="MB",
-                   help="kill a job whose resident memory passes MB (default: no limit)")
+                   help="kill a job whose resident memory passes MB (default: 1/8 of the "
+                        "machine's RAM, at least 1024; inf: no limit)")
     r.add_argument("--filter", default=None, metavar="GLOB", help="only instances whose name matches")
     r.add_argument("--workers", type=int, default=1,
                    help="jobs at once on this machine (default 1: sequential, cleanest timings)")
@@ -76,6 +77,7 @@ def _run(args: argparse.Namespace) -> int:
     from smug_opt.bench.executors import make_executor
     from smug_opt.bench.job import DEFAULT_GRACE
     from smug_opt.bench.runner import RunConfig, resolve_backends, run_benchmark
+    from smug_opt.spawn import resolve_memory_limit
 
     if not (args.suite or args.instances):
         raise ValueError("give --suite NAME or --instances DIR (see `smug-opt bench list`)")
@@ -84,7 +86,7 @@ def _run(args: argparse.Namespace) -> int:
         suites=tuple(args.suite), instance_dirs=tuple(str(d) for d in args.instances),
         repeats=args.repeats, threads=args.threads, seed=args.seed,
         grace=DEFAULT_GRACE if args.grace is None else args.grace,
-        memory_limit_mb=args.memory_limit, instance_filter=args.filter,
+        memory_limit_mb=resolve_memory_limit(args.memory_limit), instance_filter=args.filter,
     )
     if args.executor == "local" and args.scheduler:
         raise ValueError("--scheduler needs --executor dask")

@@ -24,6 +24,10 @@ def add_solver_options(p: argparse.ArgumentParser, *, default_backend: str = "hi
     p.add_argument("--seed", type=int, default=0, help="solver random seed (default 0)")
     p.add_argument("--gap", type=float, default=0.0,
                    help="relative gap accepted as optimal (default 0: prove optimality)")
+    p.add_argument("--memory-limit", type=float, default=None, metavar="MB",
+                   help="the solver worker's memory budget: a worker that passes it is killed and "
+                        "the solve ends ERROR (\"memory limit\") or FEASIBLE with its best verified "
+                        "solution (default: 1/8 of the machine's RAM, at least 1024; inf: none)")
     p.add_argument("--option", action="append", default=[], metavar="KEY=VALUE",
                    help="backend-specific option, repeatable (e.g. --option encoding=pb)")
 
@@ -44,7 +48,8 @@ def solver_kwargs(args: argparse.Namespace) -> dict[str, object]:
             raise ValueError(f"--option expects KEY=VALUE, got {item!r}")
         extras[key.strip()] = _parse_value(value.strip())
     return {"backend": args.backend, "time_limit": args.time_limit, "threads": args.threads,
-            "seed": args.seed, "relative_gap": args.gap, "extras": extras}
+            "seed": args.seed, "relative_gap": args.gap, "extras": extras,
+            "memory_limit": args.memory_limit}
 
 
 def proof_line(result: SolveResult) -> str:

@@ -1,8 +1,8 @@
 """Toy third-party smug-opt backends, registered only through this package's entry points.
 
-``toy-bruteforce`` is a complete (if tiny) backend; ``toy-hang``, ``toy-crash`` and
-``toy-missing-solver`` misbehave on purpose for the isolation and registry tests, and the
-``toy-broken`` entry point names a module that does not exist.
+``toy-bruteforce`` is a complete (if tiny) backend; ``toy-hang``, ``toy-crash``,
+``toy-hog`` and ``toy-missing-solver`` misbehave on purpose for the isolation, memory and
+registry tests, and the ``toy-broken`` entry point names a module that does not exist.
 """
 
 from __future__ import annotations
@@ -93,6 +93,37 @@ class ToyCrash(ToyBruteForce):
         if options.extras.get("crash", True):
             os._exit(1)
         return super().optimize(model, problem, options, on_incumbent)
+
+
+_KEPT: list[bytearray] = []  # what toy-hog "leaks" across solves
+
+
+def _touched(mb: int) -> bytearray:
+    block = bytearray(mb * 2**20)
+    block[::4096] = b"x" * len(block[::4096])  # touch every page: resident, not just reserved
+    return block
+
+
+class ToyHog(ToyBruteForce):
+    """Finds the optimum, reports it as an incumbent unless ``extras={"incumbent": False}``,
+    then allocates memory without bound, ignoring its time limit; with
+    ``extras={"leak_mb": N}`` it instead answers normally but keeps N MB alive afterwards."""
+
+    name: ClassVar[str] = "toy-hog"
+
+    def optimize(self, model: Any, problem: Problem, options: SolveOptions,
+                 on_incumbent: IncumbentCallback) -> RawResult:
+        raw = super().optimize(model, problem, options, on_incumbent)
+        leak = int(options.extras.get("leak_mb", 0))
+        if leak:
+            _KEPT.append(_touched(leak))
+            return raw
+        if raw.x is not None and options.extras.get("incumbent", True):
+            on_incumbent(raw.x, float(raw.objective))
+        hog = []
+        while True:
+            hog.append(_touched(32))
+            time.sleep(0.01)
 
 
 class ToyMissingSolver(ToyBruteForce):
