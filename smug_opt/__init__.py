@@ -7,6 +7,7 @@ imported when they are used.
 from smug_opt.backend import Backend, Capabilities, RawResult, SolveOptions, Status
 from smug_opt.explain import Explanation, explain
 from smug_opt.ir import Problem, ProblemBuilder, Sense, VarKind
+from smug_opt.problem_file import load_problem, save_problem
 from smug_opt.registry import available_backends, backend_infos
 from smug_opt.result import SolveResult
 from smug_opt.solve import solve
@@ -28,6 +29,8 @@ __all__ = [
     "available_backends",
     "backend_infos",
     "explain",
+    "load_problem",
+    "save_problem",
     "solve",
     "verify",
 ]

@@ -3,19 +3,22 @@ with strict senses, ReLU constraints and a linear objective to minimise.
 
 Every float64 in a :class:`Problem` means the exact rational it represents; backends and
 bridges decide how to honour that on their solver, and :mod:`smug_opt.verify` checks it.
+A Problem is immutable (read-only arrays and metadata), so it can be cached by identity.
+Its file format lives in :mod:`smug_opt.problem_file`, which depends on this module, not
+the other way round.
 """
 
 from __future__ import annotations
 
 import enum
-from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Iterator, Mapping, Sequence
+from dataclasses import dataclass, field, fields, replace
 from typing import Any, NamedTuple
 
 import numpy as np
 import scipy.sparse as sp
 
-__all__ = ["Problem", "ProblemBuilder", "Sense", "VarKind"]
+__all__ = ["FrozenMapping", "Problem", "ProblemBuilder", "Sense", "VarKind"]
 
 
 @enum.unique
@@ -110,6 +113,59 @@ def _freeze(arr: np.ndarray) -> np.ndarray:
     return arr
 
 
+def _read_only(arr: Any) -> np.ndarray:
+    """``arr`` itself when it already owns read-only data, else a read-only copy (so no
+    caller's array or view can change it later)."""
+    arr = np.asarray(arr)
+    if arr.flags.writeable or not arr.flags.owndata:
+        arr = arr.copy()
+        arr.setflags(write=False)
+    return arr
+
+
+def _read_only_csr(matrix: sp.csr_matrix) -> sp.csr_matrix:
+    """``matrix`` in canonical form (sorted indices, no duplicates) over read-only ``data``,
+    ``indices`` and ``indptr``: itself when it already is, else a copy."""
+    parts = (matrix.data, matrix.indices, matrix.indptr)
+    if all(not a.flags.writeable and a.flags.owndata for a in parts) and matrix.has_canonical_format:
+        return matrix
+    frozen = sp.csr_matrix(matrix, copy=True)
+    frozen.sum_duplicates()  # sorts the indices too: nothing needs to write to them later
+    for a in (frozen.data, frozen.indices, frozen.indptr):
+        a.setflags(write=False)
+    return frozen
+
+
+class FrozenMapping(Mapping[str, Any]):
+    """A read-only, picklable view of a copy of a mapping (a Problem's metadata)."""
+
+    __slots__ = ("_items",)
+
+    def __init__(self, items: Mapping[str, Any] | None = None) -> None:
+        self._items = dict(items or {})
+
+    def __getitem__(self, key: str) -> Any:
+        return self._items[key]
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._items)
+
+    def __len__(self) -> int:
+        return len(self._items)
+
+    def __repr__(self) -> str:
+        return f"FrozenMapping({self._items!r})"
+
+    def __getstate__(self) -> dict[str, Any]:
+        return self._items
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        self._items = dict(state)
+
+
+_MATRICES = ("A", "relu_in")
+
+
 @dataclass(frozen=True, eq=False)
 class Problem:
     """``min objective·x`` subject to linear rows and ``y = max(0, z)`` ReLU constraints.
@@ -121,7 +177,12 @@ class Problem:
     ReLUs: ``x[relu_out[r]] = max(0, relu_in[r]·x + relu_const[r])``; ``relu_lo``/``relu_hi``
     are valid bounds on the pre-activation (``-inf``/``inf`` when unknown). A ReLU may only
     read binaries, continuous variables that are not ReLU outputs, and outputs of earlier
-    ReLUs, so a solution's ReLU outputs can be recomputed exactly in order.
+    ReLUs, so a solution's ReLU outputs can be recomputed exactly in order. Without ReLUs
+    ``relu_in`` is empty (0 × n; the default 0 × 0 is widened to that).
+
+    Immutable: every array (``A``'s and ``relu_in``'s data, indices and indptr included)
+    is read-only, writable inputs are copied, and ``metadata`` is a :class:`FrozenMapping`
+    (its values are not copied deeply: treat them as read-only too).
     """
 
     kinds: np.ndarray
@@ -132,7 +193,7 @@ class Problem:
     rhs: np.ndarray
     objective: np.ndarray
     relu_out: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=np.int64))
-    relu_in: sp.csr_matrix | None = None
+    relu_in: sp.csr_matrix = field(default_factory=lambda: sp.csr_matrix((0, 0)))
     relu_const: np.ndarray = field(default_factory=lambda: np.zeros(0))
     relu_lo: np.ndarray = field(default_factory=lambda: np.zeros(0))
     relu_hi: np.ndarray = field(default_factory=lambda: np.zeros(0))
@@ -142,9 +203,30 @@ class Problem:
         n = self.kinds.shape[0]
         if n == 0:
             raise ValueError("a problem needs at least one variable")
-        if self.relu_in is None:
+        if self.relu_in.shape == (0, 0):
             object.__setattr__(self, "relu_in", sp.csr_matrix((0, n)))
+        self._freeze_fields()
         _validate(self)
+
+    def _freeze_fields(self) -> None:
+        for f in fields(self):
+            value = getattr(self, f.name)
+            if f.name == "metadata":
+                frozen = value if isinstance(value, FrozenMapping) else FrozenMapping(value)
+            elif f.name in _MATRICES:
+                if not sp.issparse(value) or value.format != "csr":
+                    raise ValueError(f"{f.name} must be a scipy.sparse CSR matrix, "
+                                     f"got {type(value).__name__}")
+                frozen = _read_only_csr(value)
+            else:
+                frozen = _read_only(value)
+            object.__setattr__(self, f.name, frozen)
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        """Unpickling (a worker receiving the problem) keeps the arrays read-only."""
+        for name, value in state.items():
+            object.__setattr__(self, name, value)
+        self._freeze_fields()
 
     # ----------------------------------------------------------------- sizes
     @property
@@ -220,8 +302,6 @@ class Problem:
         self, coefficients: Any, senses: Sequence[str | Sense] | str, rhs: Any
     ) -> Problem:
         """A copy with extra rows ``coefficients @ x  senses  rhs`` over all variables."""
-        from dataclasses import replace
-
         block = _as_csr(coefficients, "constraint coefficients", n_cols=self.num_vars)
         m = block.shape[0]
         return replace(
@@ -233,23 +313,7 @@ class Problem:
 
     def with_metadata(self, **items: Any) -> Problem:
         """A copy whose metadata is updated with ``items``."""
-        from dataclasses import replace
-
         return replace(self, metadata={**self.metadata, **items})
-
-    # ------------------------------------------------------------------- I/O
-    def save(self, path: Any) -> None:
-        """Write the problem losslessly (see :mod:`smug_opt.problem_file`)."""
-        from smug_opt.problem_file import save_problem
-
-        save_problem(self, path)
-
-    @classmethod
-    def load(cls, path: Any) -> Problem:
-        """Read a problem written by :meth:`save`."""
-        from smug_opt.problem_file import load_problem
-
-        return load_problem(path)
 
 
 def _validate(p: Problem) -> None:
@@ -279,7 +343,6 @@ def _validate(p: Problem) -> None:
     if not np.all(np.isfinite(p.rhs)):
         raise ValueError("rhs contains NaN or inf")
     r = p.relu_out.shape[0]
-    assert p.relu_in is not None
     if p.relu_in.shape != (r, n) or p.relu_const.shape != (r,):
         raise ValueError(f"relu_in must be ({r}, {n}) and relu_const ({r},)")
     if p.relu_lo.shape != (r,) or p.relu_hi.shape != (r,):

@@ -52,7 +52,6 @@ def save_problem(problem: Problem, path: str | os.PathLike[str]) -> None:
         raise ValueError(f"problem metadata must be JSON-serialisable: {exc}") from None
     arrays = {name: np.asarray(getattr(problem, name)) for name in _VECTORS}
     arrays |= _csr_arrays("A", problem.A)
-    assert problem.relu_in is not None
     arrays |= _csr_arrays("relu_in", problem.relu_in)
     arrays["header"] = np.frombuffer(header.encode(), dtype=np.uint8)
     target = Path(path)

@@ -160,18 +160,18 @@ def _problem(out: Path, mlp: Any, tag: str, index: int, x: np.ndarray, bounds: s
              ) -> tuple[Any, float]:
     """The digit's problem, from the cache or encoded now (and cached); and encoding seconds."""
     from smug_opt.encode import full_network
-    from smug_opt.ir import Problem
+    from smug_opt.problem_file import load_problem, save_problem
 
     path = out / "problems" / f"{tag}-{mlp.digest[:8]}-{bounds}-c{cell}-{index:04d}.smug"
     if path.is_file():
-        problem = Problem.load(path)
+        problem = load_problem(path)
         if problem.metadata.get("model_digest") == mlp.digest:
             return problem, float(problem.metadata["encode_seconds"])
     start = time.perf_counter()
     problem = full_network(mlp, x, cell=cell, bounds=bounds, name=tag)
     seconds = time.perf_counter() - start
     problem = problem.with_metadata(encode_seconds=seconds, test_index=index)
-    problem.save(path)
+    save_problem(problem, path)
     return problem, seconds
 
 

@@ -79,7 +79,6 @@ def _complete(problem: Problem, x: np.ndarray) -> dict[int, exact.Dyadic]:
     """Exact ReLU outputs, in order, from the solution's other values."""
     values: dict[int, exact.Dyadic] = {}
     relu_in = problem.relu_in
-    assert relu_in is not None
     for r, out in enumerate(problem.relu_out.tolist()):
         lo, hi = relu_in.indptr[r], relu_in.indptr[r + 1]
         cols = relu_in.indices[lo:hi]

@@ -10,6 +10,7 @@ from smug_opt.bench.executors import DaskExecutor
 from smug_opt.bench.generators import random_strict_problem
 from smug_opt.bench.records import RESULTS_FILE, read_records
 from smug_opt.bench.runner import RunConfig, run_benchmark
+from smug_opt.problem_file import save_problem
 
 distributed = pytest.importorskip("distributed")
 
@@ -17,8 +18,9 @@ distributed = pytest.importorskip("distributed")
 def test_dask_executor_runs_jobs_and_survives_a_crash(tmp_path):
     instances = tmp_path / "inst"
     instances.mkdir()
-    random_strict_problem(20, 10, seed=0).save(instances / "easy.smug")
-    random_strict_problem(20, 10, seed=1).with_metadata(**{FAULT_KEY: "crash"}).save(instances / "crash.smug")
+    save_problem(random_strict_problem(20, 10, seed=0), instances / "easy.smug")
+    crash = random_strict_problem(20, 10, seed=1).with_metadata(**{FAULT_KEY: "crash"})
+    save_problem(crash, instances / "crash.smug")
     config = RunConfig(backends=("highs",), time_limit=5.0, instance_dirs=(str(instances),))
     with distributed.LocalCluster(n_workers=1, threads_per_worker=1, processes=True,
                                   dashboard_address=None) as cluster, \

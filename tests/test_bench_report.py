@@ -13,6 +13,7 @@ from smug_opt.bench.generators import random_strict_problem
 from smug_opt.bench.records import RESULTS_FILE, RunRecord, append_record
 from smug_opt.bench.report import compare_runs, load_run, write_report
 from smug_opt.cli import bench as bench_cli
+from smug_opt.problem_file import save_problem
 from smug_opt.result import Timings
 
 PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
@@ -105,7 +106,7 @@ def test_cli_list_run_report(tmp_path, monkeypatch, capsys):
 
     instances = tmp_path / "mine"
     instances.mkdir()
-    random_strict_problem(15, 8, seed=1).save(instances / "one.smug")
+    save_problem(random_strict_problem(15, 8, seed=1), instances / "one.smug")
     out = tmp_path / "run"
     argv = ["bench", "run", "--instances", str(instances), "--backends", "highs", "--time-limit", "5",
             "--out", str(out), "--quiet"]

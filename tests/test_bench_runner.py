@@ -16,6 +16,7 @@ from smug_opt.bench.job import Job, run_job
 from smug_opt.bench.records import RESULTS_FILE, read_records
 from smug_opt.bench.runner import RunConfig, RunConfigMismatchError, run_benchmark
 from smug_opt.bench.suites import Instance, instances_from_dir
+from smug_opt.problem_file import save_problem
 from smug_opt.registry import available_backends, refresh
 
 
@@ -26,7 +27,7 @@ def write_instances(directory: Path, names: list[str]) -> Path:
         problem = random_strict_problem(20, 10, seed=i)
         if name in ("hang", "crash", "oom"):
             problem = problem.with_metadata(**{FAULT_KEY: name})
-        problem.save(directory / f"{name}.smug")
+        save_problem(problem, directory / f"{name}.smug")
     return directory
 
 
@@ -128,7 +129,8 @@ def test_hanging_and_crashing_backends_are_errors_and_the_run_goes_on(tmp_path):
         pytest.skip("the toy test plugin (tests/toy_plugin) is not installed")
     directory = tmp_path / "inst"
     directory.mkdir()
-    random_strict_problem(10, 5, seed=3).save(directory / "small.smug")  # the toys take <= 16 binaries
+    # the toys take <= 16 binaries
+    save_problem(random_strict_problem(10, 5, seed=3), directory / "small.smug")
     config = RunConfig(backends=("toy-hang", "toy-crash", "toy-bruteforce"), time_limit=1.0, grace=0.5,
                        instance_dirs=(str(directory),))
     outcome = run_benchmark(config, tmp_path / "run", executor=LocalPoolExecutor(3), quiet=True)

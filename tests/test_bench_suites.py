@@ -20,7 +20,7 @@ from smug_opt.bench.suites import (
     register_suite,
     suite_dir,
 )
-from smug_opt.ir import Problem
+from smug_opt.problem_file import load_problem
 
 
 @pytest.fixture(autouse=True)
@@ -49,7 +49,7 @@ def test_synthetic_suite_is_built_once_and_deterministic(tmp_path, monkeypatch):
     monkeypatch.setenv("SMUG_OPT_CACHE", str(tmp_path / "elsewhere"))
     again = load_suite("synthetic")
     for a, b in zip(instances, again, strict=True):
-        pa, pb = Problem.load(a.problem_path), Problem.load(b.problem_path)
+        pa, pb = load_problem(a.problem_path), load_problem(b.problem_path)
         assert (pa.A != pb.A).nnz == 0 and np.array_equal(pa.rhs, pb.rhs)
 
 

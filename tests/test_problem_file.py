@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 
 from smug_opt import Problem, ProblemBuilder
-from smug_opt.problem_file import FORMAT_VERSION
+from smug_opt.problem_file import FORMAT_VERSION, load_problem, save_problem
 
 
 def _relu_problem() -> Problem:
@@ -21,8 +21,8 @@ def _relu_problem() -> Problem:
 def test_round_trip_is_bit_exact(tmp_path):
     p = _relu_problem()
     path = tmp_path / "p.smug"
-    p.save(path)
-    q = Problem.load(path)
+    save_problem(p, path)
+    q = load_problem(path)
     for name in ("kinds", "lb", "ub", "senses", "rhs", "objective", "relu_out",
                  "relu_const", "relu_lo", "relu_hi"):
         a, b = getattr(p, name), getattr(q, name)
@@ -39,23 +39,23 @@ def test_round_trip_is_bit_exact(tmp_path):
 def test_tiny_and_huge_floats_survive(tmp_path):
     coeffs = np.array([[5e-324, 1.7976931348623157e308, 0.1, -2.0**-1074]])
     p = Problem.from_arrays(coeffs, "<=", [0.30000000000000004])
-    p.save(tmp_path / "x.smug")
-    q = Problem.load(tmp_path / "x.smug")
+    save_problem(p, tmp_path / "x.smug")
+    q = load_problem(tmp_path / "x.smug")
     assert q.A.toarray().tobytes() == p.A.toarray().tobytes()
     assert q.rhs[0] == 0.30000000000000004
 
 
 def test_bad_files_get_clear_errors(tmp_path):
     with pytest.raises(FileNotFoundError):
-        Problem.load(tmp_path / "missing.smug")
+        load_problem(tmp_path / "missing.smug")
     junk = tmp_path / "junk.smug"
     junk.write_bytes(b"not a zip")
     with pytest.raises(ValueError, match="not a smug-opt problem file"):
-        Problem.load(junk)
+        load_problem(junk)
     other = tmp_path / "other.npz"
     np.savez(other, a=np.zeros(2))
     with pytest.raises(ValueError, match="no header"):
-        Problem.load(other)
+        load_problem(other)
 
 
 def test_unknown_version_is_refused(tmp_path):
@@ -63,7 +63,7 @@ def test_unknown_version_is_refused(tmp_path):
     import zipfile
 
     path = tmp_path / "p.smug"
-    Problem.from_arrays([[1.0]], ">=", [1.0]).save(path)
+    save_problem(Problem.from_arrays([[1.0]], ">=", [1.0]), path)
     with zipfile.ZipFile(path) as z:
         members = {n: z.read(n) for n in z.namelist()}
     header = {"format": "smug-opt-problem", "version": FORMAT_VERSION + 1, "metadata": {}}
@@ -74,10 +74,10 @@ def test_unknown_version_is_refused(tmp_path):
         for name, data in members.items():
             z.writestr(name, data)
     with pytest.raises(ValueError, match="version"):
-        Problem.load(path)
+        load_problem(path)
 
 
 def test_metadata_must_be_json(tmp_path):
     p = Problem.from_arrays([[1.0]], ">=", [1.0], metadata={"bad": object()})
     with pytest.raises(ValueError, match="JSON"):
-        p.save(tmp_path / "p.smug")
+        save_problem(p, tmp_path / "p.smug")

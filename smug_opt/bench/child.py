@@ -71,10 +71,10 @@ def main(fd: int, parent_pid: int) -> None:
     conn = Connection(fd)
     job = conn.recv()
     try:
-        from smug_opt import Problem, solve, verify
+        from smug_opt import load_problem, solve, verify
         from smug_opt.registry import backend_class
 
-        problem = Problem.load(job.instance.problem_path)
+        problem = load_problem(job.instance.problem_path)
         cls = backend_class(job.backend)
         cls.warm_up()  # the backend's own start-up imports are not solve time
         version = cls.solver_version()

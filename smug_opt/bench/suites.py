@@ -30,6 +30,7 @@ from typing import Any
 
 from smug_opt.filelock import exclusive_lock
 from smug_opt.ir import Problem
+from smug_opt.problem_file import load_problem, save_problem
 
 __all__ = [
     "Instance",
@@ -237,7 +238,7 @@ def _build(suite: Suite, specs: list[InstanceSpec], directory: Path, entries: di
             raise SuiteBuildError(f"suite {suite.name!r}: the builder returned "
                                   f"{type(problem).__name__} for {spec.name!r}, not a Problem")
         file = f"{spec.name}.smug"
-        problem.save(directory / file)
+        save_problem(problem, directory / file)
         features = {**problem_features(problem), **_scalars(spec.params)}
         entries[spec.name] = {"file": file, "features": features}
         _write_manifest(directory, suite, entries)  # an interrupted build keeps what it made
@@ -274,7 +275,7 @@ def instances_from_dir(directory: str | os.PathLike[str]) -> list[Instance]:
     files = sorted(root.glob("*.smug"))
     if not files:
         raise ValueError(f"{root} holds no .smug problem files")
-    return [Instance(f.stem, f.resolve(), problem_features(Problem.load(f))) for f in files]
+    return [Instance(f.stem, f.resolve(), problem_features(load_problem(f))) for f in files]
 
 
 # ------------------------------------------------------------ built-in suites

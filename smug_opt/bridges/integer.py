@@ -368,7 +368,6 @@ def to_integer(
         s_lo = np.ldexp(form.row_lo, k)  # overflow to ±inf is handled by _bound
         s_hi = np.ldexp(form.row_hi, k)
     relu_in = problem.relu_in
-    assert relu_in is not None
     for r, (col, rows) in enumerate(form.defines):
         slack = 0.0
         for i in rows:

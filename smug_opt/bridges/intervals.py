@@ -31,7 +31,6 @@ def relu_preactivation_bounds(problem: Problem) -> tuple[np.ndarray, np.ndarray,
     lb = problem.lb.copy()
     ub = problem.ub.copy()
     relu_in = problem.relu_in
-    assert relu_in is not None
     r = problem.num_relus
     z_lo = np.empty(r)
     z_hi = np.empty(r)

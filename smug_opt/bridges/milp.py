@@ -142,7 +142,6 @@ def to_milp(problem: Problem, level: int = 0) -> MilpForm:
     nonstrict = (senses == Sense.GE) | (senses == Sense.LE)
 
     relu_in = problem.relu_in
-    assert relu_in is not None
     phase_rows: list[sp.csr_matrix] = []
     n_phase = 0
     relu_blocks = []

@@ -18,10 +18,10 @@ def add_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParse
 
 
 def run(args: argparse.Namespace) -> int:
-    from smug_opt import Problem
+    from smug_opt import load_problem
     from smug_opt.export import export
 
-    problem = Problem.load(args.problem)
+    problem = load_problem(args.problem)
     export(problem, args.fmt, args.output)
     print(f"wrote {args.output} ({args.fmt}, {problem!r})")
     return 0

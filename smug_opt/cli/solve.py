@@ -65,7 +65,7 @@ def proof_line(result: SolveResult) -> str:
 
 def add_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParser:
     p = subparsers.add_parser("solve", help="solve a saved .smug problem on one backend")
-    p.add_argument("problem", type=Path, help="a problem file written by Problem.save (.smug)")
+    p.add_argument("problem", type=Path, help="a problem file written by save_problem (.smug)")
     add_solver_options(p)
     p.add_argument("--json", action="store_true", help="print the full result as JSON")
     p.add_argument("--no-x", action="store_true", help="omit the solution vector from --json")
@@ -74,9 +74,9 @@ def add_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParse
 
 
 def run(args: argparse.Namespace) -> int:
-    from smug_opt import Problem, solve
+    from smug_opt import load_problem, solve
 
-    problem = Problem.load(args.problem)
+    problem = load_problem(args.problem)
     result = solve(problem, verbose=args.verbose, **solver_kwargs(args))
     if args.json:
         print(json.dumps(result.to_dict(include_x=not args.no_x), indent=2))
