@@ -14,7 +14,17 @@ import numpy as np
 import pytest
 from wrong_claims import CASES
 
-from smug_opt import Backend, Capabilities, Problem, RawResult, SolveOptions, Status, registry, solve
+from smug_opt import (
+    Backend,
+    Capabilities,
+    Problem,
+    RawResult,
+    SolveOptions,
+    Status,
+    registry,
+    save_problem,
+    solve,
+)
 from smug_opt.backend import IncumbentCallback
 
 UNATTAINED = {c.name: c for c in CASES}["unattained"]
@@ -151,7 +161,7 @@ def test_cli_says_what_was_proven(backend: str, expected: str, tmp_path: Any,
     from smug_opt.cli import main
 
     path = tmp_path / "p.smug"
-    Problem.from_arrays([[1.0, 1.0], [1.0, -1.0]], [">", ">"], [1.0, 0.5]).save(path)
+    save_problem(Problem.from_arrays([[1.0, 1.0], [1.0, -1.0]], [">", ">"], [1.0, 0.5]), path)
     assert main(["solve", str(path), "--backend", backend, "--time-limit", "20"]) == 0
     out = capsys.readouterr().out
     assert "INFEASIBLE" in out and f"proof      {expected}" in out
