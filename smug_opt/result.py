@@ -19,13 +19,15 @@ PROOFS = ("exact", "solver")
 @dataclass(frozen=True)
 class Timings:
     """Wall-clock seconds by phase. ``lower`` and ``solve`` are measured inside the worker;
-    ``overhead`` is the rest (process hand-off, queueing); ``total`` is end to end."""
+    ``strengthen`` is :mod:`smug_opt.strengthen` (0 when off); ``overhead`` is the rest
+    (process hand-off, queueing); ``total`` is end to end."""
 
     lower: float = 0.0
     solve: float = 0.0
     verify: float = 0.0
     overhead: float = 0.0
     total: float = 0.0
+    strengthen: float = 0.0
 
 
 @dataclass(frozen=True)
@@ -50,7 +52,9 @@ class SolveResult:
     or None; ``objective`` is its exact objective rounded to float; ``bound`` a proven lower
     bound on the optimum of the problem as stated (None if none was proven; rounded up
     when the objective is integral); ``gap`` = (objective − bound) / max(|objective|, 1).
-    A solution that failed exact verification is never returned in ``x``. OPTIMAL is exact
+    A solution that failed exact verification is never returned in ``x``. ``strengthening``
+    is None when the solve ran without :mod:`smug_opt.strengthen`, else what it did
+    (pieces, cuts, fixings, rows removed, parts, seconds). OPTIMAL is exact
     for integral objectives; otherwise it holds within ``smug_opt.solve.objective_tolerance``
     (1e-6 of the objective's scale), the precision floating-point MILP solvers work to.
 
@@ -81,6 +85,7 @@ class SolveResult:
     killed: bool = False
     proof: str | None = None
     metadata: dict[str, Any] = field(default_factory=dict)
+    strengthening: dict[str, Any] | None = None
 
     @property
     def has_solution(self) -> bool:

@@ -12,6 +12,7 @@ from __future__ import annotations
 import math
 import time
 from collections.abc import Mapping
+from dataclasses import replace
 from typing import Any
 
 import numpy as np
@@ -21,6 +22,7 @@ from smug_opt.ir import Problem
 from smug_opt.registry import backend_class
 from smug_opt.result import Attempt, SolveResult, Timings
 from smug_opt.spawn import resolve_memory_limit
+from smug_opt.strengthen.presolve import Pieces
 from smug_opt.verify import Verification, snap_binaries, verify
 from smug_opt.workers import AttemptOutcome, run_attempt
 
@@ -62,6 +64,7 @@ def solve(
     isolate: bool = True,
     grace: float = DEFAULT_GRACE,
     memory_limit: float | None = None,
+    strengthen: bool | Pieces = False,
 ) -> SolveResult:
     """Minimise ``problem`` on ``backend`` and return a verified :class:`SolveResult`.
 
@@ -72,6 +75,9 @@ def solve(
     (:func:`smug_opt.spawn.default_memory_limit_mb`, 1/8 of the machine's RAM), ``math.inf``
     none. A worker that passes it is killed; the result is then ERROR with a message saying
     "memory limit", or FEASIBLE when a verified incumbent was in hand (as for a time-out).
+    ``strengthen`` (True, or the :class:`~smug_opt.strengthen.Pieces` to run) solves the
+    stronger, equivalent parts of :func:`smug_opt.strengthen.strengthen` instead; the
+    answer is still verified against ``problem`` and the result records what was done.
     """
     if not isinstance(problem, Problem):
         raise TypeError(f"problem must be a smug_opt.Problem, got {type(problem).__name__}")
@@ -79,8 +85,20 @@ def solve(
     cls = backend_class(backend)
     options = SolveOptions(time_limit=time_limit, threads=threads, seed=seed,
                            relative_gap=relative_gap, verbose=verbose, extras=dict(extras or {}))
-    return _Solve(problem, backend, cls.solver_version(), cls.levels, options, isolate,
-                  grace, exact_backend=cls.capabilities.exact, memory_limit_mb=memory_limit_mb).run()
+    version = cls.solver_version()
+    if strengthen is False:
+        return _Solve(problem, backend, version, cls.levels, options, isolate, grace,
+                      exact_backend=cls.capabilities.exact, memory_limit_mb=memory_limit_mb).run()
+    from smug_opt.strengthen.solve_parts import solve_strengthened
+
+    def solve_part(part: Problem, limit: float | None) -> SolveResult:
+        return _Solve(part, backend, version, cls.levels, replace(options, time_limit=limit),
+                      isolate, grace, exact_backend=cls.capabilities.exact,
+                      memory_limit_mb=memory_limit_mb).run()
+
+    pieces = strengthen if isinstance(strengthen, Pieces) else Pieces()
+    return solve_strengthened(problem, pieces, solve_part, time_limit=time_limit,
+                              backend=backend, solver=version)
 
 
 class _Solve:
@@ -340,7 +358,5 @@ def _with_limit(options: SolveOptions, remaining: float) -> SolveOptions:
     """Options for an attempt with ``remaining`` seconds: the solver is asked to stop a
     little early (10%, at most 1 s) so it can hand back its solution and bound itself
     rather than be killed."""
-    from dataclasses import replace
-
     reserve = min(SOLVER_RESERVE, 0.1 * remaining)
     return replace(options, time_limit=max(remaining - reserve, 1e-3))

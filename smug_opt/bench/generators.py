@@ -55,6 +55,7 @@ def random_first_layer_problem(
     filters: int = 64,
     kernel: int = 7,
     stride: int = 2,
+    use_bias: bool = True,
 ) -> Problem:
     """A SMUG first-layer problem on a seeded random Conv2D (``'same'`` padding, TensorFlow's
     split) and a seeded random image in [0, 1].
@@ -63,13 +64,16 @@ def random_first_layer_problem(
     pre-activation ``o_t`` (a stand-in for the Integrated-Gradients ranking, which needs a
     trained head), ``a_tc`` the neuron's kernel taps times the image summed over cell ``c``.
     The defaults are the paper's Inception-v1 first layer (224×224×3, 64 filters 7×7/2) on
-    4×4 cells: 3,136 binaries.
+    4×4 cells: 3,136 binaries. ``use_bias=False`` is a bias-free stem (a conv followed by
+    BatchNorm): at γ = 0 every row is then homogeneous, ``a·M > 0``.
     """
     height, width, channels = image_shape
     rng = np.random.default_rng(seed)
     weights = rng.normal(0.0, math.sqrt(2.0 / (kernel * kernel * channels)),
                          size=(kernel, kernel, channels, filters))
     bias = rng.normal(0.0, 0.05, size=filters)
+    if not use_bias:
+        bias = np.zeros(filters)
     image = rng.random(image_shape)
 
     out_h, out_w = -(-height // stride), -(-width // stride)
@@ -104,7 +108,8 @@ def random_first_layer_problem(
     builder = ProblemBuilder(metadata={
         "encoding": "random-first-layer", "seed": seed, "k": k, "gamma": float(gamma),
         "cell": cell, "cell_grid": [-(-height // cell), cells_w], "image_shape": list(image_shape),
-        "layer": f"conv2d {filters} {kernel}x{kernel}/{stride} same",
+        "layer": f"conv2d {filters} {kernel}x{kernel}/{stride} same"
+                 + ("" if use_bias else " no bias"),
     })
     mask = builder.add_binaries(num_cells)
     builder.add_constraints(A, mask, ">", rhs)

@@ -11,7 +11,8 @@ from typing import TYPE_CHECKING
 if TYPE_CHECKING:
     from smug_opt.result import SolveResult
 
-__all__ = ["add_parser", "add_solver_options", "proof_line", "run", "solver_kwargs"]
+__all__ = ["add_parser", "add_solver_options", "add_strengthen_options", "proof_line", "run",
+           "solver_kwargs", "strengthen_setting"]
 
 
 def add_solver_options(p: argparse.ArgumentParser, *, default_backend: str = "highs") -> None:
@@ -30,6 +31,29 @@ def add_solver_options(p: argparse.ArgumentParser, *, default_backend: str = "hi
                         "solution (default: 1/8 of the machine's RAM, at least 1024; inf: none)")
     p.add_argument("--option", action="append", default=[], metavar="KEY=VALUE",
                    help="backend-specific option, repeatable (e.g. --option encoding=pb)")
+    add_strengthen_options(p)
+
+
+def add_strengthen_options(p: argparse.ArgumentParser) -> None:
+    """``--strengthen/--no-strengthen`` and ``--strengthen-pieces``."""
+    p.add_argument("--strengthen", action=argparse.BooleanOptionalAction, default=False,
+                   help="solve a strengthened, equivalent problem (cuts, fixings, implied rows, "
+                        "components; see README) and verify against the original (default off)")
+    p.add_argument("--strengthen-pieces", default="all", metavar="LIST",
+                   help="with --strengthen: 'all' (default), 'none' or pieces separated by "
+                        "commas from fixings,cuts,tables,implied,components")
+
+
+def strengthen_setting(args: argparse.Namespace) -> object:
+    """False, or the :class:`~smug_opt.strengthen.Pieces` chosen by the flags."""
+    from smug_opt.strengthen import Pieces
+
+    pieces = Pieces.parse(args.strengthen_pieces)
+    if not args.strengthen:
+        if args.strengthen_pieces != "all":
+            raise ValueError("--strengthen-pieces needs --strengthen")
+        return False
+    return pieces
 
 
 def _parse_value(text: str) -> object:
@@ -49,7 +73,7 @@ def solver_kwargs(args: argparse.Namespace) -> dict[str, object]:
         extras[key.strip()] = _parse_value(value.strip())
     return {"backend": args.backend, "time_limit": args.time_limit, "threads": args.threads,
             "seed": args.seed, "relative_gap": args.gap, "extras": extras,
-            "memory_limit": args.memory_limit}
+            "memory_limit": args.memory_limit, "strengthen": strengthen_setting(args)}
 
 
 def proof_line(result: SolveResult) -> str:
@@ -91,6 +115,13 @@ def run(args: argparse.Namespace) -> int:
         print(f"solution   {result.verification}")
         print(f"time       total {t.total:.3f}s  (lower {t.lower:.3f}s, solve {t.solve:.3f}s, "
               f"verify {t.verify:.3f}s, overhead {t.overhead:.3f}s)")
+        if result.strengthening is not None:
+            st = result.strengthening
+            print(f"strengthen {', '.join(st.get('pieces', [])) or 'no pieces'}: "
+                  + (st["note"] if "note" in st else
+                     f"{st['cuts']} cuts, {st['clauses']} clauses, {st['rows_removed']} rows "
+                     f"removed, {st['fixed_on']} fixed on, {st['fixed_off']} fixed off, "
+                     f"{st['parts']} part(s)") + f" ({t.strengthen:.3f}s)")
         if result.message:
             print(f"note       {result.message}")
     if result.status.name == "ERROR":

@@ -1,0 +1,409 @@
+"""The strengthening step: a 0/1 Problem in, stronger part problems plus a postsolve map out.
+
+Pieces (each switchable, see :class:`Pieces`):
+
+- ``fixings``: cells every feasible point sets alike (exact tables, exact knapsack
+  counts), and dominated cells: one that helps no row and costs >= 0 is fixed off (one
+  that hurts no row and costs < 0 on). Some optimal solution survives every fixing.
+- ``cuts``: cardinality cuts ``Σ_{a_j>0} M_j >= m`` (``m`` the fewest positive cells that
+  can satisfy the row, given the fixings), lifted exactly over the rest of the support on
+  rows small enough to tabulate.
+- ``tables``: exact 0/1 pattern tables of rows with at most
+  :data:`~smug_opt.strengthen.rows.MAX_TABLE_SUPPORT` cells, rows of one support
+  intersected; they drive the lifting, the fixings and the implied rows.
+- ``implied``: rows removed when others imply them: trivially satisfied rows, rows implied
+  by the other rows of their support, and whole supports whose table the cuts plus a few
+  no-good clauses describe exactly (their strict rows then leave the problem: no numerics).
+- ``components``: independent groups of cells become separate problems.
+
+Every cut has integer coefficients and is checked against exact tables or exact knapsack
+sums, so none removes a feasible point that the fixings keep; the optimum is unchanged.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field, fields
+from fractions import Fraction
+from typing import Any
+
+import numpy as np
+import scipy.sparse as sp
+from scipy.sparse.csgraph import connected_components
+
+from smug_opt.ir import Problem, ProblemBuilder, Sense
+from smug_opt.strengthen.cuts import clause, describes, lifted_cardinality
+from smug_opt.strengthen.rows import MAX_TABLE_SUPPORT, knapsack, normal_rows, pattern_bits, tables
+
+__all__ = ["MAX_CLAUSES", "Part", "Pieces", "Strengthened", "strengthen"]
+
+MAX_CLAUSES = 16
+"""At most this many no-good clauses complete the exact description of one support."""
+
+_FIXPOINT_ROUNDS = 20
+
+
+@dataclass(frozen=True)
+class Pieces:
+    """Which pieces of the strengthening run (all by default)."""
+
+    fixings: bool = True
+    cuts: bool = True
+    tables: bool = True
+    implied: bool = True
+    components: bool = True
+
+    @classmethod
+    def names(cls) -> tuple[str, ...]:
+        return tuple(f.name for f in fields(cls))
+
+    @classmethod
+    def parse(cls, text: str) -> Pieces:
+        """``"all"``, ``"none"`` or piece names separated by commas (the ones to run)."""
+        text = text.strip()
+        if text == "all":
+            return cls()
+        chosen = set() if text == "none" else {t.strip() for t in text.split(",") if t.strip()}
+        unknown = chosen - set(cls.names())
+        if unknown:
+            raise ValueError(f"unknown strengthening piece(s) {', '.join(sorted(unknown))}; "
+                             f"choose from {', '.join(cls.names())}, 'all' or 'none'")
+        return cls(**{name: name in chosen for name in cls.names()})
+
+    def enabled(self) -> tuple[str, ...]:
+        return tuple(name for name in self.names() if getattr(self, name))
+
+
+@dataclass(frozen=True)
+class Part:
+    """One independent problem. Its variables are the original variables ``columns``
+    followed by ``carried``: cells fixed on that rows of the part read, kept with a row
+    ``x >= 1`` and cost 0 (moving them into the right-hand side would round it)."""
+
+    problem: Problem
+    columns: np.ndarray
+    carried: np.ndarray
+
+
+@dataclass(frozen=True)
+class Strengthened:
+    """The outcome of :func:`strengthen`: parts to solve and how to put answers together.
+
+    ``fixed[j]`` is -1 for a cell left to the parts, else its fixed value. ``applied``
+    False means the problem is handed on unchanged (one part: the original), with the
+    reason in ``stats["note"]``.
+    """
+
+    original: Problem
+    parts: tuple[Part, ...]
+    fixed: np.ndarray
+    applied: bool
+    stats: Mapping[str, Any] = field(default_factory=dict)
+
+    @property
+    def offset(self) -> Fraction:
+        """The exact cost of the cells fixed on."""
+        return sum((Fraction(float(c)) for c in self.original.objective[self.fixed == 1]),
+                   Fraction(0))
+
+    def expand(self, solutions: Sequence[np.ndarray]) -> np.ndarray:
+        """The original problem's assignment from one solution per part."""
+        if len(solutions) != len(self.parts):
+            raise ValueError(f"got {len(solutions)} part solutions for {len(self.parts)} parts")
+        x = np.where(self.fixed == 1, 1.0, 0.0)
+        for part, values in zip(self.parts, solutions, strict=True):
+            x[part.columns] = np.asarray(values, dtype=np.float64)[:part.columns.size]
+        return x
+
+
+def strengthen(problem: Problem, pieces: Pieces | None = None) -> Strengthened:
+    """Strengthen a problem over 0/1 variables (others are handed on unchanged)."""
+    pieces = pieces or Pieces()
+    start = time.perf_counter()
+    if problem.num_relus or not bool(problem.binary.all()):
+        return _unchanged(problem, pieces, "not applied: the problem has continuous variables",
+                          start)
+    work = _Work(problem, pieces)
+    if not work.propagate():
+        return _unchanged(problem, pieces, f"not applied: {work.infeasible}; solved as stated",
+                          start)
+    work.derive()
+    if not work.decided_rows_hold():
+        return _unchanged(problem, pieces, f"not applied: {work.infeasible}; solved as stated",
+                          start)
+    work.stats["rows_removed"] = int(work.removed.sum())
+    parts = work.parts()
+    stats = {**work.stats, "pieces": list(pieces.enabled()), "parts": len(parts),
+             "largest_part": max((p.columns.size for p in parts), default=0),
+             "seconds": time.perf_counter() - start}
+    return Strengthened(problem, tuple(parts), work.fixed.copy(), True, stats)
+
+
+def _unchanged(problem: Problem, pieces: Pieces, note: str, start: float) -> Strengthened:
+    part = Part(problem, np.arange(problem.num_vars), np.zeros(0, dtype=np.int64))
+    return Strengthened(problem, (part,), np.full(problem.num_vars, -1, dtype=np.int8), False,
+                        {"pieces": list(pieces.enabled()), "note": note, "parts": 1,
+                         "seconds": time.perf_counter() - start})
+
+
+@dataclass
+class _Group:
+    """Rows sharing one support of at most MAX_TABLE_SUPPORT cells, with their tables."""
+
+    cells: np.ndarray
+    rows: list[int]
+    row_tables: np.ndarray  # (len(rows), 2**size)
+    table: np.ndarray  # their intersection
+
+
+class _Work:
+    """The state of one strengthening run."""
+
+    def __init__(self, problem: Problem, pieces: Pieces) -> None:
+        self.problem = problem
+        self.pieces = pieces
+        self.rows = normal_rows(problem)
+        n, m = problem.num_vars, problem.num_rows
+        self.fixed = np.full(n, -1, dtype=np.int8)
+        self.removed = np.zeros(m, dtype=bool)
+        self.cuts: list[tuple[np.ndarray, np.ndarray, int]] = []  # (cells, int coefs, bound)
+        self.infeasible = ""
+        self.stats: dict[str, int] = {"cuts": 0, "clauses": 0, "rows_removed": 0,
+                                      "fixed_on": 0, "fixed_off": 0, "tables": 0}
+        nnz = np.diff(self.rows.A.indptr)
+        tabulated = (nnz <= MAX_TABLE_SUPPORT) & (nnz > 0) if pieces.tables else np.zeros(m, bool)
+        self.groups = self._groups(np.flatnonzero(tabulated), nnz)
+        self.wide = np.flatnonzero(~tabulated & ~self.rows.equality & (nnz > 0))
+        self.stats["tables"] = len(self.groups)
+        if pieces.fixings:
+            self._dominance()
+
+    def _groups(self, indices: np.ndarray, nnz: np.ndarray) -> list[_Group]:
+        by_support: dict[tuple[int, ...], list[int]] = {}
+        row_tables: dict[int, np.ndarray] = {}
+        for size in np.unique(nnz[indices]).tolist():
+            same = indices[nnz[indices] == size]
+            for i, table in zip(same.tolist(), tables(self.rows, same, size), strict=True):
+                by_support.setdefault(tuple(self.rows.row(i)[0].tolist()), []).append(i)
+                row_tables[i] = table
+        groups = []
+        for cells, rows in by_support.items():
+            stacked = np.array([row_tables[i] for i in rows])
+            groups.append(_Group(np.array(cells, dtype=np.int64), rows, stacked,
+                                 np.logical_and.reduce(stacked, axis=0)))
+        return groups
+
+    # ---------------------------------------------------------------- fixings
+    def _fix(self, cells: np.ndarray, value: int) -> bool:
+        new = cells[self.fixed[cells] == -1]
+        if new.size:
+            self.fixed[new] = value
+            self.stats["fixed_on" if value else "fixed_off"] += int(new.size)
+        return bool(new.size)
+
+    def _dominance(self) -> None:
+        """Fix cells that no row needs (cost >= 0: off) or no row minds (cost < 0: on)."""
+        coo = self.rows.A.tocoo()
+        in_eq = self.rows.equality[coo.row]
+        helps = np.zeros(self.problem.num_vars, dtype=bool)
+        hurts = np.zeros(self.problem.num_vars, dtype=bool)
+        helps[coo.col[(coo.data > 0) | in_eq]] = True
+        hurts[coo.col[(coo.data < 0) | in_eq]] = True
+        c = self.problem.objective
+        self._fix(np.flatnonzero(~helps & (c >= 0)), 0)
+        self._fix(np.flatnonzero(~hurts & helps & (c < 0)), 1)
+
+    def _live(self, group: _Group) -> tuple[np.ndarray, np.ndarray]:
+        """The pattern matrix of the group's support and which patterns are allowed and
+        consistent with the fixings."""
+        bits = pattern_bits(group.cells.size)
+        state = self.fixed[group.cells]
+        consistent = np.all((state[None, :] == -1) | (bits == state[None, :]), axis=1)
+        return bits, consistent
+
+    def propagate(self) -> bool:
+        """Fix cells until nothing changes; False (with a reason) if a row cannot hold."""
+        for _ in range(_FIXPOINT_ROUNDS):
+            changed = False
+            for group in self.groups:
+                bits, consistent = self._live(group)
+                live = bits[group.table & consistent]
+                if live.shape[0] == 0:
+                    self.infeasible = f"no 0/1 pattern satisfies row {group.rows[0]}'s support"
+                    return False
+                if self.pieces.fixings:
+                    changed |= self._fix(group.cells[np.all(live == 1, axis=0)], 1)
+                    changed |= self._fix(group.cells[np.all(live == 0, axis=0)], 0)
+            for i in self.wide.tolist():
+                cols, coefs = self.rows.row(i)
+                facts = knapsack(cols, coefs, self.rows.rhs[i], bool(self.rows.strict[i]),
+                                 self.fixed)
+                if facts.count is None:
+                    self.infeasible = f"row {i} cannot hold"
+                    return False
+                if self.pieces.fixings:
+                    changed |= self._fix(facts.forced_on, 1)
+                    changed |= self._fix(facts.forced_off, 0)
+            if not changed:
+                return True
+        return True
+
+    # ------------------------------------------------------- cuts and rows
+    def _remove(self, rows: Sequence[int]) -> None:
+        self.removed[list(rows)] = True
+
+    def derive(self) -> None:
+        """Cuts, clauses and implied rows from the final fixings."""
+        for group in self.groups:
+            self._derive_group(group)
+        for i in self.wide.tolist():
+            cols, coefs = self.rows.row(i)
+            facts = knapsack(cols, coefs, self.rows.rhs[i], bool(self.rows.strict[i]), self.fixed)
+            if facts.trivial and self.pieces.implied:
+                self._remove([i])
+            elif self.pieces.cuts and facts.count:
+                cells = facts.positive
+                self._add_cut(cells, np.ones(cells.size, dtype=np.int64), facts.count)
+
+    def _add_cut(self, cells: np.ndarray, coef: np.ndarray, bound: int, kind: str = "cuts") -> None:
+        keep = coef != 0
+        self.cuts.append((cells[keep], coef[keep], bound))
+        self.stats[kind] += 1
+
+    def _derive_group(self, group: _Group) -> None:
+        bits, consistent = self._live(group)
+        allowed = group.table & consistent
+        live = bits[allowed]
+        free = np.flatnonzero(self.fixed[group.cells] == -1)
+        if free.size == 0:
+            return  # every row of the group is decided by the fixings (and holds)
+        cuts: list[tuple[np.ndarray, int]] = []
+        if self.pieces.cuts:
+            for i in group.rows:
+                sign = self.rows.row(i)[1]  # the group's cells are the row's, in order
+                base = free[sign[free] > 0]
+                rest = free[sign[free] <= 0]
+                lifted = lifted_cardinality(live, base, rest[np.argsort(sign[rest], kind="stable")])
+                if lifted is not None:
+                    cuts.append(lifted)
+            whole = lifted_cardinality(live, free, np.zeros(0, dtype=np.int64))
+            if whole is not None:
+                cuts.append(whole)
+            cuts = list({(tuple(c.tolist()), b): (c, b) for c, b in cuts}.values())
+        for coef, bound in cuts:
+            self._add_cut(group.cells, coef, bound)
+        if not self.pieces.implied:
+            return
+        described = describes(cuts, bits) & consistent
+        extra = np.flatnonzero(described & ~allowed)
+        if extra.size <= MAX_CLAUSES:
+            for p in extra.tolist():
+                coef, bound = clause(bits[p], free)
+                self._add_cut(group.cells, coef, bound, "clauses")
+            self._remove(group.rows)
+            return
+        kept = list(range(len(group.rows)))
+        for r in range(len(group.rows)):
+            others = [k for k in kept if k != r]
+            rest = (np.logical_and.reduce(group.row_tables[others], axis=0) if others
+                    else np.ones(bits.shape[0], dtype=bool)) & consistent
+            if not np.any(rest & ~group.row_tables[r]):
+                kept.remove(r)
+                self._remove([group.rows[r]])
+
+    def decided_rows_hold(self) -> bool:
+        """Rows whose cells are all fixed must hold (exactly); else the problem is infeasible."""
+        A = self.rows.A
+        free_count = (A != 0).astype(np.int8) @ (self.fixed == -1).astype(np.int8)
+        for i in np.flatnonzero((free_count == 0) & ~self.removed).tolist():
+            cols, coefs = self.rows.row(i)
+            total = sum((Fraction(float(a)) for a, j in zip(coefs, cols, strict=True)
+                         if self.fixed[j] == 1), Fraction(0)) - Fraction(float(self.rows.rhs[i]))
+            ok = (total == 0 if self.rows.equality[i]
+                  else total > 0 if self.rows.strict[i] else total >= 0)
+            if not ok:
+                self.infeasible = f"the fixings violate row {i}"
+                return False
+            self.removed[i] = True
+        return True
+
+    # ------------------------------------------------------------------ parts
+    def parts(self) -> list[Part]:
+        free = self.fixed == -1
+        kept = np.flatnonzero(~self.removed)
+        constraint_cols = [self.rows.row(i)[0] for i in kept.tolist()]
+        constraint_cols += [cells for cells, _, _ in self.cuts]
+        n = self.problem.num_vars
+        used = np.zeros(n, dtype=bool)
+        for cols in constraint_cols:
+            used[cols] = True
+        # a free cell no constraint reads takes its cheaper value
+        loose = np.flatnonzero(free & ~used)
+        self.fixed[loose] = (self.problem.objective[loose] < 0).astype(np.int8)
+        self.stats["unconstrained"] = int(loose.size)
+        free = self.fixed == -1
+        if not free.any():
+            return []
+        labels = (_components(constraint_cols, free, n) if self.pieces.components
+                  else np.where(free, 0, -1))
+        parts = []
+        row_label = np.array([_label(labels, cols) for cols in constraint_cols[:kept.size]],
+                             dtype=np.int64)
+        cut_label = np.array([_label(labels, cols) for cols in constraint_cols[kept.size:]],
+                             dtype=np.int64)
+        for label in np.unique(labels[labels >= 0]).tolist():
+            rows = kept[row_label == label]
+            cuts = [self.cuts[k] for k in np.flatnonzero(cut_label == label).tolist()]
+            parts.append(self._part(np.flatnonzero(labels == label), rows, cuts))
+        parts.sort(key=lambda p: p.problem.A.nnz)
+        return parts
+
+    def _part(self, columns: np.ndarray, rows: np.ndarray,
+              cuts: list[tuple[np.ndarray, np.ndarray, int]]) -> Part:
+        p = self.problem
+        block = p.A[rows]
+        touched = np.unique(block.indices)
+        carried = touched[self.fixed[touched] == 1]
+        variables = np.concatenate([columns, carried])
+        builder = ProblemBuilder(metadata=p.metadata)
+        x = builder.add_binaries(variables.size)
+        if rows.size:
+            builder.add_constraints(block[:, variables], x, [Sense(s) for s in p.senses[rows].tolist()],
+                                    p.rhs[rows])
+        if cuts:
+            position = np.full(p.num_vars, -1, dtype=np.int64)
+            position[variables] = np.arange(variables.size)
+            coo_r = np.concatenate([np.full(c.size, k) for k, (c, _, _) in enumerate(cuts)])
+            coo_c = np.concatenate([position[c] for c, _, _ in cuts])
+            data = np.concatenate([v for _, v, _ in cuts]).astype(np.float64)
+            matrix = sp.csr_matrix((data, (coo_r, coo_c)), shape=(len(cuts), variables.size))
+            builder.add_constraints(matrix, x, Sense.GE, [float(b) for _, _, b in cuts])
+        if carried.size:
+            builder.add_constraints(sp.eye(carried.size, format="csr"), x[columns.size:],
+                                    Sense.GE, 1.0)
+        builder.set_objective(x[:columns.size], p.objective[columns])
+        return Part(builder.build(), columns, carried)
+
+
+def _label(labels: np.ndarray, cols: np.ndarray) -> int:
+    own = labels[cols]
+    own = own[own >= 0]
+    return int(own[0]) if own.size else -1
+
+
+def _components(constraint_cols: list[np.ndarray], free: np.ndarray, n: int) -> np.ndarray:
+    """A component label per free cell (-1 for fixed cells): cells sharing a constraint
+    are in one component."""
+    rows = np.concatenate([np.full(c.size, k) for k, c in enumerate(constraint_cols)]
+                          + [np.zeros(0, dtype=np.int64)])
+    cols = np.concatenate([*constraint_cols, np.zeros(0, dtype=np.int64)])
+    on_free = free[cols]
+    incidence = sp.csr_matrix((np.ones(int(on_free.sum())), (rows[on_free], cols[on_free])),
+                              shape=(len(constraint_cols), n))
+    _, labels = connected_components(incidence.T @ incidence, directed=False)
+    out = np.where(free, labels, -1)
+    # renumber to 0.. over free cells only
+    _, dense = np.unique(out[free], return_inverse=True)
+    out[free] = dense
+    return out

@@ -1,0 +1,129 @@
+"""Solve a strengthened problem part by part and answer for the original problem.
+
+Each part is solved by a caller-given function (the core's solve loop on one backend);
+the parts' solutions are put together by the postsolve map and verified exactly against
+the *original* problem; the bound is the sum of the parts' proven bounds plus the cost of
+the cells fixed on (rounded down), valid because some optimal solution of the original
+survives every fixing and no cut removes it.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from collections.abc import Callable
+from fractions import Fraction
+
+import numpy as np
+
+from smug_opt.backend import Status
+from smug_opt.ir import Problem
+from smug_opt.result import Attempt, SolveResult, Timings
+from smug_opt.strengthen.presolve import Pieces, Strengthened, strengthen
+from smug_opt.verify import verify
+
+__all__ = ["solve_strengthened"]
+
+SolvePart = Callable[[Problem, "float | None"], SolveResult]
+"""Solves one part within the given seconds (None: no limit)."""
+
+
+def solve_strengthened(problem: Problem, pieces: Pieces, solve_part: SolvePart, *,
+                       time_limit: float | None, backend: str, solver: str) -> SolveResult:
+    """Strengthen ``problem``, solve its parts with ``solve_part`` (smallest first, each
+    with a share of the remaining time by size) and return one verified result."""
+    start = time.monotonic()
+    deadline = None if time_limit is None else start + time_limit
+    prepared = strengthen(problem, pieces)
+    results: list[SolveResult] = []
+    weights = [p.problem.A.nnz + p.problem.num_vars for p in prepared.parts]
+    for k, part in enumerate(prepared.parts):
+        limit = None
+        if deadline is not None:
+            remaining = deadline - time.monotonic()
+            if remaining <= 0:
+                break
+            limit = remaining * weights[k] / sum(weights[k:])
+        result = solve_part(part.problem, limit)
+        results.append(result)
+        if result.status in (Status.INFEASIBLE, Status.ERROR) or not result.has_solution:
+            break
+    return _combine(prepared, results, start, time_limit, backend, solver)
+
+
+def _combine(prepared: Strengthened, results: list[SolveResult], start: float,
+             time_limit: float | None, backend: str, solver: str) -> SolveResult:
+    original = prepared.original
+    messages = [r.message for r in results if r.message]
+    x = objective = None
+    verified: bool | None = None
+    summary = "no solution to verify"
+    verify_s = 0.0
+    complete = len(results) == len(prepared.parts)
+    if complete and all(r.has_solution for r in results):
+        t = time.perf_counter()
+        check = verify(original, prepared.expand([r.values() for r in results]))
+        verify_s = time.perf_counter() - t
+        verified, summary = check.ok, check.summary()
+        if check.ok:
+            x, objective = check.x, float(check.objective)
+        else:  # cannot happen unless the strengthening is wrong: never report it
+            messages.append(f"the parts' solution fails the original problem: {summary}")
+    bound = _bound(prepared, results)
+    if any(r.status is Status.INFEASIBLE for r in results):
+        status, bound = Status.INFEASIBLE, math.inf
+    elif x is not None:
+        proven = all(r.status is Status.OPTIMAL for r in results)
+        status = Status.OPTIMAL if proven else Status.FEASIBLE
+        if proven:
+            bound = objective if bound is None else min(max(bound, objective), objective)
+        elif bound is not None and bound > objective:
+            bound = objective
+    elif any(r.status is Status.ERROR for r in results):
+        status = Status.ERROR
+    else:
+        status = Status.NO_SOLUTION
+    if not complete and status is not Status.INFEASIBLE:
+        messages.append("time limit reached before every part was solved")
+    gap = None
+    if objective is not None and bound is not None:
+        gap = max(objective - bound, 0.0) / max(abs(objective), 1.0)
+    total = time.monotonic() - start
+    seconds = float(prepared.stats.get("seconds", 0.0))
+    lower = sum(r.times.lower for r in results)
+    solve = sum(r.times.solve for r in results)
+    verify_total = sum(r.times.verify for r in results) + verify_s
+    times = Timings(lower=lower, solve=solve, verify=verify_total, strengthen=seconds,
+                    overhead=max(total - lower - solve - verify_total - seconds, 0.0), total=total)
+    attempts: tuple[Attempt, ...] = tuple(a for r in results for a in r.attempts)
+    peaks = [r.peak_memory_mb for r in results if r.peak_memory_mb is not None]
+    stats = {"applied": prepared.applied, **prepared.stats}
+    stats["parts_solved"] = sum(r.status is Status.OPTIMAL for r in results)
+    return SolveResult(
+        status=status, x=x, objective=objective, bound=bound, gap=gap,
+        backend=backend, solver=results[0].solver if results else solver,
+        verified=verified, verification=summary, message="; ".join(dict.fromkeys(messages)),
+        times=times, time_limit=time_limit, attempts=attempts,
+        incumbents=results[-1].incumbents if len(results) == 1 else (),
+        peak_memory_mb=max(peaks) if peaks else None,
+        killed=any(r.killed for r in results), metadata=dict(original.metadata),
+        strengthening=stats,
+    )
+
+
+def _bound(prepared: Strengthened, results: list[SolveResult]) -> float | None:
+    """Σ part bounds + the fixed cells' cost, exactly, rounded down to a float; parts
+    without a bound count with their least possible cost (their negative costs)."""
+    total = prepared.offset
+    for k, part in enumerate(prepared.parts):
+        result = results[k] if k < len(results) else None
+        if result is not None and result.bound is not None and math.isfinite(result.bound):
+            total += Fraction(result.bound)
+        else:
+            costs = part.problem.objective
+            total += sum((Fraction(float(c)) for c in costs[costs < 0]), Fraction(0))
+    value = float(total)
+    if Fraction(value) > total:
+        value = float(np.nextafter(value, -np.inf))
+    return value
+
