@@ -75,9 +75,7 @@ def _combine(prepared: Strengthened, results: list[SolveResult], start: float,
     elif x is not None:
         proven = all(r.status is Status.OPTIMAL for r in results)
         status = Status.OPTIMAL if proven else Status.FEASIBLE
-        if proven:
-            bound = objective if bound is None else min(max(bound, objective), objective)
-        elif bound is not None and bound > objective:
+        if bound is not None and bound > objective:
             bound = objective
     elif any(r.status is Status.ERROR for r in results):
         status = Status.ERROR
