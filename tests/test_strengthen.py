@@ -160,6 +160,7 @@ def test_solve_records_the_strengthening() -> None:
     assert off.strengthening is None and off.times.strengthen == 0
     assert on.strengthening is not None and on.strengthening["applied"]
     assert on.status is off.status is Status.OPTIMAL and on.objective == off.objective
+    assert on.proof == off.proof == "solver"
     assert verify(problem, on.x).ok
 
 
@@ -167,7 +168,7 @@ def test_everything_fixed_is_solved_without_a_solver() -> None:
     problem = Problem.from_arrays([[1.0, -1.0]], ">", 0.5)  # only x = (1, 0) holds
     result = solve(problem, "highs", time_limit=10, strengthen=True)
     assert result.status is Status.OPTIMAL and result.x.tolist() == [1.0, 0.0]
-    assert result.strengthening["parts"] == 0 and result.bound == 1
+    assert result.strengthening["parts"] == 0 and result.bound == 1 and result.proof == "exact"
 
 
 @pytest.mark.parametrize("backend", FIRST_PARTY)

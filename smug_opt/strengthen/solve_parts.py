@@ -83,6 +83,11 @@ def _combine(prepared: Strengthened, results: list[SolveResult], start: float,
         status = Status.NO_SOLUTION
     if not complete and status is not Status.INFEASIBLE:
         messages.append("time limit reached before every part was solved")
+    proof = None
+    if status in (Status.OPTIMAL, Status.INFEASIBLE):
+        deciding = [r for r in results if r.status is status] if status is Status.INFEASIBLE \
+            else results
+        proof = "exact" if all(r.proof == "exact" for r in deciding) else "solver"
     gap = None
     if objective is not None and bound is not None:
         gap = max(objective - bound, 0.0) / max(abs(objective), 1.0)
@@ -104,7 +109,7 @@ def _combine(prepared: Strengthened, results: list[SolveResult], start: float,
         times=times, time_limit=time_limit, attempts=attempts,
         incumbents=results[-1].incumbents if len(results) == 1 else (),
         peak_memory_mb=max(peaks) if peaks else None,
-        killed=any(r.killed for r in results), metadata=dict(original.metadata),
+        killed=any(r.killed for r in results), proof=proof, metadata=dict(original.metadata),
         strengthening=stats,
     )
 
