@@ -12,7 +12,7 @@ from hypothesis import HealthCheck, Phase, given, settings
 from hypothesis import strategies as st
 from test_differential import problems
 
-from smug_opt import Problem, ProblemBuilder, Status, solve, verify
+from smug_opt import Problem, ProblemBuilder, Status, save_problem, solve, verify
 from smug_opt.strengthen import Pieces, strengthen
 from smug_opt.strengthen.rows import knapsack, normal_rows, tables
 from smug_opt.testing import _rows_hold, brute_force
@@ -201,7 +201,8 @@ def test_cli_solve_strengthen_flag(tmp_path, capsys) -> None:
     from smug_opt.cli import main
 
     path = tmp_path / "p.smug"
-    Problem.from_arrays([[1.0, 1.0, 2.0, -3.0], [0.0, 1.0, -1.0, 1.0]], ">", [0.0, 0.5]).save(path)
+    save_problem(Problem.from_arrays([[1.0, 1.0, 2.0, -3.0], [0.0, 1.0, -1.0, 1.0]], ">",
+                                     [0.0, 0.5]), path)
     assert main(["solve", str(path), "--time-limit", "20", "--strengthen",
                  "--strengthen-pieces", "cuts,tables"]) == 0
     out = capsys.readouterr().out
