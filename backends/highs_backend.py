@@ -16,6 +16,7 @@ from smug_opt.backend import (
     Status,
 )
 from smug_opt.bridges import MilpForm, to_milp
+from smug_opt.bridges.milp import SolverObjective, solver_objective
 from smug_opt.ir import Problem
 
 __all__ = ["HighsBackend"]
@@ -41,12 +42,13 @@ class HighsBackend(Backend):
         import highspy
 
         form = to_milp(problem, level)
+        costs = solver_objective(form)
         h = highspy.Highs()
         h.setOptionValue("output_flag", bool(options.verbose))
         lp = highspy.HighsLp()
         lp.num_col_ = form.num_cols
         lp.num_row_ = form.num_rows
-        lp.col_cost_ = form.objective
+        lp.col_cost_ = costs.costs
         lp.col_lower_ = form.col_lb
         lp.col_upper_ = form.col_ub
         lp.row_lower_ = np.where(np.isinf(form.row_lo), -highspy.kHighsInf, form.row_lo)
@@ -59,14 +61,15 @@ class HighsBackend(Backend):
         lp.integrality_ = [highspy.HighsVarType.kInteger if i else highspy.HighsVarType.kContinuous
                            for i in form.integer]
         h.passModel(lp)
-        return h, form
+        return h, form, costs
 
     def optimize(self, model: Any, problem: Problem, options: SolveOptions,
                  on_incumbent: IncumbentCallback) -> RawResult:
         import highspy
 
-        h, form = model
+        h, form, costs = model
         form: MilpForm
+        costs: SolverObjective
         if options.time_limit is not None:
             h.setOptionValue("time_limit", float(options.time_limit))
         h.setOptionValue("threads", int(options.threads))
@@ -80,7 +83,8 @@ class HighsBackend(Backend):
         def improving(event: Any) -> None:
             sol = np.asarray(event.data_out.mip_solution, dtype=np.float64)
             if sol.size >= form.num_problem_vars:
-                on_incumbent(form.problem_values(sol), float(event.data_out.objective_function_value))
+                value = costs.unscale(float(event.data_out.objective_function_value))
+                on_incumbent(form.problem_values(sol), value)
 
         h.cbMipImprovingSolution.subscribe(improving)
         h.run()
@@ -89,15 +93,17 @@ class HighsBackend(Backend):
         name = h.modelStatusToString(status)
         has_sol = info.primal_solution_status == 2  # kSolutionStatusFeasible
         x = form.problem_values(h.getSolution().col_value) if has_sol else None
-        objective = float(info.objective_function_value) if has_sol else None
+        objective = costs.unscale(float(info.objective_function_value)) if has_sol else None
         ms = highspy.HighsModelStatus
         if form.integer.any():
-            bound = float(info.mip_dual_bound) if np.isfinite(info.mip_dual_bound) else None
+            solver_bound = float(info.mip_dual_bound) if np.isfinite(info.mip_dual_bound) else None
         else:  # a pure LP: mip_dual_bound is 0; an optimal LP's objective is its bound
-            bound = objective if status == ms.kOptimal else None
+            solver_bound = float(info.objective_function_value) if has_sol and status == ms.kOptimal else None
+        bound = None if solver_bound is None else costs.problem_bound(solver_bound)
         if status == ms.kOptimal:
-            return RawResult(Status.OPTIMAL, x, objective, bound if bound is not None else objective,
-                             name)
+            if bound is None and objective is not None:
+                bound = objective - costs.error
+            return RawResult(Status.OPTIMAL, x, objective, bound, name)
         if status == ms.kInfeasible:
             return RawResult(Status.INFEASIBLE, solver_status=name)
         if status in (ms.kTimeLimit, ms.kIterationLimit, ms.kSolutionLimit, ms.kInterrupt,

@@ -41,6 +41,7 @@ from smug_opt.backend import (
     Status,
 )
 from smug_opt.bridges import MilpForm, to_milp
+from smug_opt.bridges.milp import SolverObjective, solver_objective
 from smug_opt.ir import Problem
 
 __all__ = ["MipCbcBackend"]
@@ -55,6 +56,7 @@ class _MipModel:
     variables: list[Any]  # mip.Var, one per MILP column
     form: MilpForm
     violated_empty_row: int | None  # an empty row whose range excludes 0
+    costs: SolverObjective
 
 
 class MipCbcBackend(Backend):
@@ -81,11 +83,12 @@ class MipCbcBackend(Backend):
         from mip.cbc import cbclib, ffi
 
         form = to_milp(problem, level)
+        costs = solver_objective(form)
         model = mip.Model(sense=mip.MINIMIZE, solver_name=mip.CBC)
         model.verbose = int(options.verbose)
         xs = [model.add_var(lb=lo, ub=hi, obj=c, var_type=mip.INTEGER if integer else mip.CONTINUOUS)
               for lo, hi, c, integer in zip(form.col_lb.tolist(), form.col_ub.tolist(),
-                                            form.objective.tolist(), form.integer.tolist(),
+                                            costs.costs.tolist(), form.integer.tolist(),
                                             strict=True)]
         A = form.A
         indices = np.ascontiguousarray(A.indices, dtype=np.intc)
@@ -109,7 +112,7 @@ class MipCbcBackend(Backend):
             if hi < math.inf:
                 cbclib.Cbc_addRow(handle, b"", nnz, row_cols, row_coefs, b"L", hi)
         model.constrs.update_constrs(model.solver.num_rows())
-        return _MipModel(model, xs, form, violated)
+        return _MipModel(model, xs, form, violated, costs)
 
     def optimize(self, model: _MipModel, problem: Problem, options: SolveOptions,
                  on_incumbent: IncumbentCallback) -> RawResult:
@@ -134,14 +137,15 @@ class MipCbcBackend(Backend):
         bound = m.objective_bound if status in (mip.OptimizationStatus.OPTIMAL,
                                                 mip.OptimizationStatus.FEASIBLE,
                                                 mip.OptimizationStatus.NO_SOLUTION_FOUND) else None
-        bound = float(bound) if bound is not None and math.isfinite(bound) else None
+        bound = (model.costs.problem_bound(float(bound)) if bound is not None and math.isfinite(bound)
+                 else None)
         if status in (mip.OptimizationStatus.OPTIMAL, mip.OptimizationStatus.FEASIBLE):
             values = np.array([v.x for v in model.variables], dtype=np.float64)
             if not np.all(np.isfinite(values)):
                 return RawResult(Status.ERROR, solver_status=name,
                                  message="CBC reported a solution without finite values")
             x = model.form.problem_values(values)
-            objective = float(m.objective_value)
+            objective = model.costs.unscale(float(m.objective_value))
             kind = Status.OPTIMAL if status is mip.OptimizationStatus.OPTIMAL else Status.FEASIBLE
             return RawResult(kind, x, objective, bound, name)
         if status in (mip.OptimizationStatus.INFEASIBLE, mip.OptimizationStatus.INT_INFEASIBLE):

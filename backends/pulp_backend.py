@@ -63,6 +63,7 @@ from smug_opt.backend import (
     Status,
 )
 from smug_opt.bridges import MilpForm, to_milp
+from smug_opt.bridges.milp import SolverObjective, solver_objective
 from smug_opt.ir import Problem
 
 __all__ = ["PulpCbcBackend"]
@@ -80,6 +81,7 @@ class _PulpModel:
     problem: Any  # pulp.LpProblem
     variables: list[Any]  # pulp.LpVariable, one per MILP column
     form: MilpForm
+    costs: SolverObjective  # as written to the MPS file (13 significant digits)
 
 
 class PulpCbcBackend(Backend):
@@ -121,8 +123,9 @@ class PulpCbcBackend(Backend):
                 rows[f"l{i}"] = pulp.LpConstraint(expr, pulp.LpConstraintLE, rhs=hi)
         lp.extend(rows)
         # every column in the objective (zeros included) so that PuLP writes all of them
-        lp.setObjective(pulp.LpAffineExpression(zip(xs, form.objective.tolist(), strict=True)))
-        return _PulpModel(lp, xs, form)
+        costs = solver_objective(form, written=_as_printed)
+        lp.setObjective(pulp.LpAffineExpression(zip(xs, costs.costs.tolist(), strict=True)))
+        return _PulpModel(lp, xs, form, costs)
 
     def optimize(self, model: _PulpModel, problem: Problem, options: SolveOptions,
                  on_incumbent: IncumbentCallback) -> RawResult:
@@ -156,6 +159,12 @@ class PulpCbcBackend(Backend):
                              message=f"CBC did not recognise {', '.join(unknown)} from extras "
                                      f"{dict(options.extras)!r} (its options: `cbc -?`)")
         return _raw_result(pulp, model, log, options)
+
+
+def _as_printed(values: np.ndarray) -> np.ndarray:
+    """The numbers PuLP's MPS writer puts in the file (``% .12e``: 13 significant digits):
+    objective costs change by that much, and the bound accounts for it."""
+    return np.array([float(f"{v:.12e}") for v in values.tolist()])
 
 
 def _widened_for_printing(form: MilpForm) -> MilpForm:
@@ -203,7 +212,7 @@ def _raw_result(pulp: Any, model: _PulpModel, log: str, options: SolveOptions) -
     if bound_match is not None:
         value = float(bound_match.group(1))
         if math.isfinite(value):
-            bound = value - _BOUND_PRINT_SLACK - 1e-9 * abs(value)
+            bound = model.costs.problem_bound(value - _BOUND_PRINT_SLACK - 1e-9 * abs(value))
     sol_status = model.problem.sol_status
     lp_status = model.problem.status
     solver_status = f"{result} (PuLP status {lp_status}, solution status {sol_status})"
@@ -217,8 +226,8 @@ def _raw_result(pulp: Any, model: _PulpModel, log: str, options: SolveOptions) -
         x = model.form.problem_values(values)
         objective = float(model.form.objective @ values)
         if sol_status == pulp.LpSolutionOptimal:
-            if bound is None and options.relative_gap == 0:
-                bound = objective
+            if bound is None and options.relative_gap == 0:  # CBC's optimum of the costs it read
+                bound = model.costs.problem_bound(float(model.costs.costs @ values))
             return RawResult(Status.OPTIMAL, x, objective, bound, solver_status)
         return RawResult(Status.FEASIBLE, x, objective, bound, solver_status)
     if lp_status == pulp.LpStatusNotSolved and result.startswith("Stopped on time"):

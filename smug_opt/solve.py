@@ -38,6 +38,14 @@ differences below about this (their optimality and integrality tolerances), so O
 then means within it, and ``bound`` is widened by it. With an integral objective (counts
 of cells) OPTIMAL is exact."""
 
+BOUND_RELATIVE_ERROR = 1e-9
+"""How far, relative to the objective's scale (:func:`objective_scale`), a floating-point
+solver's bound may lie above the true optimum of its own model (its optimality and
+feasibility tolerances, costs of 1e15 next to 1): a float backend's bound is lowered by
+this before an integral objective's bound is rounded up. Costs whose objective scale
+reaches 1e6 therefore cost a float backend exact OPTIMAL claims (``certify=True`` or z3
+restore them)."""
+
 SOLVER_RESERVE = 1.0
 """At most this many seconds of the limit are kept back from the solver itself."""
 
@@ -276,7 +284,8 @@ class _Solve:
             summary = next((m for m in reversed(self.messages) if "violation" in m), "rejected")
         # an exact backend's bound needs no float tolerance
         tolerance = 0.0 if self.exact_backend else objective_tolerance(self.problem)
-        bound = _certified_bound(self.lower_bound, self.problem.integral_objective, tolerance)
+        noise = 0.0 if self.exact_backend else BOUND_RELATIVE_ERROR * objective_scale(self.problem)
+        bound = _certified_bound(self.lower_bound, self.problem.integral_objective, tolerance, noise)
         if status is Status.INFEASIBLE:
             bound = math.inf
         elif objective is not None:
@@ -325,23 +334,29 @@ class _Solve:
                 and not p.determined_by_binaries and bool(np.any(p.objective[~p.binary] != 0)))
 
 
+def objective_scale(problem: Problem) -> float:
+    """``max(1, Σ_j |c_j|·max(|lb_j|, |ub_j|))``: how large the objective can get."""
+    reach = np.maximum(np.abs(problem.lb), np.abs(problem.ub))
+    return max(1.0, float(np.abs(problem.objective) @ reach))
+
+
 def objective_tolerance(problem: Problem) -> float:
     """How far from the optimum an OPTIMAL objective may be: 0 for an integral objective,
     else :data:`OBJECTIVE_TOLERANCE` times the objective's scale."""
     if problem.integral_objective:
         return 0.0
-    reach = np.maximum(np.abs(problem.lb), np.abs(problem.ub))
-    return OBJECTIVE_TOLERANCE * max(1.0, float(np.abs(problem.objective) @ reach))
+    return OBJECTIVE_TOLERANCE * objective_scale(problem)
 
 
-def _certified_bound(bound: float, integral: bool, tolerance: float) -> float | None:
+def _certified_bound(bound: float, integral: bool, tolerance: float, noise: float) -> float | None:
     """The solver's lower bound as one the result can promise: rounded up for an integral
-    objective (tolerating 1e-6 of solver noise), else widened by ``tolerance``."""
+    objective after allowing for a float solver's ``noise`` (at least 1e-6), else widened
+    by ``tolerance`` (which exceeds the noise)."""
     if not math.isfinite(bound):
         return None
     if integral:
-        return float(math.ceil(bound - 1e-6))
-    return bound - tolerance
+        return float(math.ceil(bound - max(noise, 1e-6)))
+    return bound - max(tolerance, noise)
 
 
 def _exclude(problem: Problem, x: np.ndarray) -> Problem:

@@ -92,9 +92,12 @@ def _pulp_raw(sol_status: int, status: int, log: str, values: list[float] | None
     import pulp
     from smug_opt_backends.pulp_backend import _PulpModel, _raw_result
 
+    from smug_opt.bridges.milp import solver_objective
+
     form = to_milp(TINY, 0)
     variables = [SimpleNamespace(varValue=v) for v in (values or [None, None])]
-    model = _PulpModel(SimpleNamespace(sol_status=sol_status, status=status), variables, form)
+    model = _PulpModel(SimpleNamespace(sol_status=sol_status, status=status), variables, form,
+                       solver_objective(form))
     return _raw_result(pulp, model, log, SolveOptions())
 
 

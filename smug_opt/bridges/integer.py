@@ -69,6 +69,8 @@ GRID_BITS = 20
 """Default resolution of continuous variables: ``|V_j| <= 2**20`` over their range."""
 
 _EPS = 2.0**-52
+_SMALLEST_NORMAL = 2.0**-1022
+_SUBNORMAL_STEP = 2.0**-1074
 _TINY = 2.0**-1000
 _HUGE = 1 << 256
 _HUGE_ERR = 2.0**256  # an error allowance beyond any activity: the row cannot hold
@@ -185,20 +187,26 @@ def _scale_exponents(
     return k
 
 
-def _round_terms(alpha: np.ndarray, k_per_entry: np.ndarray, xmax: np.ndarray) -> tuple[np.ndarray, ...]:
-    """Scaled coefficients ``S·α``, their integer roundings and rounding residuals times ``max|X|``."""
-    scaled = np.ldexp(alpha, k_per_entry)
+def _round_terms(data: np.ndarray, shift: np.ndarray, xmax: np.ndarray) -> tuple[np.ndarray, ...]:
+    """Scaled coefficients ``data·2**shift`` (one rounding), their integer roundings and
+    rounding residuals times ``max|X|``. A scaled value in the subnormal range may have
+    lost up to ``2**-1075`` (or all of itself, underflowing to 0): its residual says so."""
+    scaled = np.ldexp(data, shift)
     rounded = np.rint(scaled)
     residual = np.abs(scaled - rounded)  # exact in float64
+    residual = np.where((data != 0) & (np.abs(scaled) < _SMALLEST_NORMAL), residual + _SUBNORMAL_STEP,
+                        residual)
     return scaled, rounded.astype(np.int64), residual * xmax
 
 
-def _bound(side: float, err: Fraction, strict: bool, upper: bool) -> int | None:
-    """The integer bound for a scaled float bound ``side`` moved by ``err`` (signed: a
-    positive ``err`` moves outward); None for an infinite side."""
-    if math.isinf(side):  # the unbounded direction, or a bound beyond any activity
+def _bound(side: float, k: int, err: Fraction, strict: bool, upper: bool) -> int | None:
+    """The integer bound for the float bound ``side`` scaled by ``2**k`` (exactly: a float
+    ``ldexp`` would underflow tiny sides to 0) and moved by ``err`` (signed: a positive
+    ``err`` moves outward); None for an infinite side."""
+    if math.isinf(side):  # the unbounded direction
         return None if (side > 0) == upper else (-_HUGE if upper else _HUGE)
-    t = Fraction(side) + err if upper else Fraction(side) - err
+    scaled = Fraction(side) * (Fraction(2) ** k)
+    t = scaled + err if upper else scaled - err
     if upper:
         return math.ceil(t) - 1 if strict else math.floor(t)
     return math.floor(t) + 1 if strict else math.ceil(t)
@@ -357,16 +365,14 @@ def to_integer(
     k = _scale_exponents(_row_max(A, terms), _row_sums(A, terms), 0.5 * _row_sums(A, xmax[cols]),
                          coefficient_bits, activity_bits, "row")
     row_of = np.repeat(np.arange(A.shape[0]), nnz)
-    scaled, C_data, residual = _round_terms(alpha, k[row_of], xmax[cols])
+    scaled, C_data, residual = _round_terms(np.where(xmax[cols] > 0, A.data, 0.0),
+                                            k[row_of] - exponent[cols], xmax[cols])
     coef_err = _up(_row_sums(A, residual), nnz)
     grid_err = _up(0.5 * _row_sums(A, np.where(continuous[cols], np.abs(scaled), 0.0)), nnz)
 
     # ---- ReLU outputs: how far a grid value can be from the exact recomputed value
     dev = np.zeros(num_cols)
     real_slack = np.ldexp(_up(2.0 * coef_err + grid_err, 0), -k)  # a defining row's slack, real units
-    with np.errstate(over="ignore"):
-        s_lo = np.ldexp(form.row_lo, k)  # overflow to ±inf is handled by _bound
-        s_hi = np.ldexp(form.row_hi, k)
     relu_in = problem.relu_in
     for r, (col, rows) in enumerate(form.defines):
         slack = 0.0
@@ -401,8 +407,8 @@ def to_integer(
     for i in range(A.shape[0]):
         e = Fraction(float(err[i]))
         act, g = int(activity[i]), int(gcd[i])
-        lo = _bound(float(s_lo[i]), e, bool(strict_lo[i]), upper=False)
-        hi = _bound(float(s_hi[i]), e, bool(strict_hi[i]), upper=True)
+        lo = _bound(float(form.row_lo[i]), int(k[i]), e, bool(strict_lo[i]), upper=False)
+        hi = _bound(float(form.row_hi[i]), int(k[i]), e, bool(strict_hi[i]), upper=True)
         lo = None if lo is None or lo <= -act else min(lo, act + 1)
         hi = None if hi is None or hi >= act else max(hi, -act - 1)
         lo = None if lo is None else -((-lo) // g)
@@ -436,6 +442,6 @@ def _objective(
     k = int(_scale_exponents(np.array([terms.max(initial=0.0)]), np.array([terms.sum()]),
                              np.array([0.5 * xmax[c != 0].sum()]), coefficient_bits,
                              activity_bits, "objective")[0])
-    scaled, rounded, residual = _round_terms(alpha, np.full(c.shape[0], k), xmax)
+    scaled, rounded, residual = _round_terms(c, k - exponent, xmax)
     err = float(_up(np.array(residual.sum() + 0.5 * np.abs(scaled[continuous]).sum()), nz))
     return rounded, k, math.ldexp(err, -k)

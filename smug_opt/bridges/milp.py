@@ -3,8 +3,9 @@
 Every row is scaled by a power of two (exact) so its largest coefficient is about 1.
 Strict rows become non-strict with a margin chosen by the tightening level:
 
-* level 0: no margin (``a·x > b`` becomes ``a·x >= b``): a relaxation, so a proven optimum
-  is a valid lower bound on the strict problem;
+* level 0: no margin (``a·x > b`` becomes ``a·x >= b``), rows widened by the solver's
+  tolerance when the binaries determine everything (:data:`LEVEL0_WIDENING`): a
+  relaxation, so a proven optimum is a valid lower bound on the strict problem;
 * level L >= 1: strict rows are tightened by ``strict_margin(L, ||a||_1)`` and non-strict
   rows by the margin of level L-1. The margin covers the solver's feasibility tolerance
   and the integrality tolerance times the row's 1-norm (rounding a binary by ``tau``
@@ -17,6 +18,8 @@ phase binary ``a`` with ``y >= z``, ``y <= z - l(1 - a)``, ``y <= u·a``, ``y >=
 
 from __future__ import annotations
 
+import math
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import numpy as np
@@ -25,9 +28,17 @@ import scipy.sparse as sp
 from smug_opt.bridges.intervals import relu_preactivation_bounds
 from smug_opt.ir import Problem, Sense, VarKind
 
-__all__ = ["MilpForm", "strict_margin", "to_milp"]
+__all__ = ["MAX_SOLVER_COST", "MilpForm", "SolverObjective", "solver_objective", "strict_margin", "to_milp"]
 
 _MARGIN_BASE = 1e-7
+
+LEVEL0_WIDENING = 1e-7
+"""At level 0, when the binaries determine every other variable, each of the problem's
+(scaled) rows is widened outward by ``1e-7·(1 + ||a||_1)``, the solvers' primal
+feasibility tolerance: a binary assignment that meets a row exactly (a tie) is then
+strictly inside the solver's model rather than on its tolerance edge, where HiGHS and CBC
+were seen to declare feasible ties infeasible (issue 9, R1/R4/R14). Still a relaxation;
+the exact check decides every assignment the solver returns."""
 
 
 def strict_margin(level: int, row_norm1: np.ndarray | float) -> np.ndarray | float:
@@ -68,19 +79,80 @@ class MilpForm:
         return np.asarray(values, dtype=np.float64)[: self.num_problem_vars]
 
 
-def _pow2_row_scale(A: sp.csr_matrix) -> np.ndarray:
+MAX_SOLVER_COST = 2.0**20
+"""Objective costs handed to a float solver are scaled by a power of two so the largest is
+at most this: HiGHS reads a cost of 1e20 as infinite (its ``infinite_cost``) and CBC
+called ``x0 + x1 >= 1`` infeasible with costs of 1e15-1e17."""
+
+
+@dataclass(frozen=True)
+class SolverObjective:
+    """The objective as a float solver gets it: ``costs = objective·2**-exponent`` (rounded),
+    and ``error``, a bound on ``|objective·x - 2**exponent·costs·x|`` over the columns'
+    bounds; a solver's bound ``b`` on ``costs·x`` proves ``2**exponent·b - error``."""
+
+    costs: np.ndarray
+    exponent: int
+    error: float
+
+    def unscale(self, value: float) -> float:
+        """A solver's objective value or bound, back in the problem's units."""
+        return math.ldexp(value, self.exponent)
+
+    def problem_bound(self, solver_bound: float) -> float:
+        """A valid lower bound on the problem's objective from the solver's bound."""
+        return self.unscale(solver_bound) - self.error
+
+
+def solver_objective(form: MilpForm, written: Callable[[np.ndarray], np.ndarray] | None = None
+                     ) -> SolverObjective:
+    """``form``'s objective scaled for a float solver (see :data:`MAX_SOLVER_COST`);
+    ``written`` maps the scaled costs to what the solver will actually read (e.g. a model
+    file's decimal digits), and its rounding counts in ``error``."""
+    c = form.objective
+    top = float(np.max(np.abs(c), initial=0.0))
+    exponent = max(int(np.frexp(top)[1]) - int(np.frexp(MAX_SOLVER_COST)[1]) + 1, 0) if top else 0
+    costs = np.ldexp(c, -exponent)
+    if written is not None:
+        costs = np.asarray(written(costs), dtype=np.float64)
+    reach = np.maximum(np.abs(form.col_lb), np.abs(form.col_ub))
+    lost = np.abs(c - np.ldexp(costs, exponent))  # exact unless it underflows
+    tiny = (c != 0) & (np.abs(np.ldexp(c, -exponent)) < 2.0**-1022)
+    lost = np.where(tiny, np.abs(c), lost)
+    error = float(lost @ reach) * (1 + 1e-12) if lost.any() else 0.0
+    return SolverObjective(costs, exponent, error)
+
+
+def _pow2_row_exponents(A: sp.csr_matrix) -> np.ndarray:
+    """Per row the ``k`` that brings its largest coefficient to about 1 (``2**k`` itself
+    may not be a float: ``k`` is 1030 for a subnormal row)."""
     amax = np.zeros(A.shape[0])
     nz = np.diff(A.indptr) > 0
     if A.nnz:
         amax[nz] = np.maximum.reduceat(np.abs(A.data), A.indptr[:-1][nz])
-    scale = np.ones(A.shape[0])
-    scale[nz] = np.exp2(-np.round(np.log2(amax[nz])))
-    return scale
+    nz &= amax > 0
+    k = np.zeros(A.shape[0], dtype=np.int64)
+    mantissa, exponent = np.frexp(amax[nz])  # amax = mantissa·2**exponent, mantissa in [0.5, 1)
+    k[nz] = -(exponent - (mantissa < np.sqrt(0.5)))  # -round(log2(amax))
+    return k
 
 
-TINY_COEFFICIENT = 1e-9
-"""Scaled coefficients below this are dropped (solvers drop or mistreat them silently);
-their largest possible contribution moves the row's bounds instead."""
+def _scale_rows(A: sp.csr_matrix, lo: np.ndarray, hi: np.ndarray,
+                k: np.ndarray) -> tuple[sp.csr_matrix, np.ndarray, np.ndarray]:
+    """Rows times ``2**k`` with ``ldexp`` (exact unless a value leaves float range: a
+    bound that overflows becomes ±inf, which :func:`_clip_to_activity` reads as beyond any
+    activity)."""
+    A = sp.csr_matrix(A, copy=True)
+    A.data = np.ldexp(A.data, np.repeat(k, np.diff(A.indptr)))
+    with np.errstate(over="ignore"):
+        return A, np.ldexp(lo, k), np.ldexp(hi, k)
+
+
+TINY_COEFFICIENT = 1e-7
+"""Scaled coefficients below this (the solvers' feasibility tolerance) are dropped: solvers
+drop or mistreat them silently (HiGHS's presolve proved a wrong optimum with a 3.7e-9
+coefficient beside 1.5, CBC called a row with a 1.4e-8 one infeasible); their largest
+possible contribution moves the row's bounds instead."""
 
 
 def _drop_tiny(
@@ -194,17 +266,17 @@ def to_milp(problem: Problem, level: int = 0) -> MilpForm:
     row_lo = np.concatenate(lo_parts)
     row_hi = np.concatenate(hi_parts)
 
-    scale = _pow2_row_scale(A)
-    A = sp.csr_matrix(sp.diags(scale) @ A)
-    with np.errstate(over="ignore"):
-        row_lo = row_lo * scale
-        row_hi = row_hi * scale
+    A, row_lo, row_hi = _scale_rows(A, row_lo, row_hi, _pow2_row_exponents(A))
     A, row_lo, row_hi = _drop_tiny(A, row_lo, row_hi, np.maximum(np.abs(lb), np.abs(ub)), level,
                                    keep=np.concatenate([(senses == Sense.EQ) & (level > 0),
                                                         np.zeros(A.shape[0] - problem.num_rows, bool)]))
+    m = problem.num_rows
+    norm1 = np.asarray(abs(A[:m]).sum(axis=1)).ravel()
+    if level == 0 and problem.determined_by_binaries:
+        tighten = -LEVEL0_WIDENING * (1.0 + norm1)
+        row_lo[:m] = np.where(np.isfinite(row_lo[:m]), row_lo[:m] + tighten, row_lo[:m])
+        row_hi[:m] = np.where(np.isfinite(row_hi[:m]), row_hi[:m] - tighten, row_hi[:m])
     if level > 0:
-        m = problem.num_rows
-        norm1 = np.asarray(abs(A[:m]).sum(axis=1)).ravel()
         tighten = np.where(strict, strict_margin(level, norm1),
                            np.where(nonstrict, strict_margin(level - 1, norm1), 0.0))
         row_lo[:m] = np.where(np.isfinite(row_lo[:m]), row_lo[:m] + tighten, row_lo[:m])
