@@ -152,3 +152,19 @@ def test_cpsat_job_lowering_does_not_pay_the_ortools_import(tmp_path):
     assert record.status is Status.OPTIMAL, record.message
     assert record.times is not None
     assert record.times.lower < 0.1, record.times
+
+
+def test_a_strengthened_run_records_what_was_done(tmp_path):
+    directory = write_instances(tmp_path / "inst", ["a"])
+    config = RunConfig(backends=("highs",), time_limit=10.0, instance_dirs=(str(directory),),
+                       strengthen="cuts,tables")
+    (record,) = run_benchmark(config, tmp_path / "run", quiet=True).records
+    assert record.status is Status.OPTIMAL and record.reverified
+    assert record.strengthening["pieces"] == ["cuts", "tables"] and record.times.strengthen > 0
+    (again,) = read_records(tmp_path / "run" / RESULTS_FILE)
+    assert again.strengthening == record.strengthening
+    with pytest.raises(RunConfigMismatchError, match="strengthen"):
+        run_benchmark(RunConfig(backends=("highs",), time_limit=10.0,
+                                instance_dirs=(str(directory),)), tmp_path / "run", quiet=True)
+    with pytest.raises(ValueError, match="unknown strengthening piece"):
+        RunConfig(backends=("highs",), time_limit=1.0, suites=("synthetic",), strengthen="cut")

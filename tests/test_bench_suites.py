@@ -94,6 +94,24 @@ def test_paper_scale_instance_has_the_papers_shape():
     assert sorted({s.params["k"] for s in get_suite("paper-scale").specs()}) == [500, 1000, 3000, 5000]
 
 
+def test_paper_scale_bias_free_family_is_homogeneous_at_gamma_zero():
+    """The bias-free stems (a conv before BatchNorm): at γ = 0 every row is ``a·M > 0`` (most
+    with mixed-sign ``a``), so the empty mask solves the relaxation ``a·M >= 0``; at γ = 0.5
+    the right-hand sides are half the (positive) activations."""
+    specs = {s.name: s for s in get_suite("paper-scale").specs()}
+    assert {"nobias-g0-k3000-s0", "nobias-g0-k3000-s2", "nobias-g0.5-k3000-s1",
+            "g0.5-k3000-s0"} <= set(specs)
+    suite = get_suite("paper-scale")
+    zero = suite.builder(specs["nobias-g0-k3000-s0"])
+    half = suite.builder(specs["nobias-g0.5-k3000-s0"])
+    assert zero.num_rows == half.num_rows == 3000 and zero.num_vars == 56 * 56
+    assert np.all(zero.rhs == 0) and np.all(half.rhs > 0)
+    signs = [np.sign(zero.A[i].data) for i in range(zero.num_rows)]
+    assert all(s.max() > 0 for s in signs)
+    assert sum(s.min() < 0 for s in signs) > zero.num_rows / 2
+    assert "no bias" in zero.metadata["layer"]
+
+
 @pytest.mark.skipif(importlib.util.find_spec("smug_opt.encode.first_layer") is None,
                     reason="the first-layer encoder is not available")
 def test_random_first_layer_problem_matches_the_encoder():

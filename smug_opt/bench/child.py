@@ -73,6 +73,7 @@ def main(fd: int, parent_pid: int) -> None:
     try:
         from smug_opt import load_problem, solve, verify
         from smug_opt.registry import backend_class
+        from smug_opt.strengthen import Pieces
 
         problem = load_problem(job.instance.problem_path)
         cls = backend_class(job.backend)
@@ -85,8 +86,9 @@ def main(fd: int, parent_pid: int) -> None:
     if FAULT_KEY in problem.metadata:
         _fault(str(problem.metadata[FAULT_KEY]))
     try:
+        strengthen = False if job.strengthen == "off" else Pieces.parse(job.strengthen)
         result = solve(problem, job.backend, time_limit=job.time_limit, threads=job.threads,
-                       seed=job.seed, isolate=False, grace=job.grace)
+                       seed=job.seed, isolate=False, grace=job.grace, strengthen=strengthen)
         reverified, summary = None, "no solution"
         if result.x is not None:
             check = verify(problem, result.x)

@@ -67,6 +67,7 @@ class Job:
     seed: int = 0
     grace: float = DEFAULT_GRACE
     memory_limit_mb: float | None = None
+    strengthen: str = "off"  # or the strengthening pieces: "all", "cuts,tables", ...
 
     @property
     def key(self) -> RecordKey:
@@ -183,6 +184,7 @@ def _outcome(job: Job, started_at: str, ending: _Ending, exit_code: int, peak_mb
             job, started_at, r.status, objective=r.objective, bound=r.bound, gap=r.gap,
             times=r.times, verified=r.verified, proof=r.proof, verification=r.verification,
             reverified=solved.reverified, attempts=len(r.attempts), incumbents=r.incumbents,
+            strengthening=r.strengthening,
             message=r.message if solved.reverified is not False else
             f"harness re-check failed: {solved.reverification}; {r.message}",
             **{**common, "solver": r.solver or ending.solver},

@@ -106,6 +106,7 @@ class RunRecord:
     exit_code: int | None = None
     attempts: int = 0
     incumbents: tuple[tuple[float, float], ...] = ()
+    strengthening: dict[str, Any] | None = None  # SolveResult.strengthening
     solver: str = ""
     message: str = ""
     features: dict[str, Any] = field(default_factory=dict)

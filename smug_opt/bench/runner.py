@@ -28,6 +28,7 @@ from smug_opt.bench.job import DEFAULT_GRACE, Job
 from smug_opt.bench.records import RESULTS_FILE, RunRecord, append_record, machine_info, read_records
 from smug_opt.bench.suites import Instance, get_suite, instances_from_dir, load_suite
 from smug_opt.spawn import default_memory_limit_mb
+from smug_opt.strengthen import Pieces
 
 __all__ = ["RUN_FILE", "RunConfig", "RunConfigMismatchError", "RunOutcome", "collect_instances",
            "plan_jobs", "resolve_backends", "run_benchmark"]
@@ -51,6 +52,8 @@ class RunConfig:
     passes ``memory_limit_mb`` (by default a solve's default budget,
     :func:`smug_opt.spawn.default_memory_limit_mb`; None: no limit). ``instance_filter`` is
     a glob on instance names (None: all); ``run.json`` keeps the latest invocation's.
+    ``strengthen`` is ``"off"`` or the strengthening pieces every job runs (``"all"`` or
+    names separated by commas; see :class:`smug_opt.strengthen.Pieces`).
     """
 
     backends: tuple[str, ...]
@@ -63,8 +66,10 @@ class RunConfig:
     grace: float = DEFAULT_GRACE
     memory_limit_mb: float | None = field(default_factory=default_memory_limit_mb)
     instance_filter: str | None = None
+    strengthen: str = "off"
 
-    MEASUREMENT: ClassVar[tuple[str, ...]] = ("time_limit", "threads", "seed", "grace", "memory_limit_mb")
+    MEASUREMENT: ClassVar[tuple[str, ...]] = ("time_limit", "threads", "seed", "grace", "memory_limit_mb",
+                                              "strengthen")
 
     def __post_init__(self) -> None:
         if not self.backends:
@@ -79,6 +84,8 @@ class RunConfig:
             raise ValueError(f"grace must be non-negative seconds, got {self.grace!r}")
         if self.memory_limit_mb is not None and not self.memory_limit_mb > 0:
             raise ValueError(f"memory_limit_mb must be positive, got {self.memory_limit_mb!r}")
+        if self.strengthen != "off":
+            Pieces.parse(self.strengthen)
 
     def merged_with(self, earlier: RunConfig) -> RunConfig:
         """This configuration extended by ``earlier``'s backends, suites, folders and repeats;
@@ -160,7 +167,7 @@ def plan_jobs(config: RunConfig, instances: dict[str, list[Instance]]) -> list[J
     a partial run covers every backend on the same instances)."""
     return [
         Job(suite, instance, backend, repeat, config.time_limit, config.threads, config.seed,
-            config.grace, config.memory_limit_mb)
+            config.grace, config.memory_limit_mb, config.strengthen)
         for repeat in range(config.repeats)
         for suite, items in instances.items()
         for instance in items

@@ -304,18 +304,31 @@ def _synthetic_build(spec: InstanceSpec) -> Problem:
 
 
 PAPER_KS = (500, 1000, 3000, 5000)
+PAPER_SEEDS = (0, 1)
+BIAS_FREE_SEEDS = (0, 1, 2)
+PAPER_K = 3000
 
 
 def _paper_specs() -> list[InstanceSpec]:
-    return [InstanceSpec(f"k{k}-s{seed}", {"k": k, "gamma": 0.0, "cell": 4, "seed": seed})
-            for seed in (0, 1) for k in PAPER_KS]
+    """Biased stems at γ = 0 (``k…-s…``); at γ = 0.5 (``g0.5-…``); bias-free stems (a conv
+    before BatchNorm: every row homogeneous at γ = 0) at γ = 0 and 0.5 (``nobias-…``)."""
+    specs = [InstanceSpec(f"k{k}-s{seed}", {"k": k, "gamma": 0.0, "cell": 4, "seed": seed})
+             for seed in PAPER_SEEDS for k in PAPER_KS]
+    specs += [InstanceSpec(f"g0.5-k{PAPER_K}-s{seed}",
+                           {"k": PAPER_K, "gamma": 0.5, "cell": 4, "seed": seed})
+              for seed in PAPER_SEEDS]
+    specs += [InstanceSpec(f"nobias-g{gamma:g}-k{PAPER_K}-s{seed}",
+                           {"k": PAPER_K, "gamma": gamma, "cell": 4, "seed": seed, "bias": False})
+              for gamma in (0.0, 0.5) for seed in (BIAS_FREE_SEEDS if gamma == 0 else PAPER_SEEDS)]
+    return specs
 
 
 def _paper_build(spec: InstanceSpec) -> Problem:
     from smug_opt.bench.generators import random_first_layer_problem
 
     p = spec.params
-    return random_first_layer_problem(p["k"], cell=p["cell"], gamma=p["gamma"], seed=p["seed"])
+    return random_first_layer_problem(p["k"], cell=p["cell"], gamma=p["gamma"], seed=p["seed"],
+                                      use_bias=p.get("bias", True))
 
 
 _GAMMAS = (0.0, 0.5, 0.9)
@@ -411,7 +424,8 @@ register_suite(Suite(
     "synthetic", "random strict 0/1 problems, 25-150 binaries, thresholds 0.5 and 0.8",
     _synthetic_specs, _synthetic_build))
 register_suite(Suite(
-    "paper-scale", "random 224x224x3 image, Conv2D 64 7x7/2 'same', cell 4, k = 500-5000 "
+    "paper-scale", "random 224x224x3 image, Conv2D 64 7x7/2 'same', cell 4, k = 500-5000, "
+    "gamma 0 and 0.5, with and without bias "
     "(top-k by activation until a real encoder builder is registered)",
     _paper_specs, _paper_build))
 register_suite(Suite(

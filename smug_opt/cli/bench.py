@@ -6,6 +6,8 @@ import argparse
 import sys
 from pathlib import Path
 
+from smug_opt.cli.solve import add_strengthen_options, strengthen_setting
+
 __all__ = ["add_parser", "run"]
 
 
@@ -33,6 +35,7 @@ def add_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParse
     r.add_argument("--memory-limit", type=float, default=None, metavar="MB",
                    help="kill a job whose resident memory passes MB (default: 1/8 of the "
                         "machine's RAM, at least 1024; inf: no limit)")
+    add_strengthen_options(r)
     r.add_argument("--filter", default=None, metavar="GLOB", help="only instances whose name matches")
     r.add_argument("--workers", type=int, default=1,
                    help="jobs at once on this machine (default 1: sequential, cleanest timings)")
@@ -87,6 +90,7 @@ def _run(args: argparse.Namespace) -> int:
         repeats=args.repeats, threads=args.threads, seed=args.seed,
         grace=DEFAULT_GRACE if args.grace is None else args.grace,
         memory_limit_mb=resolve_memory_limit(args.memory_limit), instance_filter=args.filter,
+        strengthen=_strengthen_text(args),
     )
     if args.executor == "local" and args.scheduler:
         raise ValueError("--scheduler needs --executor dask")
@@ -104,6 +108,12 @@ def _run(args: argparse.Namespace) -> int:
           f"{outcome.planned} planned; results in {out / 'results.jsonl'}\n"
           f"report: smug-opt bench report {out}")
     return 0
+
+
+def _strengthen_text(args: argparse.Namespace) -> str:
+    """``"off"`` or the chosen pieces (``"all"``, ``"cuts,tables"``) for the run config."""
+    setting = strengthen_setting(args)
+    return "off" if setting is False else args.strengthen_pieces
 
 
 def _report(args: argparse.Namespace) -> int:
