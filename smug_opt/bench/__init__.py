@@ -5,13 +5,6 @@ encoders and models only when they are built, reports import matplotlib only whe
 draw.
 """
 
-from smug_opt.bench.executors import (
-    DaskExecutor,
-    Executor,
-    LocalPoolExecutor,
-    SequentialExecutor,
-    make_executor,
-)
 from smug_opt.bench.job import DEFAULT_GRACE, Job, run_job
 from smug_opt.bench.metrics import BackendSummary, Outcome, PerformanceProfile, SuiteSummary, summarize
 from smug_opt.bench.records import Machine, RunRecord, read_records
@@ -34,19 +27,15 @@ from smug_opt.bench.suites import (
 __all__ = [
     "DEFAULT_GRACE",
     "BackendSummary",
-    "DaskExecutor",
-    "Executor",
     "Instance",
     "InstanceSpec",
     "Job",
-    "LocalPoolExecutor",
     "Machine",
     "Outcome",
     "PerformanceProfile",
     "RunConfig",
     "RunOutcome",
     "RunRecord",
-    "SequentialExecutor",
     "Suite",
     "SuiteBuildError",
     "SuiteSummary",
@@ -57,7 +46,6 @@ __all__ = [
     "list_suites",
     "load_run",
     "load_suite",
-    "make_executor",
     "read_records",
     "register_builder",
     "register_suite",

@@ -23,10 +23,10 @@ from typing import Any, ClassVar
 
 from smug_opt import __version__
 from smug_opt.backend import Status
-from smug_opt.bench.executors import Executor, SequentialExecutor
-from smug_opt.bench.job import DEFAULT_GRACE, Job
+from smug_opt.bench.job import DEFAULT_GRACE, Job, failed_record, run_job
 from smug_opt.bench.records import RESULTS_FILE, RunRecord, append_record, machine_info, read_records
 from smug_opt.bench.suites import Instance, get_suite, instances_from_dir, load_suite
+from smug_opt.executors import Executor, SequentialExecutor
 from smug_opt.spawn import default_memory_limit_mb
 from smug_opt.strengthen import Pieces
 
@@ -208,8 +208,9 @@ def run_benchmark(
     finished: list[RunRecord] = []
     bar = tqdm(total=len(pending), desc=f"bench {out.name}", unit="job", file=sys.stderr,
                disable=quiet, dynamic_ncols=True)
-    with bar, contextlib.closing(executor.run(pending)) as records:
-        for record in records:
+    outcomes = executor.map(run_job, pending, light=True, on_error=_task_failure)
+    with bar, contextlib.closing(outcomes) as records:
+        for _, record in records:
             append_record(results, record)
             finished.append(record)
             bar.set_postfix_str(f"{record.backend} {record.instance}: {record.status.name}")
@@ -243,3 +244,8 @@ def _write_run_file(out: Path, config: RunConfig, executor: Executor) -> None:
     tmp = path.with_name(path.name + ".tmp")
     tmp.write_text(json.dumps(data, indent=2))
     os.replace(tmp, path)
+
+
+def _task_failure(job: Job, exc: BaseException) -> RunRecord:
+    """The record of a job whose task failed outside :func:`run_job` (e.g. its Dask worker died)."""
+    return failed_record(job, f"the task failed: {type(exc).__name__}: {exc}", machine=None)

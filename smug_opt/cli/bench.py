@@ -6,6 +6,7 @@ import argparse
 import sys
 from pathlib import Path
 
+from smug_opt.cli.options import add_executor_options, check_executor_options, executor_from_args
 from smug_opt.cli.solve import add_strengthen_options, strengthen_setting
 
 __all__ = ["add_parser", "run"]
@@ -37,12 +38,7 @@ def add_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParse
                         "machine's RAM, at least 1024; inf: no limit)")
     add_strengthen_options(r)
     r.add_argument("--filter", default=None, metavar="GLOB", help="only instances whose name matches")
-    r.add_argument("--workers", type=int, default=1,
-                   help="jobs at once on this machine (default 1: sequential, cleanest timings)")
-    r.add_argument("--executor", choices=("local", "dask"), default="local",
-                   help="local processes (default) or a Dask distributed cluster")
-    r.add_argument("--scheduler", default=None, metavar="ADDRESS",
-                   help="Dask scheduler address for --executor dask (e.g. tcp://host:8786)")
+    add_executor_options(r, what="jobs")
     r.add_argument("--out", type=Path, default=None,
                    help="run directory (default bench/<suites>); re-running resumes it")
     r.add_argument("--retry-errors", action="store_true", help="also re-run jobs recorded as ERROR")
@@ -77,13 +73,13 @@ def _list(args: argparse.Namespace) -> int:
 
 
 def _run(args: argparse.Namespace) -> int:
-    from smug_opt.bench.executors import make_executor
     from smug_opt.bench.job import DEFAULT_GRACE
     from smug_opt.bench.runner import RunConfig, resolve_backends, run_benchmark
     from smug_opt.spawn import resolve_memory_limit
 
     if not (args.suite or args.instances):
         raise ValueError("give --suite NAME or --instances DIR (see `smug-opt bench list`)")
+    check_executor_options(args)
     config = RunConfig(
         backends=resolve_backends(args.backends), time_limit=args.time_limit,
         suites=tuple(args.suite), instance_dirs=tuple(str(d) for d in args.instances),
@@ -92,10 +88,8 @@ def _run(args: argparse.Namespace) -> int:
         memory_limit_mb=resolve_memory_limit(args.memory_limit), instance_filter=args.filter,
         strengthen=_strengthen_text(args),
     )
-    if args.executor == "local" and args.scheduler:
-        raise ValueError("--scheduler needs --executor dask")
     out = args.out or Path("bench") / "+".join([*args.suite, *(d.resolve().name for d in args.instances)])
-    with make_executor(args.executor, workers=args.workers, scheduler=args.scheduler) as executor:
+    with executor_from_args(args) as executor:
         try:
             outcome = run_benchmark(config, out, executor=executor, quiet=args.quiet,
                                     retry_errors=args.retry_errors)
