@@ -5,6 +5,7 @@ imported when they are used.
 """
 
 from smug_opt.backend import Backend, Capabilities, RawResult, SolveOptions, Status
+from smug_opt.batch import explain_many
 from smug_opt.explain import Explanation, explain
 from smug_opt.ir import Problem, ProblemBuilder, Sense, VarKind
 from smug_opt.problem_file import load_problem, save_problem
@@ -29,6 +30,7 @@ __all__ = [
     "available_backends",
     "backend_infos",
     "explain",
+    "explain_many",
     "load_problem",
     "save_problem",
     "solve",

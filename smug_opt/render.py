@@ -5,12 +5,15 @@ from __future__ import annotations
 import html
 from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
 from smug_opt.explain import display_scale
 
-__all__ = ["overlay_png", "text_html", "text_terminal"]
+__all__ = ["overlay_png", "overlay_title", "text_html", "text_terminal"]
+
+LEGEND = "left: input; right: kept cells in red (brighter = larger IG score), the rest dimmed"
 
 
 def _gray(image: np.ndarray) -> np.ndarray:
@@ -23,12 +26,22 @@ def _gray(image: np.ndarray) -> np.ndarray:
     return (img - lo) / (hi - lo) if hi > lo else np.zeros_like(img)
 
 
-def overlay_png(image: np.ndarray, saliency: np.ndarray, path: str | Path, *, zoom: int = 0) -> Path:
-    """Write the input (grey) beside the input with the saliency in red over it.
+def overlay_title(e: Any, model: str = "") -> str:
+    """One line naming what an overlay shows: model, class, mask size and solver status."""
+    r = e.result
+    status = "no solver (receptive fields)" if r is None else f"{r.status.name}, {r.verification}"
+    return (f"{e.method}{' on ' + model if model else ''}: class {e.target}, "
+            f"mask {e.mask_size}/{e.grid.num_cells} cells, {status}")
+
+
+def overlay_png(image: np.ndarray, saliency: np.ndarray, path: str | Path, *, zoom: int = 0,
+                title: str = "") -> Path:
+    """Write the input (grey) beside the input with the saliency in red over it, under a
+    ``title`` line and above a legend saying what red means.
 
     ``zoom`` repeats pixels so small inputs are visible (0: chosen so the image is ≥ 224 px).
     """
-    from PIL import Image
+    from PIL import Image, ImageDraw
 
     gray = _gray(image)
     heat = display_scale(np.asarray(saliency).reshape(gray.shape))
@@ -39,8 +52,18 @@ def overlay_png(image: np.ndarray, saliency: np.ndarray, path: str | Path, *, zo
     red[..., 0] = np.where(heat > 0, 0.35 + 0.65 * heat, red[..., 0])
     picture = np.concatenate([base, np.ones((gray.shape[0], 2, 3)), red], axis=1)
     picture = np.repeat(np.repeat(picture, zoom, axis=0), zoom, axis=1)
+    pixels = (picture * 255).round().astype(np.uint8)
+    band = 16
+    lines = [t for t in (title, LEGEND) if t]
+    width = max(pixels.shape[1], 6 * max(len(t) for t in lines) + 8)
+    canvas = Image.new("RGB", (width, pixels.shape[0] + band * len(lines)), "white")
+    canvas.paste(Image.fromarray(pixels), (0, band if title else 0))
+    draw = ImageDraw.Draw(canvas)
+    if title:
+        draw.text((4, 2), title, fill="black")
+    draw.text((4, canvas.height - band + 2), LEGEND, fill=(90, 0, 0))
     out = Path(path)
-    Image.fromarray((picture * 255).round().astype(np.uint8)).save(out)
+    canvas.save(out, format="PNG")
     return out
 
 

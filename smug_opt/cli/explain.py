@@ -5,15 +5,24 @@ from __future__ import annotations
 import argparse
 import json
 import math
+import shutil
 import sys
+import tempfile
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
+from smug_opt.batch import ExplainSettings
+from smug_opt.cli.options import add_executor_options, check_executor_options, executor_from_args
 from smug_opt.cli.solve import add_solver_options, solver_kwargs
+from smug_opt.outputs import check_out_dir, replace_run_files
 
-__all__ = ["add_parser", "load_image", "run"]
+__all__ = ["add_parser", "run"]
+
+RUN_FILES = ("record.json", "mask.npy", "saliency.npy", "cell_mask.npy", "overlay.png",
+             "explanation.html")
+"""What a single explain writes: a rerun into the same folder replaces all of them."""
 
 EMBEDDED_IMAGE_MODEL = "mnist-cnn"
 EMBEDDED_TEXT_MODEL = "text-cnn"
@@ -32,7 +41,11 @@ def add_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParse
     src = p.add_argument_group("model and input")
     src.add_argument("--model", help="a .keras/.h5 file or an embedded model name "
                      "(mnist-cnn, mnist-mlp, mnist-mlp-deep, text-cnn; default mnist-cnn)")
-    src.add_argument("--input", type=Path, help="an image (.png/.jpg) or an array (.npy)")
+    src.add_argument("--input", type=Path,
+                     help="an image (.png/.jpg) or an array (.npy); a folder of them, or an .npy "
+                          "holding one input per row, explains each (a batch run: records.jsonl, "
+                          "arrays/*.npz, summary.md). Images of another size are resized to the "
+                          "model's input (bilinear); arrays never are")
     src.add_argument("--tokens", help="a text to explain (embedded text model's vocabulary)")
     src.add_argument("--index", type=int, default=0,
                      help="which held-out example of the embedded data (default 0)")
@@ -49,31 +62,19 @@ def add_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParse
     smug.add_argument("--steps", type=int, default=64, help="Integrated Gradients steps (64)")
     smug.add_argument("--target", type=int, help="class to explain (default: the prediction)")
     add_solver_options(p)
-    p.add_argument("--out", type=Path, default=Path("results"), help="output folder (results/)")
+    p.add_argument("--out", type=Path, default=Path("results"),
+                   help="output folder (default results/); a single explain replaces the "
+                        "previous run's files there")
+    batch = p.add_argument_group("batch runs (--input FOLDER or an .npy of many inputs)")
+    batch.add_argument("--resume", action="store_true",
+                       help="continue the batch run in --out, skipping finished inputs")
+    batch.add_argument("--overwrite", action="store_true",
+                       help="replace a previous batch run in --out")
+    batch.add_argument("--overlays", action="store_true", help="also write overlays/NAME.png per image")
+    batch.add_argument("--chunk", type=int, default=8, help="inputs per task (default 8)")
+    add_executor_options(p, what="tasks (chunks of inputs)")
     p.add_argument("--quiet", action="store_true", help="no progress messages")
     return p
-
-
-def load_image(path: Path, input_shape: tuple[int, ...], pixel_scale: float) -> np.ndarray:
-    """An image or array file as one model input of ``input_shape``."""
-    if not path.is_file():
-        raise FileNotFoundError(f"no input file at {path}")
-    if path.suffix.lower() == ".npy":
-        x = np.load(path, allow_pickle=False).astype(np.float64)
-    else:
-        from PIL import Image, UnidentifiedImageError
-
-        channels = input_shape[-1] if len(input_shape) == 3 else 1
-        try:
-            img = Image.open(path).convert("L" if channels == 1 else "RGB")
-        except UnidentifiedImageError:
-            raise ValueError(f"{path} is not an image PIL can read") from None
-        x = np.asarray(img, dtype=np.float64) / pixel_scale
-    if x.shape != input_shape and x.size == math.prod(input_shape):
-        x = x.reshape(input_shape)  # (28, 28) → (28, 28, 1) or (784,)
-    if x.shape != input_shape:
-        raise ValueError(f"{path} holds shape {x.shape}; the model expects {input_shape}")
-    return x
 
 
 def _say(args: argparse.Namespace, message: str) -> None:
@@ -105,21 +106,125 @@ def _embedded_example(name: str, index: int, tokens: str | None) -> tuple[np.nda
     return x, {"digit_index": index, "label": int(digits.y_test[index])}
 
 
+def _check_args(args: argparse.Namespace) -> None:
+    """Reject bad flags before any model loads (a few milliseconds, not seconds)."""
+    checks = [
+        (args.k is not None and args.k < 1, f"--k must be at least 1, got {args.k}"),
+        (args.cell is not None and args.cell < 1, f"--cell must be at least 1, got {args.cell}"),
+        (args.steps < 1, f"--steps must be at least 1, got {args.steps}"),
+        (not args.time_limit > 0, f"--time-limit must be positive, got {args.time_limit:g}"),
+        (not args.gamma >= 0, f"--gamma must be at least 0 (each kept neuron stays above gamma "
+                              f"times its activation), got {args.gamma:g}"),
+        (args.target is not None and args.target < 0, f"--target must be a class index ≥ 0, "
+                                                       f"got {args.target}"),
+        (not args.pixel_scale > 0, f"--pixel-scale must be positive, got {args.pixel_scale:g}"),
+        (args.chunk < 1, f"--chunk must be at least 1, got {args.chunk}"),
+    ]
+    for bad, message in checks:
+        if bad:
+            raise ValueError(message)
+    if args.method == "smug":
+        from smug_opt.registry import backend_class
+
+        backend_class(args.backend)  # an unknown or unusable backend: the installed ones are named
+    check_executor_options(args)
+    if args.input is not None and not args.input.exists():
+        raise FileNotFoundError(f"--input {args.input}: no such file or folder")
+    if args.input is not None and args.tokens is not None:
+        raise ValueError("give --input or --tokens, not both")
+    check_out_dir(args.out)
+
+
+def _settings(args: argparse.Namespace, name: str) -> ExplainSettings:
+    k_default, cell_default = EMBEDDED_PRESETS.get(name, (PAPER_K, PAPER_CELL))
+    kwargs = solver_kwargs(args)
+    backend = str(kwargs.pop("backend"))
+    time_limit = float(kwargs.pop("time_limit"))  # type: ignore[arg-type]
+    return ExplainSettings(
+        method=args.method, backend=backend, k=args.k if args.k is not None else k_default,
+        gamma=args.gamma, cell=args.cell if args.cell is not None else cell_default,
+        steps=args.steps, target=args.target, time_limit=time_limit,
+        grid_shape=_grid(args.grid) or (((28, 28)) if name.startswith("mnist-mlp") else None),
+        solver_options=kwargs, pixel_scale=args.pixel_scale)
+
+
+def _npy_rows(path: Path) -> tuple[int, ...] | None:
+    """The shape of an .npy file without reading its data (None for other files)."""
+    if path.suffix.lower() != ".npy" or not path.is_file():
+        return None
+    try:
+        return tuple(np.load(path, mmap_mode="r", allow_pickle=False).shape)
+    except (OSError, ValueError) as exc:
+        raise ValueError(f"--input {path} is not a numeric .npy array ({exc})") from None
+
+
 def run(args: argparse.Namespace) -> int:
-    from smug_opt.explain import as_adapter, explain
+    _check_args(args)
+    name = args.model or (EMBEDDED_TEXT_MODEL if args.tokens else EMBEDDED_IMAGE_MODEL)
+    settings = _settings(args, name)
+    if args.input is not None and args.input.is_dir():
+        return _run_batch(args, name, settings, args.input)
+    if args.resume or args.overwrite or args.overlays or args.workers > 1 or args.executor != "local":
+        shape = _npy_rows(args.input) if args.input is not None else None
+        if shape is None or len(shape) < 2:
+            raise ValueError("--resume, --overwrite, --overlays, --workers and --executor are for "
+                             "batch runs: give --input FOLDER or an .npy with one input per row")
+    from smug_opt.batch import ModelRef
     from smug_opt.models import zoo
 
-    name = args.model or (EMBEDDED_TEXT_MODEL if args.tokens else EMBEDDED_IMAGE_MODEL)
     embedded = name in zoo.available_models()
     _say(args, f"loading model {name}")
-    model = zoo.load(name, progress=not args.quiet) if embedded else name
-    adapter = as_adapter(model)
-    info: dict[str, Any] = {"model": name}
     if embedded:
-        info["model_test_accuracy"] = zoo.test_accuracy(name)
+        zoo.load(name, progress=not args.quiet)  # trains and caches it on first use, with a bar
+    adapter, info = ModelRef(name).load()
+    shape = _npy_rows(args.input) if args.input is not None else None
+    if shape is not None and math.prod(shape) != math.prod(adapter.input_shape) \
+            and math.prod(shape[1:]) == math.prod(adapter.input_shape):
+        return _run_batch(args, name, settings, args.input)
+    return _run_single(args, name, settings, adapter, dict(info))
+
+
+def _run_batch(args: argparse.Namespace, name: str, settings: ExplainSettings, source: Path) -> int:
+    from smug_opt.batch import explain_many
+
+    inputs: Any = source if source.is_dir() else np.load(source, mmap_mode="r", allow_pickle=False)
+    with executor_from_args(args) as executor:
+        run = explain_many(name, source if source.is_dir() else np.asarray(inputs), settings=settings,
+                           executor=executor, out=args.out, resume=args.resume,
+                           overwrite=args.overwrite, overlays=args.overlays, chunk_size=args.chunk)
+        if run.note:
+            _say(args, run.note)
+        _say(args, f"batch explain: {run.planned} inputs, {run.skipped} already done, "
+                   f"{executor.describe()}")
+        from tqdm import tqdm
+
+        with tqdm(total=run.planned - run.skipped, desc="explain", unit="input", file=sys.stderr,
+                  disable=args.quiet, dynamic_ncols=True) as bar:
+            for item in run:
+                bar.set_postfix_str(f"{item.name}: {item.record.get('status')}")
+                bar.update()
+    print(run.summary, end="")
+    print(f"wrote {args.out}/ (records.jsonl, arrays/, summary.md)")
+    if run.failed:
+        print(f"{run.failed} inputs failed in their worker; run again with --resume to retry them",
+              file=sys.stderr)
+    return 0 if not run.failed else 1
+
+
+def _run_single(args: argparse.Namespace, name: str, settings: ExplainSettings, adapter: Any,
+                info: dict[str, Any]) -> int:
+    from smug_opt.explain import explain
+
+    embedded = "model_test_accuracy" in info
     if args.input is not None:
-        x = load_image(args.input, adapter.input_shape, args.pixel_scale)
+        from smug_opt.inputs import load_input
+
+        x, resized = load_input(args.input, adapter.input_shape, args.pixel_scale)
         info["input"] = str(args.input)
+        if resized:
+            info["resized_from"] = list(resized)
+            _say(args, f"resized {args.input} from {resized[0]}x{resized[1]} to the model's "
+                       f"{adapter.input_shape[0]}x{adapter.input_shape[1]} input")
     elif args.tokens is not None:
         if name != EMBEDDED_TEXT_MODEL:
             raise ValueError("--tokens needs the embedded text model's vocabulary; for your own "
@@ -131,23 +236,24 @@ def run(args: argparse.Namespace) -> int:
         info |= extra
     else:
         raise ValueError("--model was given without --input (or --tokens)")
-    k_default, cell_default = EMBEDDED_PRESETS.get(name, (PAPER_K, PAPER_CELL))
-    k = args.k if args.k is not None else k_default
-    cell = args.cell if args.cell is not None else cell_default
-    grid = _grid(args.grid) or (((28, 28)) if name.startswith("mnist-mlp") else None)
-    kwargs = solver_kwargs(args)
-    backend = kwargs.pop("backend")
-    time_limit = kwargs.pop("time_limit")
-    _say(args, f"{args.method}: k={k}, gamma={args.gamma}, cell={cell}"
-               + ("" if args.method == "smug_base" else f", backend {backend} (limit {time_limit:g}s)"))
-    e = explain(adapter, x, method=args.method, backend=str(backend), k=k, gamma=args.gamma,
-                cell=cell, steps=args.steps, target=args.target, time_limit=float(time_limit),
-                grid_shape=grid, solver_options=kwargs)
-    out = e.save(args.out)
-    record = {**info, **e.record()}
-    (out / "record.json").write_text(json.dumps(record, indent=2) + "\n")
-    if e.ok:
-        _render(e, x, name, info, out)
+    s = settings
+    _say(args, f"{s.method}: k={s.k}, gamma={s.gamma}, cell={s.cell}"
+               + ("" if s.method == "smug_base" else f", backend {s.backend} (limit {s.time_limit:g}s)"))
+    e = explain(adapter, x, **s.explain_kwargs())
+    out = args.out
+    out.parent.mkdir(parents=True, exist_ok=True)
+    staged = Path(tempfile.mkdtemp(prefix=f".{out.name}.", dir=out.parent))
+    try:
+        e.save(staged)
+        (staged / "record.json").write_text(json.dumps({**info, **e.record()}, indent=2) + "\n")
+        if e.ok:
+            _render(e, x, name, info, staged)
+        removed = replace_run_files(staged, out, RUN_FILES)
+    finally:
+        if staged.exists():
+            shutil.rmtree(staged)
+    if removed:
+        _say(args, f"replaced the previous run's files in {out}/ ({', '.join(removed)})")
     r = e.result
     status = "no solver" if r is None else f"{r.status.name} ({r.verification})"
     print(f"{args.method} on {name}: target {e.target}, {e.neurons.size} neurons, "
@@ -162,7 +268,8 @@ def _render(e: Any, x: np.ndarray, name: str, info: dict[str, Any], out: Path) -
     if len(e.grid.spatial_shape) >= 2:
         hw = e.grid.spatial_shape[:2]
         saliency = e.saliency.reshape((*hw, -1)).max(axis=-1)
-        render.overlay_png(x.reshape((*hw, -1)), saliency, out / "overlay.png")
+        render.overlay_png(x.reshape((*hw, -1)), saliency, out / "overlay.png",
+                           title=render.overlay_title(e, name))
         return
     if name == EMBEDDED_TEXT_MODEL:
         from smug_opt.data.text import default_vocabulary

@@ -1,0 +1,360 @@
+"""Explain many inputs: chunks of inputs are tasks on an executor (this process, local
+worker processes or a Dask cluster); each worker loads the model once; results stream back
+into a resumable run folder.
+
+The run folder (see :mod:`smug_opt.runstore`): ``records.jsonl`` (one line per input, the
+fields of a single explain's ``record.json`` plus ``index``, ``name``, ``input``, ``part``,
+``row``), ``arrays/part-NNNNNN.npz`` (``index``, ``mask``, ``saliency``, ``cell_mask``, one
+row per explained input: ``numpy.load`` reads them), ``overlays/`` (optional) and
+``summary.md`` (statuses, mask sizes, times) when the run ends.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from collections.abc import Iterator, Mapping, Sequence
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from smug_opt.executors import Executor, SequentialExecutor, worker_cache
+from smug_opt.runstore import RunFolder
+
+__all__ = ["BatchRun", "ExplainSettings", "ExplainedInput", "ModelRef", "explain_many",
+           "summary_markdown"]
+
+KIND = "explain"
+OVERLAYS_DIR = "overlays"
+SUMMARY_FILE = "summary.md"
+_loads = 0  # models loaded by this process (a worker loads each model once)
+
+
+@dataclass(frozen=True)
+class ModelRef:
+    """How a worker finds the model: an embedded model's name or a .keras/.h5 path."""
+
+    name: str
+
+    def load(self) -> Any:
+        """The model's adapter, loaded once per worker process."""
+        return worker_cache(("model", self.name), self._load)
+
+    def _load(self) -> Any:
+        global _loads
+        from smug_opt.explain import as_adapter
+        from smug_opt.models import zoo
+
+        embedded = self.name in zoo.available_models()
+        adapter = as_adapter(zoo.load(self.name, progress=False) if embedded else self.name)
+        _loads += 1
+        info = {"model": self.name}
+        if embedded:
+            info["model_test_accuracy"] = zoo.test_accuracy(self.name)
+        return adapter, info
+
+
+@dataclass(frozen=True)
+class ExplainSettings:
+    """The arguments of :func:`smug_opt.explain` shared by every input of a batch."""
+
+    method: str = "smug"
+    backend: str = "highs"
+    k: int = 3000
+    gamma: float = 0.0
+    cell: int = 4
+    steps: int = 64
+    target: int | None = None
+    time_limit: float = 60.0
+    grid_shape: tuple[int, ...] | None = None
+    solver_options: Mapping[str, Any] = field(default_factory=dict)
+    pixel_scale: float = 255.0
+
+    def explain_kwargs(self) -> dict[str, Any]:
+        return {"method": self.method, "backend": self.backend, "k": self.k, "gamma": self.gamma,
+                "cell": self.cell, "steps": self.steps, "target": self.target,
+                "time_limit": self.time_limit, "grid_shape": self.grid_shape,
+                "solver_options": dict(self.solver_options)}
+
+    def to_dict(self) -> dict[str, Any]:
+        d = asdict(self)
+        d["grid_shape"] = None if self.grid_shape is None else list(self.grid_shape)
+        d["solver_options"] = dict(self.solver_options)
+        return d
+
+
+@dataclass(frozen=True, eq=False)
+class ExplainedInput:
+    """One input's outcome: its record (the fields of ``record.json``) and, when the solver
+    found a mask, the mask, saliency and cell mask (None otherwise: ``record`` says why)."""
+
+    index: int
+    name: str
+    record: dict[str, Any]
+    mask: np.ndarray | None
+    saliency: np.ndarray | None
+    cell_mask: np.ndarray | None
+
+    @property
+    def ok(self) -> bool:
+        return self.mask is not None
+
+
+@dataclass(frozen=True, eq=False)
+class _Chunk:
+    model: Any  # a ModelRef, or (in this process only) a model adapter
+    settings: ExplainSettings
+    items: tuple[tuple[int, str, Any], ...]  # (index, name, an array or a file path)
+    overlays_dir: str | None
+
+
+@dataclass(frozen=True, eq=False)
+class _ChunkDone:
+    inputs: list[ExplainedInput]
+    worker_pid: int
+    model_loads: int
+
+
+@dataclass(frozen=True, eq=False)
+class _ChunkFailed:
+    indices: tuple[int, ...]
+    message: str
+
+
+def _adapter(model: Any) -> tuple[Any, dict[str, Any]]:
+    if isinstance(model, ModelRef):
+        return model.load()
+    from smug_opt.explain import as_adapter
+
+    return as_adapter(model), {"model": getattr(getattr(model, "model", model), "name", "model")}
+
+
+def _read(source: Any, adapter: Any, settings: ExplainSettings) -> tuple[np.ndarray, dict[str, Any]]:
+    if isinstance(source, str):
+        from smug_opt.inputs import load_input
+
+        x, resized = load_input(Path(source), adapter.input_shape, settings.pixel_scale)
+        return x, {"input": source} | ({"resized_from": list(resized)} if resized else {})
+    x = np.asarray(source, dtype=np.float64)
+    shape = tuple(adapter.input_shape)
+    if x.shape != shape and x.size == int(np.prod(shape)):
+        x = x.reshape(shape)
+    return x, {}
+
+
+def explain_chunk(chunk: _Chunk) -> _ChunkDone:
+    """Explain every input of a chunk (a task: runs wherever the executor puts it)."""
+    from smug_opt.explain import explain
+
+    adapter, info = _adapter(chunk.model)
+    done = []
+    for index, name, source in chunk.items:
+        start = time.perf_counter()
+        base = {"index": index, "name": name, **info}
+        if not isinstance(source, str):
+            base["input"] = f"row {index}"
+        try:
+            x, extra = _read(source, adapter, chunk.settings)
+            e = explain(adapter, x, **chunk.settings.explain_kwargs())
+        except (ValueError, FileNotFoundError) as exc:
+            record = {**base, "status": "ERROR", "error": str(exc),
+                      "seconds": time.perf_counter() - start}
+            done.append(ExplainedInput(index, name, record, None, None, None))
+            continue
+        record = {**base, **extra, **e.record(), "seconds": time.perf_counter() - start}
+        if e.ok and chunk.overlays_dir is not None:
+            record["overlay"] = _write_overlay(e, x, Path(chunk.overlays_dir), name, info["model"])
+        cell_mask = None if e.cell_mask is None else e.cell_mask.reshape(e.grid.shape)
+        done.append(ExplainedInput(index, name, record, e.mask, e.saliency, cell_mask))
+    return _ChunkDone(done, os.getpid(), _loads)
+
+
+def _write_overlay(e: Any, x: np.ndarray, folder: Path, name: str, model: str) -> str | None:
+    from smug_opt import render
+
+    if len(e.grid.spatial_shape) < 2:
+        return None  # text: the records and arrays say which tokens were kept
+    hw = e.grid.spatial_shape[:2]
+    path = folder / f"{Path(name).stem}.png"
+    tmp = path.with_name(path.stem + ".tmp.png")
+    render.overlay_png(x.reshape((*hw, -1)), e.saliency.reshape((*hw, -1)).max(axis=-1), tmp,
+                       title=render.overlay_title(e, model))
+    os.replace(tmp, path)
+    return str(path.relative_to(folder.parent))
+
+
+class BatchRun(Iterator[ExplainedInput]):
+    """The explanations of a batch as they finish (an iterator). ``skipped``: inputs already
+    done in the run folder; ``failed``: inputs whose task failed (not recorded: a resumed
+    run retries them); ``summary``: the markdown summary once the run has ended."""
+
+    def __init__(self, stream: Iterator[ExplainedInput], folder: RunFolder | None,
+                 planned: int, skipped: int, note: str) -> None:
+        self._stream = stream
+        self.folder = folder
+        self.planned = planned
+        self.skipped = skipped
+        self.note = note
+        self.failed = 0
+        self.summary = ""
+
+    def __next__(self) -> ExplainedInput:
+        return next(self._stream)
+
+    def close(self) -> None:
+        """Stop the run: tasks not yet started are cancelled."""
+        self._stream.close()  # type: ignore[attr-defined]
+
+
+def _sources(inputs: Any) -> list[tuple[str, Any]] | np.ndarray:
+    """(name, source) pairs for a folder or a list of paths, or the array of inputs."""
+    if isinstance(inputs, (str, os.PathLike)) and Path(inputs).is_dir():
+        from smug_opt.inputs import list_input_files
+
+        return [(p.name, str(p)) for p in list_input_files(Path(inputs))]
+    if isinstance(inputs, np.ndarray):
+        if inputs.ndim < 2:
+            raise ValueError(f"an array of inputs needs a leading input axis; got shape {inputs.shape}")
+        return inputs
+    if isinstance(inputs, Sequence) and all(isinstance(p, (str, os.PathLike)) for p in inputs):
+        return [(Path(p).name, str(p)) for p in inputs]
+    raise ValueError("inputs must be an array (N, ...), a folder or a list of image/.npy files; "
+                     f"got {type(inputs).__name__}")
+
+
+def explain_many(
+    model: Any,
+    inputs: Any,
+    *,
+    settings: ExplainSettings | None = None,
+    executor: Executor | None = None,
+    out: str | os.PathLike[str] | None = None,
+    resume: bool = False,
+    overwrite: bool = False,
+    overlays: bool = False,
+    chunk_size: int = 8,
+    **explain_args: Any,
+) -> BatchRun:
+    """Explain every input of ``inputs`` and stream the results as they finish.
+
+    ``model``: an embedded model's name or a .keras/.h5 path (any executor), or a Keras
+    model/adapter (this process only: save it for worker processes or Dask). ``inputs``: an
+    array (N, ...), a folder of images/.npy files, or a list of such files. The
+    :func:`smug_opt.explain` arguments come as ``settings`` or keywords (``k=``,
+    ``backend=``...). ``executor`` (default: this process) runs chunks of ``chunk_size``
+    inputs as tasks. With ``out``, results go to a run folder (module docstring) which
+    ``resume`` continues (skipping finished inputs) and ``overwrite`` replaces;
+    ``overlays`` also writes a PNG per image input there.
+    """
+    if settings is not None and explain_args:
+        raise ValueError("give explain arguments either as settings= or as keywords, not both")
+    settings = settings or ExplainSettings(**explain_args)
+    if chunk_size < 1:
+        raise ValueError(f"chunk_size must be at least 1, got {chunk_size}")
+    executor = executor or SequentialExecutor()
+    local = isinstance(executor, SequentialExecutor)
+    if not isinstance(model, (str, os.PathLike)) and not local:
+        raise ValueError("worker processes and Dask load the model themselves: pass its name or "
+                         "a saved .keras path, not a model object")
+    ref = ModelRef(str(model)) if isinstance(model, (str, os.PathLike)) else model
+    sources = _sources(inputs)
+    names = ([str(i) for i in range(len(sources))] if isinstance(sources, np.ndarray)
+             else [n for n, _ in sources])
+    if len(set(names)) != len(names):
+        raise ValueError("two inputs share a file name; names identify inputs in the run folder")
+    folder, note = None, ""
+    if out is not None:
+        config = {"model": str(model) if isinstance(ref, ModelRef) else "<in-memory model>",
+                  "inputs": _describe(inputs), "n": len(names), **settings.to_dict()}
+        folder, note = RunFolder.open(out, config, kind=KIND, resume=resume, overwrite=overwrite,
+                                      extra_files=(OVERLAYS_DIR, SUMMARY_FILE))
+    elif resume or overwrite or overlays:
+        raise ValueError("--resume, --overwrite and --overlays need an output folder (--out)")
+    done = folder.done() if folder is not None else set()
+    pending = [i for i, n in enumerate(names) if n not in done]
+    overlays_dir = None
+    if overlays and folder is not None:
+        (folder.path / OVERLAYS_DIR).mkdir(exist_ok=True)
+        overlays_dir = str(folder.path / OVERLAYS_DIR)
+    chunks = (_Chunk(ref, settings, tuple(
+        (i, names[i], sources[i] if isinstance(sources, np.ndarray) else sources[i][1])
+        for i in pending[s:s + chunk_size]), overlays_dir) for s in range(0, len(pending), chunk_size))
+    run = BatchRun(iter(()), folder, len(names), len(names) - len(pending), note)
+    run._stream = _stream(run, executor, chunks)
+    return run
+
+
+def _describe(inputs: Any) -> str:
+    if isinstance(inputs, np.ndarray):
+        return f"array {inputs.dtype} {list(inputs.shape)}"
+    if isinstance(inputs, (str, os.PathLike)):
+        return str(Path(inputs).resolve())
+    return f"{len(inputs)} files"
+
+
+def _failed_chunk(chunk: _Chunk, exc: BaseException) -> _ChunkFailed:
+    return _ChunkFailed(tuple(i for i, _, _ in chunk.items), f"{type(exc).__name__}: {exc}")
+
+
+def _stream(run: BatchRun, executor: Executor, chunks: Iterator[_Chunk]) -> Iterator[ExplainedInput]:
+    started = time.perf_counter()
+    fresh: list[dict[str, Any]] = []
+    for _, outcome in executor.map(explain_chunk, chunks, on_error=_failed_chunk):
+        if isinstance(outcome, _ChunkFailed):
+            import warnings
+
+            run.failed += len(outcome.indices)
+            warnings.warn(f"{len(outcome.indices)} inputs not explained: their task failed "
+                          f"({outcome.message}); a rerun with --resume retries them", stacklevel=2)
+            continue
+        records = [dict(e.record, worker=outcome.worker_pid) for e in outcome.inputs]
+        if run.folder is not None:
+            run.folder.add(*_rows(records, outcome.inputs))
+        fresh.extend(records)
+        yield from outcome.inputs
+    wall = time.perf_counter() - started
+    everything = run.folder.records() if run.folder is not None else fresh
+    run.summary = summary_markdown(everything, fresh=len(fresh), wall=wall)
+    if run.folder is not None:
+        (run.folder.path / SUMMARY_FILE).write_text(run.summary)
+
+
+def _rows(records: list[dict[str, Any]], done: list[ExplainedInput]
+          ) -> tuple[list[dict[str, Any]], dict[str, np.ndarray] | None]:
+    ok = [e for e in done if e.ok]
+    row = {e.index: r for r, e in enumerate(ok)}
+    for record in records:
+        record["row"] = row.get(record["index"])
+    if not ok:
+        return records, None
+    return records, {"index": np.array([e.index for e in ok], dtype=np.int64),
+                     "mask": np.stack([e.mask for e in ok]),
+                     "saliency": np.stack([e.saliency for e in ok]),
+                     "cell_mask": np.stack([e.cell_mask for e in ok])}
+
+
+def summary_markdown(records: Sequence[Mapping[str, Any]], *, fresh: int, wall: float) -> str:
+    """Statuses, mask sizes and times of a batch's records, as a short markdown report."""
+    n = len(records)
+    statuses: dict[str, int] = {}
+    for r in records:
+        statuses[r.get("status", "?")] = statuses.get(r.get("status", "?"), 0) + 1
+    lines = [f"# Batch explain: {n} inputs", "", "| status | inputs |", "|---|---:|"]
+    lines += [f"| {s} | {c} |" for s, c in sorted(statuses.items())]
+    sizes = [r["mask_size"] for r in records if r.get("mask_size") is not None]
+    cells = [r["cells"] for r in records if r.get("mask_size") is not None]
+    seconds = [r["seconds"] for r in records if r.get("seconds") is not None]
+    lines += ["", "| quantity | median | min | max |", "|---|---:|---:|---:|"]
+    if sizes:
+        frac = [s / c for s, c in zip(sizes, cells, strict=True)]
+        lines.append(f"| mask size (cells) | {np.median(sizes):g} | {min(sizes)} | {max(sizes)} |")
+        lines.append(f"| kept fraction | {np.median(frac):.3f} | {min(frac):.3f} | {max(frac):.3f} |")
+    if seconds:
+        lines.append(f"| seconds per input (in its worker) | {np.median(seconds):.3f} | "
+                     f"{min(seconds):.3f} | {max(seconds):.3f} |")
+    rate = f"{fresh / wall:.2f} inputs/s" if wall > 0 and fresh else "n/a"
+    lines += ["", f"This session: {fresh} inputs explained in {wall:.1f} s wall ({rate}); "
+              f"{n - fresh} were already done.", ""]
+    return "\n".join(lines)
