@@ -1,32 +1,40 @@
-"""The stress case on MNIST: whole-network minimal masks for held-out digits, per backend.
+"""The stress case on MNIST as a benchmark suite: whole-network minimal masks for held-out
+digits, per backend, through the bench harness, with the paper's per-digit table.
 
-For each digit (a fixed-seed draw from the held-out split) the problem of
-:func:`smug_opt.encode.full_network` is encoded once and cached as a ``.smug`` file; each
-backend solves it under the time limit; every returned mask is checked twice, exactly
-against the problem (by :func:`smug_opt.solve`) and by a float64 forward pass of the real
-weights (:func:`~smug_opt.encode.full_network.verify_mask_in_model`). A digit counts as
-solved only when the solver proved optimality and both checks passed. Records go to
-``results.jsonl`` (one per digit and backend; a rerun skips those already there); the
-paper's per-digit table goes to ``table.md`` and ``table.json``.
+:func:`stress_suite` registers one suite per (model, bounds, cell, seed, n): one instance
+per digit (a fixed-seed draw from the held-out split), the problem of
+:func:`smug_opt.encode.full_network` built once and cached like any suite's, and a
+:class:`ModelCheck` that each job runs on the returned mask (a float64 forward pass of the
+real weights, :func:`~smug_opt.encode.full_network.verify_mask_in_model`). :func:`run_stress`
+runs it with :func:`smug_opt.bench.run_benchmark` (one killable process per job, records in
+``results.jsonl``, resumable) and writes the per-digit view (:func:`stress_table`) to
+``table.md`` and ``table.json``. A digit counts as solved only when the solver proved
+optimality and the mask passed the exact check and the model check.
 """
 
 from __future__ import annotations
 
 import json
-import math
 import os
-import sys
-import time
+import re
 from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-__all__ = ["load_stress_model", "run_stress", "stress_table", "table_markdown"]
+if TYPE_CHECKING:
+    from smug_opt.bench.records import RunRecord
+    from smug_opt.bench.suites import Suite
+    from smug_opt.encode.full_network import MLP
+    from smug_opt.ir import Problem
+
+__all__ = ["ModelCheck", "digit_rows", "load_stress_model", "run_stress", "stress_suite",
+           "stress_table", "table_markdown"]
 
 Z3_ENCODINGS = ("paper", "exact", "pb")
-RESULTS = "results.jsonl"
+_MODEL_FILES = (".keras", ".h5", ".hdf5")
 
 
 def load_stress_model(model: str) -> tuple[Any, str]:
@@ -36,11 +44,10 @@ def load_stress_model(model: str) -> tuple[Any, str]:
 
     if model in zoo.available_models():
         return as_mlp(zoo.load(model), model), model
-    path = Path(model)
-    if path.suffix in (".keras", ".h5", ".hdf5"):
+    if Path(model).suffix in _MODEL_FILES:
         from smug_opt.models.keras_adapter import load_model
 
-        return as_mlp(load_model(path), path.stem), path.stem
+        return as_mlp(load_model(model), Path(model).stem), Path(model).stem
     raise ValueError(f"model must be one of {', '.join(zoo.available_models())} or a .keras/.h5 "
                      f"file, got {model!r}")
 
@@ -49,37 +56,57 @@ def _backend_label(backend: str, z3_encoding: str) -> str:
     return f"{backend}:{z3_encoding}" if backend == "z3" else backend
 
 
-def _extras(backend: str, z3_encoding: str) -> dict[str, Any]:
-    return {"encoding": z3_encoding} if backend == "z3" else {}
+@dataclass(frozen=True, eq=False)
+class ModelCheck:
+    """A job's check of a returned mask in the real network (picklable: plain weights, no
+    TensorFlow): ``inputs[test_index]`` is the digit's raw image and Dense input."""
+
+    mlp: MLP
+    inputs: Mapping[int, tuple[np.ndarray, np.ndarray]]
+
+    def __call__(self, problem: Problem, solution: np.ndarray) -> dict[str, Any]:
+        from smug_opt.encode.full_network import solution_mask, verify_mask_in_model
+
+        image, dense = self.inputs[int(problem.metadata["test_index"])]
+        pixels = solution_mask(problem, solution)
+        in_model = verify_mask_in_model(self.mlp, dense, pixels, int(problem.metadata["label"]))
+        nonzero = (np.asarray(image).reshape(pixels.size, -1) != 0).any(axis=1)
+        mask = np.flatnonzero(pixels.reshape(-1) & nonzero)
+        return {"verified_in_model": bool(in_model), "mask_pixels": int(mask.size),
+                "mask": mask.tolist()}
 
 
-def _check_backends(backends: Sequence[str]) -> list[str]:
-    from smug_opt import available_backends
+def stress_suite(model: str = "mnist-mlp", *, n: int = 100, seed: int = 0, bounds: str = "lp",
+                 cell: int = 1) -> tuple[Suite, str]:
+    """Register (or re-register) the stress suite of ``n`` held-out digits drawn with
+    ``seed``, encoded with ``bounds`` and ``cell``; return it and the model's tag. Its
+    version is the weights' digest, so other weights rebuild the cached problems."""
+    import time
 
-    names = [b.strip() for b in backends if b.strip()]
-    if not names:
-        raise ValueError("give at least one backend")
-    usable = available_backends()
-    missing = [b for b in names if b not in usable]
-    if missing:
-        raise ValueError(f"backend(s) {', '.join(missing)} not usable here; usable: "
-                         f"{', '.join(usable) or 'none'} (see `smug-opt backends`)")
-    return names
+    from smug_opt.bench.suites import InstanceSpec, Suite, register_suite
+    from smug_opt.data import pick_test_digits
+    from smug_opt.encode import full_network
 
+    mlp, tag = load_stress_model(model)
+    indices, images, labels = pick_test_digits(n, seed=seed)
+    by_index = {int(i): (x, int(y)) for i, x, y in zip(indices.tolist(), images, labels, strict=True)}
+    specs = [InstanceSpec(f"d{i:05d}", {"test_index": i, "digit": y}) for i, (_, y) in by_index.items()]
 
-def _read_records(path: Path) -> list[dict[str, Any]]:
-    if not path.is_file():
-        return []
-    records = []
-    for line in path.read_text().splitlines():
-        if line.strip():
-            records.append(json.loads(line))
-    return records
+    def build(spec: InstanceSpec) -> Problem:
+        index = int(spec.params["test_index"])
+        start = time.perf_counter()
+        problem = full_network(mlp, by_index[index][0], cell=cell, bounds=bounds, name=tag)
+        return problem.with_metadata(encode_seconds=time.perf_counter() - start, test_index=index,
+                                     digit=by_index[index][1])
 
-
-def _key(record: Mapping[str, Any]) -> tuple:
-    return (record["model_digest"], record["bounds"], record["cell"], record["time_limit"],
-            record["index"], record["backend"])
+    check = ModelCheck(replace(mlp, preprocess=None),
+                       {i: (x, mlp.dense_input(x)) for i, (x, _) in by_index.items()})
+    name = re.sub(r"[^A-Za-z0-9_.\-]", "_", f"stress-{tag}-{bounds}-c{cell}-s{seed}-n{n}")
+    suite = Suite(name, f"stress case: {tag} whole network, {n} held-out digits (seed {seed}), "
+                        f"{bounds} bounds, cell {cell}", lambda: specs, build,
+                  version=mlp.digest, check=check)
+    register_suite(suite, replace=True)
+    return suite, tag
 
 
 def run_stress(n: int = 100, backends: Sequence[str] = ("highs",), time_limit: float = 600.0,
@@ -89,50 +116,37 @@ def run_stress(n: int = 100, backends: Sequence[str] = ("highs",), time_limit: f
     """Run the stress case and return the per-digit table (also written to ``out_dir``).
 
     ``n`` digits are drawn with ``seed`` from the held-out split; ``backends`` are registry
-    names (``z3`` runs with ``extras={"encoding": z3_encoding}``). With ``resume``, records
-    already in ``out_dir/results.jsonl`` for the same model weights, bounds, cell, time
-    limit, digit and backend are kept and not rerun. ``progress`` shows a bar on stderr.
+    names (``z3`` runs as ``z3:<z3_encoding>`` with ``extras={"encoding": z3_encoding}``).
+    With ``resume``, jobs already in ``out_dir/results.jsonl`` are kept and not rerun; else
+    the run directory's records are replaced. ``progress`` shows a bar on stderr.
     """
-    from smug_opt.data import pick_test_digits
+    from smug_opt.bench.records import RESULTS_FILE, read_records
+    from smug_opt.bench.runner import RUN_FILE, RunConfig, resolve_backends, run_benchmark
 
     if z3_encoding not in Z3_ENCODINGS:
         raise ValueError(f"z3_encoding must be one of {', '.join(Z3_ENCODINGS)}, got {z3_encoding!r}")
     if not time_limit > 0:
         raise ValueError(f"time_limit must be positive seconds, got {time_limit!r}")
-    names = _check_backends(backends)
-    mlp, tag = load_stress_model(model)
-    indices, xs, ys = pick_test_digits(n, seed=seed)
+    names = [b.strip() for b in backends if b.strip()]
+    if not names:
+        raise ValueError("give at least one backend")
+    resolve_backends(names)
+    labels = [_backend_label(b, z3_encoding) for b in names]
+    suite, tag = stress_suite(model, n=n, seed=seed, bounds=bounds, cell=cell)
     out = Path(out_dir)
-    (out / "problems").mkdir(parents=True, exist_ok=True)
-    results = out / RESULTS
-    config = {"suite": "mnist", "model": tag, "model_digest": mlp.digest, "bounds": bounds, "cell": cell,
-              "time_limit": float(time_limit), "seed": seed, "n": n, "z3_encoding": z3_encoding,
-              "backends": [_backend_label(b, z3_encoding) for b in names]}
-    done = {_key(r) for r in _read_records(results)} if resume else set()
+    if not resume:
+        for stale in (out / RESULTS_FILE, out / RUN_FILE):
+            stale.unlink(missing_ok=True)
+    extras = {label: {"encoding": z3_encoding} for label in labels if label.startswith("z3:")}
+    config = RunConfig(backends=tuple(labels), time_limit=float(time_limit), suites=(suite.name,),
+                       extras=extras)
     load_start = os.getloadavg()[0]
-    bar = _progress(n * len(names), progress)
-    try:
-        with results.open("a" if resume else "w") as sink:
-            for index, x, digit in zip(indices.tolist(), xs, ys.tolist(), strict=True):
-                todo = [b for b in names if (mlp.digest, bounds, cell, float(time_limit), index,
-                                             _backend_label(b, z3_encoding)) not in done]
-                bar.update(len(names) - len(todo))
-                if not todo:
-                    continue
-                problem, encode_seconds = _problem(out, mlp, tag, index, x, bounds, cell)
-                for backend in todo:
-                    bar.set_postfix_str(f"digit {index} {backend}", refresh=True)
-                    record = _solve_one(problem, mlp, x, backend, z3_encoding, time_limit)
-                    record.update(config_fields(config), index=index, digit=int(digit),
-                                  encode_seconds=encode_seconds)
-                    sink.write(json.dumps(record) + "\n")
-                    sink.flush()
-                    bar.update(1)
-    finally:
-        bar.close()
-    records = [r for r in _read_records(results) if _matches(r, config, set(indices.tolist()))]
-    table = stress_table(records, config["backends"])
-    table["config"] = config
+    run_benchmark(config, out, quiet=not progress)
+    records = [r for r in read_records(out / RESULTS_FILE) if r.suite == suite.name]
+    table = stress_table(digit_rows(records), labels)
+    table["config"] = {"suite": "mnist", "model": tag, "model_digest": suite.version,
+                       "bounds": bounds, "cell": cell, "time_limit": float(time_limit), "seed": seed, "n": n,
+                       "z3_encoding": z3_encoding, "backends": labels, "bench_suite": suite.name}
     table["machine"] = {"cpu_count": os.cpu_count(), "load_average_start": load_start,
                         "load_average_end": os.getloadavg()[0]}
     (out / "table.json").write_text(json.dumps(table, indent=2) + "\n")
@@ -140,90 +154,29 @@ def run_stress(n: int = 100, backends: Sequence[str] = ("highs",), time_limit: f
     return table
 
 
-def config_fields(config: Mapping[str, Any]) -> dict[str, Any]:
-    """The configuration fields every record carries."""
-    return {k: config[k] for k in ("suite", "model", "model_digest", "bounds", "cell", "time_limit", "seed")}
+def digit_rows(records: Iterable[RunRecord]) -> list[dict[str, Any]]:
+    """The per-digit view of a stress run's records: backend label, true digit, status,
+    whether it counts as solved, why a mask was wrong (None if not), seconds, objective."""
+    from smug_opt.backend import Status
 
-
-def _matches(record: Mapping[str, Any], config: Mapping[str, Any], indices: set[int]) -> bool:
-    return (all(record.get(k) == v for k, v in config_fields(config).items() if k != "seed")
-            and record["index"] in indices and record["backend"] in config["backends"])
-
-
-def _progress(total: int, enabled: bool) -> Any:
-    from tqdm import tqdm
-
-    return tqdm(total=total, disable=not enabled, file=sys.stderr, unit="solve", dynamic_ncols=True)
-
-
-def _problem(out: Path, mlp: Any, tag: str, index: int, x: np.ndarray, bounds: str, cell: int
-             ) -> tuple[Any, float]:
-    """The digit's problem, from the cache or encoded now (and cached); and encoding seconds."""
-    from smug_opt.encode import full_network
-    from smug_opt.problem_file import load_problem, save_problem
-
-    path = out / "problems" / f"{tag}-{mlp.digest[:8]}-{bounds}-c{cell}-{index:04d}.smug"
-    if path.is_file():
-        problem = load_problem(path)
-        if problem.metadata.get("model_digest") == mlp.digest:
-            return problem, float(problem.metadata["encode_seconds"])
-    start = time.perf_counter()
-    problem = full_network(mlp, x, cell=cell, bounds=bounds, name=tag)
-    seconds = time.perf_counter() - start
-    problem = problem.with_metadata(encode_seconds=seconds, test_index=index)
-    save_problem(problem, path)
-    return problem, seconds
-
-
-def _solve_one(problem: Any, mlp: Any, x: np.ndarray, backend: str, z3_encoding: str,
-               time_limit: float) -> dict[str, Any]:
-    """Solve, check the mask in the real model, and describe the outcome as a record."""
-    from smug_opt import Status, solve
-    from smug_opt.encode.full_network import solution_mask, verify_mask_in_model
-
-    result = solve(problem, backend, time_limit=time_limit, extras=_extras(backend, z3_encoding))
-    label = int(problem.metadata["label"])
-    in_model = mask = None
-    if result.x is not None:
-        pixels = solution_mask(problem, result.x)
-        in_model = verify_mask_in_model(mlp, x, pixels, label)
-        mask = np.flatnonzero(pixels.reshape(-1) & (np.asarray(x).reshape(pixels.size, -1) != 0).any(1))
-    solved = result.status is Status.OPTIMAL and bool(result.verified) and bool(in_model)
-    failure = None
-    if result.verified is False:
-        failure = "rejected by the exact check: " + result.verification
-    elif in_model is False:
-        failure = "the mask does not keep the label in the model's float64 forward pass"
-    return {
-        "backend": _backend_label(backend, z3_encoding),
-        "solver": result.solver,
-        "label": label,
-        "predicted": int(problem.metadata["predicted"]),
-        "status": result.status.name,
-        "solved": solved,
-        "failure": failure,
-        "objective": _finite(result.objective),
-        "bound": _finite(result.bound),
-        "gap": _finite(result.gap),
-        "seconds": result.times.total,
-        "solve_seconds": result.times.solve,
-        "lower_seconds": result.times.lower,
-        "verify_seconds": result.times.verify,
-        "verified": result.verified,
-        "verified_in_model": in_model,
-        "mask_cells": None if result.objective is None else round(result.objective),
-        "mask_pixels": None if mask is None else int(mask.size),
-        "mask": None if mask is None else mask.tolist(),
-        "unstable": problem.metadata.get("unstable"),
-        "greedy_cells": problem.metadata.get("greedy_cells"),
-        "killed": result.killed,
-        "attempts": len(result.attempts),
-        "message": result.message,
-    }
-
-
-def _finite(value: float | None) -> float | None:
-    return None if value is None or not math.isfinite(value) else float(value)
+    rows = []
+    for r in records:
+        in_model = r.checks.get("verified_in_model")
+        failure = None
+        if r.verified is False or r.reverified is False:
+            failure = "rejected by the exact check: " + r.verification
+        elif in_model is False:
+            failure = "the mask does not keep the label in the model's float64 forward pass"
+        elif "check_error" in r.checks:
+            failure = "the model check failed: " + str(r.checks["check_error"])
+        rows.append({
+            "backend": r.backend, "digit": int(r.features["digit"]),
+            "index": int(r.features["test_index"]), "status": r.status.name,
+            "solved": r.status is Status.OPTIMAL and r.verified is True and in_model is True,
+            "failure": failure, "seconds": r.seconds, "objective": r.objective,
+            "encode_seconds": float(r.features.get("encode_seconds", 0.0)),
+        })
+    return rows
 
 
 def stress_table(records: Iterable[Mapping[str, Any]], backends: Sequence[str]) -> dict[str, Any]:

@@ -111,6 +111,24 @@ def test_interrupted_run_resumes_without_redoing_jobs(tmp_path):
                       out, quiet=True)
 
 
+@pytest.mark.skipif("z3" not in available_backends(), reason="z3 not installed")
+def test_backend_variants_carry_their_own_solver_settings(tmp_path):
+    """'z3:pb' and 'z3:bad' are two labels of one backend: each job gets its label's extras
+    (an unknown encoding reaches z3 and fails there), and a label's settings cannot change
+    within a run directory."""
+    directory = write_instances(tmp_path / "inst", ["a"])
+    extras = {"z3:pb": {"encoding": "pb"}, "z3:bad": {"encoding": "no-such-encoding"}}
+    config = RunConfig(backends=("z3:pb", "z3:bad"), time_limit=10.0,
+                       instance_dirs=(str(directory),), extras=extras)
+    records = {r.backend: r for r in run_benchmark(config, tmp_path / "run", quiet=True).records}
+    assert records["z3:pb"].status is Status.OPTIMAL and records["z3:pb"].verified
+    assert records["z3:bad"].status is Status.ERROR and "no-such-encoding" in records["z3:bad"].message
+    changed = RunConfig(backends=("z3:pb",), time_limit=10.0, instance_dirs=(str(directory),),
+                        extras={"z3:pb": {"encoding": "exact"}})
+    with pytest.raises(RunConfigMismatchError, match="extras of z3:pb"):
+        run_benchmark(changed, tmp_path / "run", quiet=True)
+
+
 def test_instances_from_dir_reads_features(tmp_path):
     directory = write_instances(tmp_path, ["x", "y"])
     instances = instances_from_dir(directory)

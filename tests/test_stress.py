@@ -1,4 +1,5 @@
-"""The stress runner: records, resume, the per-digit table, the CLI; end to end on MNIST."""
+"""The stress case as a bench suite: model-checked records, resume, the per-digit view,
+the CLI; end to end on MNIST."""
 
 from __future__ import annotations
 
@@ -10,6 +11,7 @@ import pytest
 
 import smug_opt.data
 import smug_opt.stress as stress
+from smug_opt.bench.records import RESULTS_FILE, read_records
 from smug_opt.cli import stress as cli_stress
 from smug_opt.encode.full_network import as_mlp
 
@@ -31,28 +33,54 @@ def _tiny_suite(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(smug_opt.data, "pick_test_digits", pick)
 
 
+def _records(out) -> list:
+    return read_records(out / RESULTS_FILE)
+
+
 def test_runner_writes_checked_records_and_resumes(tmp_path, monkeypatch) -> None:
-    """Each digit and backend gives one record whose mask passed both checks; a rerun
-    solves nothing again; the table counts per true digit."""
+    """Each digit and backend gives one bench record whose mask passed the exact check and
+    the model check (run in the job process); a rerun solves nothing again; the table
+    counts per true digit."""
     _tiny_suite(monkeypatch)
-    table = stress.run_stress(n=3, backends=["highs"], time_limit=20, out_dir=tmp_path, progress=False)
-    records = [json.loads(line) for line in (tmp_path / "results.jsonl").read_text().splitlines()]
-    assert len(records) == 3 and len(list((tmp_path / "problems").glob("*.smug"))) == 3
+    monkeypatch.setenv("SMUG_OPT_CACHE", str(tmp_path / "cache"))
+    out = tmp_path / "run"
+    table = stress.run_stress(n=3, backends=["highs"], time_limit=20, out_dir=out, progress=False)
+    records = _records(out)
+    assert len(records) == 3 and len(list((tmp_path / "cache").rglob("*.smug"))) == 3
     for r in records:
-        assert r["status"] == "OPTIMAL" and r["solved"] and r["failure"] is None
-        assert r["verified"] is True and r["verified_in_model"] is True
-        assert r["objective"] == r["bound"] == r["mask_cells"] and r["backend"] == "highs"
-        assert r["mask_pixels"] == len(r["mask"]) <= r["mask_cells"]
+        assert r.status.name == "OPTIMAL" and r.verified is True and r.reverified is True
+        assert r.checks["verified_in_model"] is True and r.backend == "highs"
+        assert r.objective == r.bound and r.checks["mask_pixels"] == len(r.checks["mask"]) <= r.objective
+    rows = stress.digit_rows(records)
+    assert all(row["solved"] and row["failure"] is None for row in rows)
+    assert sorted(row["digit"] for row in rows) == sorted(int(r.features["digit"]) for r in records)
     assert table["backends"]["highs"]["all"] == {
-        "solved": 3, "total": 3, "mean_seconds": pytest.approx(np.mean([r["seconds"] for r in records]))}
+        "solved": 3, "total": 3, "mean_seconds": pytest.approx(np.mean([r.seconds for r in records]))}
     assert sum(c["total"] for c in table["backends"]["highs"]["per_digit"].values()) == 3
 
-    again = stress.run_stress(n=3, backends=["highs"], time_limit=20, out_dir=tmp_path, progress=False)
-    assert len((tmp_path / "results.jsonl").read_text().splitlines()) == 3
+    again = stress.run_stress(n=3, backends=["highs"], time_limit=20, out_dir=out, progress=False)
+    assert len((out / RESULTS_FILE).read_text().splitlines()) == 3
     assert again["backends"] == table["backends"]
-    markdown = (tmp_path / "table.md").read_text()
+    markdown = (out / "table.md").read_text()
     assert "| highs | solved |" in markdown and "3/3" in markdown
-    assert json.loads((tmp_path / "table.json").read_text())["config"]["model"] == "tiny"
+    assert json.loads((out / "table.json").read_text())["config"]["model"] == "tiny"
+
+
+def test_model_check_rejects_a_mask_that_loses_the_label(monkeypatch, tmp_path) -> None:
+    """The hook is a real check: the whole image keeps the predicted label and is reported
+    so; asked about any other label, the same mask fails."""
+    _tiny_suite(monkeypatch)
+    monkeypatch.setenv("SMUG_OPT_CACHE", str(tmp_path / "cache"))
+    from smug_opt.bench.suites import load_suite
+    from smug_opt.problem_file import load_problem
+
+    suite, _ = stress.stress_suite("tiny", n=3, bounds="interval")
+    for instance in load_suite(suite.name):
+        problem = load_problem(instance.problem_path)
+        everything = np.ones(problem.num_vars)
+        assert suite.check(problem, everything)["verified_in_model"] is True
+        other = (int(problem.metadata["label"]) + 1) % 3
+        assert suite.check(problem.with_metadata(label=other), everything)["verified_in_model"] is False
 
 
 def test_a_wrong_mask_is_never_counted_as_solved() -> None:
@@ -66,7 +94,7 @@ def test_a_wrong_mask_is_never_counted_as_solved() -> None:
 
 
 def test_unknown_backend_and_bad_options_are_named(tmp_path) -> None:
-    with pytest.raises(ValueError, match="not usable here"):
+    with pytest.raises(ValueError, match="unknown backend .no-such-solver.; installed backends: "):
         stress.run_stress(n=1, backends=["no-such-solver"], out_dir=tmp_path)
     with pytest.raises(ValueError, match="z3_encoding"):
         stress.run_stress(n=1, backends=["highs"], out_dir=tmp_path, z3_encoding="smt")
@@ -77,6 +105,7 @@ def test_unknown_backend_and_bad_options_are_named(tmp_path) -> None:
 def test_cli_parses_and_runs(tmp_path, monkeypatch, capsys) -> None:
     _tiny_suite(monkeypatch)
     parser = argparse.ArgumentParser()
+    monkeypatch.setenv("SMUG_OPT_CACHE", str(tmp_path / "cache"))
     cli_stress.add_parser(parser.add_subparsers(dest="command"))
     args = parser.parse_args(["stress", "mnist", "--n", "2", "--backends", "highs", "--time-limit", "20",
                               "--out", str(tmp_path), "--bounds", "interval", "--quiet",
@@ -92,8 +121,8 @@ def test_cli_parses_and_runs(tmp_path, monkeypatch, capsys) -> None:
 def test_mnist_end_to_end_on_three_digits(tmp_path) -> None:
     """The real zoo model (784-32-10) and real held-out digits, on HiGHS."""
     table = stress.run_stress(n=3, backends=["highs"], time_limit=60, out_dir=tmp_path, progress=False)
-    records = [json.loads(line) for line in (tmp_path / "results.jsonl").read_text().splitlines()]
+    records = _records(tmp_path)
     assert len(records) == 3
-    assert all(r["verified_in_model"] for r in records if r["objective"] is not None)
+    assert all(r.checks["verified_in_model"] for r in records if r.objective is not None)
     assert table["backends"]["highs"]["wrong_masks"] == 0
     assert table["backends"]["highs"]["all"]["solved"] >= 2

@@ -19,23 +19,38 @@ import signal
 import sys
 import time
 import traceback
-from dataclasses import dataclass, replace
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field, replace
 from multiprocessing.connection import Connection
+from typing import TYPE_CHECKING, Any
 
+import numpy as np
+
+from smug_opt.bench.records import backend_name
 from smug_opt.result import SolveResult
 
-__all__ = ["FAULT_KEY", "Solved", "main"]
+if TYPE_CHECKING:
+    from smug_opt.ir import Problem
+
+__all__ = ["FAULT_KEY", "SolutionCheck", "Solved", "main"]
 
 FAULT_KEY = "_bench_fault"
 
 
+SolutionCheck = Callable[["Problem", np.ndarray], Mapping[str, Any]]
+"""A suite's extra check of a returned solution (e.g. the mask in the real model): a
+picklable callable of (problem, solution) returning JSON-ready findings."""
+
+
 @dataclass(frozen=True)
 class Solved:
-    """A finished solve (its solution dropped) and the harness's re-check of that solution."""
+    """A finished solve (its solution dropped), the harness's re-check of that solution,
+    and the findings of the job's :data:`SolutionCheck` (empty without one or a solution)."""
 
     result: SolveResult
     reverified: bool | None
     reverification: str
+    checks: Mapping[str, Any] = field(default_factory=dict)
 
 
 def _die_with_parent(parent_pid: int) -> None:
@@ -76,7 +91,7 @@ def main(fd: int, parent_pid: int) -> None:
         from smug_opt.strengthen import Pieces
 
         problem = load_problem(job.instance.problem_path)
-        cls = backend_class(job.backend)
+        cls = backend_class(backend_name(job.backend))
         cls.warm_up()  # the backend's own start-up imports are not solve time
         version = cls.solver_version()
     except Exception as exc:
@@ -87,8 +102,9 @@ def main(fd: int, parent_pid: int) -> None:
         _fault(str(problem.metadata[FAULT_KEY]))
     try:
         strengthen = False if job.strengthen == "off" else Pieces.parse(job.strengthen)
-        result = solve(problem, job.backend, time_limit=job.time_limit, threads=job.threads,
-                       seed=job.seed, isolate=False, grace=job.grace, strengthen=strengthen)
+        result = solve(problem, backend_name(job.backend), time_limit=job.time_limit,
+                       threads=job.threads, seed=job.seed, isolate=False, grace=job.grace,
+                       strengthen=strengthen, extras=dict(job.extras))
         reverified, summary = None, "no solution"
         if result.x is not None:
             check = verify(problem, result.x)
@@ -96,7 +112,13 @@ def main(fd: int, parent_pid: int) -> None:
     except Exception as exc:
         conn.send(("failed", f"during the solve: {_describe(exc)}"))
         return
-    conn.send(("result", Solved(replace(result, x=None), reverified, summary)))
+    checks: dict[str, Any] = {}
+    if job.check is not None and result.x is not None:
+        try:
+            checks = dict(job.check(problem, result.x))
+        except Exception as exc:
+            checks = {"check_error": _describe(exc)}
+    conn.send(("result", Solved(replace(result, x=None), reverified, summary, checks)))
 
 
 def _describe(exc: BaseException) -> str:

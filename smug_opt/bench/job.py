@@ -25,14 +25,15 @@ import sys
 import tempfile
 import threading
 import time
-from dataclasses import dataclass
+from collections.abc import Mapping
+from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import IO, Any
 
 from smug_opt import __version__
 from smug_opt.backend import Status
-from smug_opt.bench.child import Solved
+from smug_opt.bench.child import SolutionCheck, Solved
 from smug_opt.bench.records import RecordKey, RunRecord, machine_info
 from smug_opt.bench.suites import Instance
 from smug_opt.spawn import POLL_SECONDS, MemoryWatch, kill_group, spawn
@@ -56,7 +57,10 @@ class JobCancelled(Exception):
 @dataclass(frozen=True)
 class Job:
     """Everything one job process needs. ``memory_limit_mb`` None: no memory limit (a
-    :class:`~smug_opt.bench.runner.RunConfig` gives every job the default budget)."""
+    :class:`~smug_opt.bench.runner.RunConfig` gives every job the default budget).
+    ``extras`` are the backend's solver settings (:attr:`SolveOptions.extras`); ``check``
+    (the suite's, if any) runs in the job process on a returned solution, untimed, and its
+    findings become the record's ``checks``."""
 
     suite: str
     instance: Instance
@@ -68,6 +72,8 @@ class Job:
     grace: float = DEFAULT_GRACE
     memory_limit_mb: float | None = None
     strengthen: str = "off"  # or the strengthening pieces: "all", "cuts,tables", ...
+    extras: Mapping[str, Any] = field(default_factory=dict)
+    check: SolutionCheck | None = None
 
     @property
     def key(self) -> RecordKey:
@@ -183,8 +189,8 @@ def _outcome(job: Job, started_at: str, ending: _Ending, exit_code: int, peak_mb
         return _record(
             job, started_at, r.status, objective=r.objective, bound=r.bound, gap=r.gap,
             times=r.times, verified=r.verified, proof=r.proof, verification=r.verification,
-            reverified=solved.reverified, attempts=len(r.attempts), incumbents=r.incumbents,
-            strengthening=r.strengthening,
+            reverified=solved.reverified, checks=dict(solved.checks), attempts=len(r.attempts),
+            incumbents=r.incumbents, strengthening=r.strengthening,
             message=r.message if solved.reverified is not False else
             f"harness re-check failed: {solved.reverification}; {r.message}",
             **{**common, "solver": r.solver or ending.solver},

@@ -20,7 +20,8 @@ from typing import Any
 from smug_opt.backend import Status
 from smug_opt.result import Timings
 
-__all__ = ["RESULTS_FILE", "Machine", "RecordKey", "RunRecord", "append_record", "machine_info",
+__all__ = ["RESULTS_FILE", "Machine", "RecordKey", "RunRecord", "append_record", "backend_name",
+           "machine_info",
            "read_records"]
 
 RESULTS_FILE = "results.jsonl"
@@ -67,6 +68,11 @@ def _cpu_model() -> str:
     return platform.processor() or platform.machine() or "unknown"
 
 
+def backend_name(label: str) -> str:
+    """The registry name in a run's backend label: ``"z3"`` for ``"z3"`` and ``"z3:pb"``."""
+    return label.split(":", 1)[0]
+
+
 @dataclass(frozen=True)
 class RunRecord:
     """The outcome of one job.
@@ -78,7 +84,8 @@ class RunRecord:
     solve to the answer or the kill, and ``overshoot = wall_seconds - time_limit``.
     ``verified`` is the core's verification outcome (False: the solver's answer was
     rejected and no valid one was found); ``reverified`` the harness's own re-check of the
-    returned solution against the problem file (None without a solution).
+    returned solution against the problem file (None without a solution); ``checks`` the
+    findings of the suite's own check of that solution (e.g. the mask in the real model).
     ``peak_memory_mb`` is the job process's maximum resident set size. ``incumbents`` are
     ``(seconds since the solve started, objective)`` pairs the backend reported.
     """
@@ -102,6 +109,7 @@ class RunRecord:
     proof: str | None = None  # SolveResult.proof: "exact", "solver" or None
     verification: str = ""
     reverified: bool | None = None
+    checks: dict[str, Any] = field(default_factory=dict)
     killed: bool = False
     exit_code: int | None = None
     attempts: int = 0

@@ -15,7 +15,7 @@ import fnmatch
 import json
 import os
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import asdict, dataclass, field, fields, replace
 from datetime import datetime, timezone
 from pathlib import Path
@@ -24,7 +24,14 @@ from typing import Any, ClassVar
 from smug_opt import __version__
 from smug_opt.backend import Status
 from smug_opt.bench.job import DEFAULT_GRACE, Job, failed_record, run_job
-from smug_opt.bench.records import RESULTS_FILE, RunRecord, append_record, machine_info, read_records
+from smug_opt.bench.records import (
+    RESULTS_FILE,
+    RunRecord,
+    append_record,
+    backend_name,
+    machine_info,
+    read_records,
+)
 from smug_opt.bench.suites import Instance, get_suite, instances_from_dir, load_suite
 from smug_opt.executors import Executor, SequentialExecutor
 from smug_opt.spawn import default_memory_limit_mb
@@ -50,8 +57,11 @@ class RunConfig:
     ``seed`` (the same for every repeat: repeats measure timing noise); a job process with
     no answer ``grace`` seconds after the limit is killed, as is one whose resident memory
     passes ``memory_limit_mb`` (by default a solve's default budget,
-    :func:`smug_opt.spawn.default_memory_limit_mb`; None: no limit). ``instance_filter`` is
-    a glob on instance names (None: all); ``run.json`` keeps the latest invocation's.
+    :func:`smug_opt.spawn.default_memory_limit_mb`; None: no limit). A backend is named
+    by a label, ``name`` or ``name:variant`` (e.g. ``z3:pb``); ``extras`` maps a label to
+    its solver settings (:attr:`SolveOptions.extras`, e.g. ``{"z3:pb": {"encoding": "pb"}}``),
+    so one run can compare settings of one solver. ``instance_filter`` is a glob on
+    instance names (None: all); ``run.json`` keeps the latest invocation's.
     ``strengthen`` is ``"off"`` or the strengthening pieces every job runs (``"all"`` or
     names separated by commas; see :class:`smug_opt.strengthen.Pieces`).
     """
@@ -67,6 +77,7 @@ class RunConfig:
     memory_limit_mb: float | None = field(default_factory=default_memory_limit_mb)
     instance_filter: str | None = None
     strengthen: str = "off"
+    extras: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
 
     MEASUREMENT: ClassVar[tuple[str, ...]] = ("time_limit", "threads", "seed", "grace", "memory_limit_mb",
                                               "strengthen")
@@ -92,6 +103,10 @@ class RunConfig:
         raises :class:`RunConfigMismatchError` when a measurement setting differs."""
         differ = [f"{name}: {getattr(earlier, name)!r} before, {getattr(self, name)!r} now"
                   for name in self.MEASUREMENT if getattr(earlier, name) != getattr(self, name)]
+        differ += [f"extras of {label}: {dict(earlier.extras[label])!r} before, "
+                   f"{dict(self.extras[label])!r} now"
+                   for label in set(earlier.extras) & set(self.extras)
+                   if dict(earlier.extras[label]) != dict(self.extras[label])]
         if differ:
             raise RunConfigMismatchError(
                 "the run directory holds results measured with other settings ("
@@ -104,7 +119,8 @@ class RunConfig:
                        suites=union(earlier.suites, self.suites),
                        instance_dirs=union(earlier.instance_dirs, self.instance_dirs),
                        repeats=max(earlier.repeats, self.repeats),
-                       instance_filter=self.instance_filter)
+                       instance_filter=self.instance_filter,
+                       extras={**earlier.extras, **self.extras})
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> RunConfig:
@@ -125,8 +141,8 @@ class RunOutcome:
 
 
 def resolve_backends(spec: str | list[str] | tuple[str, ...]) -> tuple[str, ...]:
-    """Backend names from ``"all"`` (every usable backend), ``"a,b"`` or a list; each name is
-    checked to be usable here."""
+    """Backend labels from ``"all"`` (every usable backend), ``"a,b"`` or a list; each
+    label's backend (``name`` of ``name:variant``) is checked to be usable here."""
     from smug_opt.registry import available_backends, backend_class
 
     names = [n.strip() for n in (spec.split(",") if isinstance(spec, str) else spec) if n.strip()]
@@ -136,7 +152,7 @@ def resolve_backends(spec: str | list[str] | tuple[str, ...]) -> tuple[str, ...]
             raise RuntimeError("no backend is usable here; see `smug-opt backends`")
         return tuple(usable)
     for name in names:
-        backend_class(name)  # a clear error for an unknown or unusable backend
+        backend_class(backend_name(name))  # a clear error for an unknown or unusable backend
     if not names:
         raise ValueError("no backend given; pass names separated by commas, or 'all'")
     return tuple(dict.fromkeys(names))
@@ -165,9 +181,11 @@ def collect_instances(config: RunConfig, *, progress: bool = False) -> dict[str,
 def plan_jobs(config: RunConfig, instances: dict[str, list[Instance]]) -> list[Job]:
     """Every job, repeat by repeat, then instance by instance, the backends interleaved (so
     a partial run covers every backend on the same instances)."""
+    checks = {suite: get_suite(suite).check for suite in config.suites}
     return [
         Job(suite, instance, backend, repeat, config.time_limit, config.threads, config.seed,
-            config.grace, config.memory_limit_mb, config.strengthen)
+            config.grace, config.memory_limit_mb, config.strengthen,
+            extras=dict(config.extras.get(backend, {})), check=checks.get(suite))
         for repeat in range(config.repeats)
         for suite, items in instances.items()
         for instance in items

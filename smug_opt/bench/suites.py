@@ -89,7 +89,8 @@ class Suite:
     ``specs()`` lists the instances (cheap, deterministic); ``builder(spec)`` makes one
     problem (imports what it needs). ``requires`` are modules checked (without importing
     them) before building; ``version`` names the builder's output: changing it rebuilds
-    the cache.
+    the cache. ``check`` (picklable) is run by each job on a returned solution, untimed
+    (see :data:`smug_opt.bench.child.SolutionCheck`).
     """
 
     name: str
@@ -98,6 +99,7 @@ class Suite:
     builder: Callable[[InstanceSpec], Problem]
     requires: tuple[str, ...] = ()
     version: str = "1"
+    check: Callable[[Problem, Any], Mapping[str, Any]] | None = None
 
     def missing(self) -> list[str]:
         """The required modules that cannot be found."""
