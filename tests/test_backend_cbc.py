@@ -17,7 +17,7 @@ from conftest import skip_unless_usable
 from smug_opt import Problem, SolveOptions, Status, solve
 from smug_opt.bridges import to_milp
 from smug_opt.solve import DEFAULT_GRACE
-from smug_opt.testing import _FIRST_LAYER, _hard_instance
+from smug_opt.testing.instances import FIRST_LAYER, hard_instance
 
 CBC = ["pulp-cbc", "mip-cbc"]
 TINY = Problem.from_arrays([[1.0, 1.0]], ">=", 1.0)
@@ -51,14 +51,14 @@ def test_time_limit_with_a_solution_is_feasible_never_optimal(backend: str) -> N
 
 
 def test_time_limit_without_a_solution_is_no_solution(backend: str) -> None:
-    result = solve(_hard_instance(), backend, time_limit=1.5)
+    result = solve(hard_instance(), backend, time_limit=1.5)
     assert [a.status for a in result.attempts] == ["NO_SOLUTION"], result.attempts
     assert result.status is Status.NO_SOLUTION and result.x is None and not result.killed
 
 
-@pytest.mark.parametrize("label", list(_FIRST_LAYER))
+@pytest.mark.parametrize("label", list(FIRST_LAYER))
 def test_small_first_layer_instances_are_solved_at_once(backend: str, label: str) -> None:
-    problem, optimum = _FIRST_LAYER[label]
+    problem, optimum = FIRST_LAYER[label]
     for _ in range(5):
         result = solve(problem, backend, time_limit=10)
         assert result.status is Status.OPTIMAL and result.objective == optimum

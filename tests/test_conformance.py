@@ -71,11 +71,11 @@ def test_every_check_states_its_invariant() -> None:
 
 
 def test_expected_answers_agree_with_brute_force() -> None:
-    from smug_opt import testing
+    from smug_opt.testing import instances
 
-    for label, (problem, optimum, _) in {**testing._STRICT, **testing._NEAR_TIES}.items():
+    for label, (problem, optimum, _) in {**instances.STRICT, **instances.NEAR_TIES}.items():
         assert brute_force(problem).objective == optimum, label
-    for label, problem in testing._INFEASIBLE.items():
+    for label, problem in instances.INFEASIBLE.items():
         assert not brute_force(problem).feasible, label
 
 

@@ -14,7 +14,7 @@ import pytest
 from smug_opt import Problem, ProblemBuilder, solve, verify
 from smug_opt.bridges import to_milp
 from smug_opt.export import FORMATS, export, write_lp, write_mps
-from smug_opt.testing import _ALL_ZERO, _EQUALITY, _INFEASIBLE, _mixed, _relu_network
+from smug_opt.testing.instances import ALL_ZERO, EQUALITY, INFEASIBLE, mixed, relu_network
 
 highspy = pytest.importorskip("highspy")
 
@@ -34,13 +34,13 @@ def _continuous_instance() -> Problem:
 
 # instances whose level-1 optimum is the problem's optimum (no near-ties at the margin)
 INSTANCES = {
-    "mixed seed 1": _mixed(1),
-    "mixed seed 3": _mixed(3),
-    "relu network": _relu_network(8),
-    "equalities": _EQUALITY["two choices"][0],
+    "mixed seed 1": mixed(1),
+    "mixed seed 3": mixed(3),
+    "relu network": relu_network(8),
+    "equalities": EQUALITY["two choices"][0],
     "continuous": _continuous_instance(),
-    "empty row": _ALL_ZERO["empty row 0 <= 1"],
-    "infeasible": _INFEASIBLE["odd cycle of equalities"],
+    "empty row": ALL_ZERO["empty row 0 <= 1"],
+    "infeasible": INFEASIBLE["odd cycle of equalities"],
 }
 
 
@@ -88,7 +88,7 @@ def test_highs_reads_back_the_same_optimum(name: str, fmt: str, tmp_path: Path,
 
 @pytest.mark.parametrize("fmt", ["lp", "mps"])
 def test_numbers_round_trip_exactly(fmt: str, tmp_path: Path) -> None:
-    problem = _relu_network(16)
+    problem = relu_network(16)
     path = tmp_path / f"model.{fmt}"
     WRITERS[fmt](problem, path)
     lp = _highs_read(path).getLp()
@@ -161,7 +161,7 @@ def test_header_names_the_margin(tmp_path: Path) -> None:
 
 
 def test_export_dispatches_by_format(tmp_path: Path) -> None:
-    problem = _mixed(1)
+    problem = mixed(1)
     export(problem, "mps", tmp_path / "a.mps")
     export(problem, ".LP", tmp_path / "a.lp")
     assert (tmp_path / "a.mps").read_text().startswith("* smug-opt export")
@@ -172,7 +172,7 @@ def test_export_dispatches_by_format(tmp_path: Path) -> None:
 
 
 def test_smt2_export_is_delegated_or_clearly_missing(tmp_path: Path) -> None:
-    problem = _mixed(1)
+    problem = mixed(1)
     if importlib.util.find_spec("smug_opt.export_smt") is None:
         with pytest.raises(RuntimeError, match="smug_opt.export_smt"):
             export(problem, "smt2", tmp_path / "a.smt2")

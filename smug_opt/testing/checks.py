@@ -1,0 +1,251 @@
+"""The conformance checks: small functions, each stating its invariant in its first
+docstring line, each raising AssertionError (with the instance and the result) on failure."""
+
+from __future__ import annotations
+
+import statistics
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from fractions import Fraction
+
+import numpy as np
+
+from smug_opt.backend import Status
+from smug_opt.ir import Problem
+from smug_opt.result import SolveResult
+from smug_opt.solve import DEFAULT_GRACE, solve
+from smug_opt.testing.brute_force import brute_force
+from smug_opt.testing.instances import (
+    ALL_ZERO,
+    EQUALITY,
+    FIRST_LAYER,
+    INFEASIBLE,
+    NEAR_TIES,
+    STRICT,
+    binary,
+    hard_instance,
+    mixed,
+    relu_network,
+)
+from smug_opt.verify import verify
+
+__all__ = ["CHECKS", "Check", "CheckFn"]
+
+CheckFn = Callable[[str], str | None]
+"""A check: takes a backend name, returns an optional note, raises on failure."""
+
+_SMALL_LIMIT = 10.0  # seconds for the small instances: generous, they take milliseconds
+_HARD_LIMIT = 1.5  # seconds for the time-limit check
+
+
+@dataclass(frozen=True)
+class Check:
+    name: str
+    fn: CheckFn
+    needs: str | None  # a Capabilities field that must be True
+
+
+CHECKS: list[Check] = []
+
+
+def _check(needs: str | None = None) -> Callable[[CheckFn], CheckFn]:
+    """Register a check; ``needs`` names a Capabilities flag the backend must declare."""
+
+    def register(fn: CheckFn) -> CheckFn:
+        CHECKS.append(Check(fn.__name__, fn, needs))
+        return fn
+    return register
+
+
+def _solve(backend: str, problem: Problem, *, label: str, time_limit: float = _SMALL_LIMIT) -> SolveResult:
+    """Solve and hold the result to the invariants every result must keep."""
+    result = solve(problem, backend, time_limit=time_limit)
+    where = f"on {label!r} ({result!r}, message {result.message!r})"
+    assert isinstance(result.status, Status), f"status {result.status!r} is not a Status {where}"
+    assert result.backend == backend, f"result names backend {result.backend!r} {where}"
+    assert (result.x is not None) == result.status.has_solution, \
+        f"x is {'set' if result.x is not None else 'None'} with status {result.status.name} {where}"
+    assert (result.objective is not None) == result.status.has_solution, \
+        f"objective {result.objective!r} with status {result.status.name} {where}"
+    if result.x is not None:
+        v = verify(problem, result.x)
+        assert v.ok, f"returned x fails exact verification: {v.summary()} {where}"
+        assert result.objective == float(v.objective), \
+            f"objective {result.objective!r} but x's exact objective is {float(v.objective)!r} {where}"
+    if result.objective is not None and result.bound is not None:
+        assert result.bound <= result.objective, \
+            f"bound {result.bound!r} exceeds objective {result.objective!r} {where}"
+        expected_gap = max(result.objective - result.bound, 0.0) / max(abs(result.objective), 1.0)
+        assert result.gap is not None and abs(result.gap - expected_gap) <= 1e-9, \
+            f"gap {result.gap!r}, expected {expected_gap!r} from objective and bound {where}"
+    if result.status is Status.OPTIMAL:
+        assert result.gap is not None and result.gap <= 1e-9, \
+            f"OPTIMAL with gap {result.gap!r} {where}"
+    return result
+
+
+def _expect(backend: str, problem: Problem, label: str, optimum: Fraction | float | None,
+            why: str = "") -> SolveResult:
+    """Solve and require the exact answer: INFEASIBLE when ``optimum`` is None, else
+    OPTIMAL with that objective."""
+    result = _solve(backend, problem, label=label)
+    note = f" ({why})" if why else ""
+    if optimum is None:
+        assert result.status is Status.INFEASIBLE, \
+            f"{label!r}: expected INFEASIBLE{note}, got {result.status.name} " \
+            f"objective {result.objective!r} ({result.message})"
+    else:
+        assert result.status is Status.OPTIMAL, \
+            f"{label!r}: expected OPTIMAL {float(optimum)!r}{note}, got {result.status.name} " \
+            f"({result.message})"
+        assert result.objective == float(optimum), \
+            f"{label!r}: objective {result.objective!r}, exact optimum {float(optimum)!r}{note}"
+    return result
+
+
+def _battery() -> dict[str, Problem]:
+    """A mixed set for the invariant checks: feasible, infeasible, strict, equality."""
+    return {"mixed seed 1": mixed(1), "mixed seed 2": mixed(2),
+            "x1+x2 > 2": STRICT["x1+x2 > 2"][0],
+            "odd cycle": INFEASIBLE["odd cycle of equalities"],
+            "two choices": EQUALITY["two choices"][0]}
+
+
+@_check()
+def check_optimal_known_instances(backend: str) -> None:
+    """Small binary instances are solved OPTIMAL with their exact (brute-force) optimum."""
+    for seed in (1, 2, 3):
+        problem = mixed(seed)
+        _expect(backend, problem, f"mixed seed {seed}", brute_force(problem).objective)
+    cover = binary([[1, 1, 0, 0, 1], [0, 1, 1, 0, 0], [0, 0, 1, 1, 1], [1, 0, 0, 1, 0]], ">=", 1)
+    _expect(backend, cover, "set cover", 2)
+    for label, (problem, optimum) in FIRST_LAYER.items():
+        _expect(backend, problem, label, optimum)
+
+
+@_check()
+def check_strict_vs_nonstrict(backend: str) -> None:
+    """Strict and non-strict rows differ exactly at the boundary (x1+x2 > 1 needs both)."""
+    for label, (problem, optimum, why) in STRICT.items():
+        _expect(backend, problem, label, optimum, why)
+
+
+@_check()
+def check_float_near_ties(backend: str) -> None:
+    """Rows are decided in exact arithmetic, even where float64 intuition says otherwise."""
+    for label, (problem, optimum, why) in NEAR_TIES.items():
+        _expect(backend, problem, label, optimum, why)
+
+
+@_check()
+def check_infeasible(backend: str) -> None:
+    """Infeasible problems end INFEASIBLE, with no solution."""
+    for label, problem in INFEASIBLE.items():
+        _expect(backend, problem, label, None)
+
+
+@_check()
+def check_all_zero_optimal(backend: str) -> None:
+    """When the all-zero assignment is feasible and costs are positive, it is the optimum."""
+    for label, problem in ALL_ZERO.items():
+        result = _expect(backend, problem, label, 0)
+        assert result.x is not None and not np.any(result.x), f"{label!r}: x = {result.x!r}"
+
+
+@_check()
+def check_equality_rows(backend: str) -> None:
+    """Equality rows are met exactly (integer and dyadic coefficients)."""
+    for label, (problem, optimum) in EQUALITY.items():
+        _expect(backend, problem, label, optimum)
+
+
+@_check()
+def check_negative_and_mixed(backend: str) -> None:
+    """Negative and mixed-sign coefficients and costs give the exact optimum."""
+    problem = binary([[-2, 3, -1, 0.5], [1, -1, 2, -1], [3, 0, 1, 0]], [">=", ">", "<="],
+                      [-1.5, 0.5, 3.5], objective=[-1, 2, -3, 1])
+    _expect(backend, problem, "mixed signs", brute_force(problem).objective)
+    for seed in (4, 5):
+        p = mixed(seed, n=10, m=6)
+        _expect(backend, p, f"mixed seed {seed}", brute_force(p).objective)
+
+
+@_check(needs="relu")
+def check_relu_network(backend: str) -> None:
+    """A ReLU network instance is solved to its brute-force optimum."""
+    for seed in (1, 8, 16):  # optima 2, 3, 3; every hidden neuron ambiguous
+        problem = relu_network(seed)
+        expected = brute_force(problem)
+        result = _expect(backend, problem, f"relu network seed {seed}", expected.objective)
+        assert result.x is not None
+
+
+@_check()
+def check_solutions_verify(backend: str) -> None:
+    """Every returned x passes exact verification (smug_opt.verify)."""
+    for label, problem in _battery().items():
+        result = _solve(backend, problem, label=label)
+        if result.x is not None:
+            assert verify(problem, result.x).ok, f"{label!r}: x fails verification"
+
+
+@_check()
+def check_no_solution_without_status(backend: str) -> None:
+    """x is None unless the status has a solution (OPTIMAL or FEASIBLE)."""
+    for label, problem in _battery().items():
+        result = _solve(backend, problem, label=label)
+        assert (result.x is None) != result.status.has_solution, \
+            f"{label!r}: status {result.status.name} with x {result.x!r}"
+        if result.x is None:
+            try:
+                result.values()
+            except ValueError:
+                continue
+            raise AssertionError(f"{label!r}: values() did not raise without a solution")
+
+
+@_check()
+def check_bound_and_gap(backend: str) -> None:
+    """The bound never exceeds the objective and the gap is (objective - bound)/max(|obj|, 1)."""
+    for label, problem in _battery().items():
+        result = _solve(backend, problem, label=label)
+        if result.status is Status.OPTIMAL:
+            assert result.bound == result.objective, \
+                f"{label!r}: OPTIMAL with bound {result.bound!r} != objective {result.objective!r}"
+        if result.status is Status.INFEASIBLE:
+            assert result.bound == float("inf"), f"{label!r}: INFEASIBLE with bound {result.bound!r}"
+
+
+@_check(needs="exact")
+def check_exact_never_rejected(backend: str) -> None:
+    """An exact backend's answers always survive verification (no rejected attempt)."""
+    for label, (problem, _, _) in {**NEAR_TIES, **STRICT}.items():
+        result = _solve(backend, problem, label=label)
+        rejected = [a for a in result.attempts if a.verified is False]
+        assert not rejected, f"{label!r}: {len(rejected)} attempt(s) rejected: {rejected[0].message}"
+
+
+@_check()
+def check_time_limit(backend: str) -> str:
+    """A solve nobody can finish ends FEASIBLE or NO_SOLUTION within limit + grace + slack.
+
+    The instance is decided by no exact solver within the limit, so a proof (OPTIMAL,
+    INFEASIBLE) is not expected; the slack is measured on warm solves of a tiny problem.
+    """
+    tiny = binary([[1, 1]], ">=", 1)
+    warm = [_solve(backend, tiny, label="warm-up").times.total for _ in range(3)]
+    slack = 0.5 + 2.0 * statistics.median(warm)
+    problem = hard_instance()
+    start = time.monotonic()
+    result = _solve(backend, problem, label="market split 6x50", time_limit=_HARD_LIMIT)
+    wall = time.monotonic() - start
+    assert result.status in (Status.FEASIBLE, Status.NO_SOLUTION), \
+        f"market split 6x50: status {result.status.name} after {wall:.2f}s with limit " \
+        f"{_HARD_LIMIT}s ({result.message})"
+    allowed = _HARD_LIMIT + DEFAULT_GRACE + slack
+    assert wall <= allowed, f"market split 6x50: {wall:.2f}s > limit {_HARD_LIMIT}s + grace " \
+                            f"{DEFAULT_GRACE}s + slack {slack:.2f}s"
+    return (f"{result.status.name} in {wall:.2f}s (limit {_HARD_LIMIT}s, overshoot "
+            f"{wall - _HARD_LIMIT:+.2f}s{', killed' if result.killed else ''})")
+
