@@ -1,8 +1,15 @@
-"""Export a :class:`~smug_opt.ir.Problem` to SMT-LIB2 with z3's optimisation extension.
+"""Export a :class:`~smug_opt.ir.Problem` to SMT-LIB2, in two dialects.
 
-The file is plain SMT-LIB2 (logic ``QF_LRA``: a ``Bool`` per binary variable, a ``Real``
-per continuous one) plus z3's ``(minimize ...)`` command, which standard SMT-LIB2 does not
-have: solvers without νZ-style optimisation can check feasibility after deleting that line.
+Both are logic ``QF_LRA`` (a ``Bool`` per binary variable, a ``Real`` per continuous one)
+and state the problem exactly. They differ in the question:
+
+* ``"z3"`` (default): ``(minimize objective)`` then ``(check-sat)``, ``(get-objectives)``,
+  ``(get-model)``: z3's optimisation extension (νZ), which other solvers reject;
+* ``"standard"``: plain SMT-LIB 2.6 that any SMT solver (cvc5, z3, Yices, MathSAT) reads: a
+  feasibility question, ``sat`` iff a solution exists with ``objective <= bound`` (no
+  ``bound``: iff any solution exists), then ``(get-model)``. Bisecting on ``bound`` finds
+  the optimum with any solver.
+
 Every float is written as the exact rational it is, ``(/ n.0 d.0)`` from
 ``Fraction(float)``; strict rows stay strict; a binary ``b`` contributes ``(ite b a 0.0)``;
 a ReLU is ``(= y (ite (> z 0.0) z 0.0))`` with its declared pre-activation bounds asserted.
@@ -21,7 +28,9 @@ import numpy as np
 
 from smug_opt.ir import Problem, Sense
 
-__all__ = ["smt2_string", "write_smt2"]
+__all__ = ["DIALECTS", "smt2_string", "write_smt2"]
+
+DIALECTS = ("z3", "standard")
 
 _RELATION = {Sense.LE: "<=", Sense.GE: ">=", Sense.EQ: "=", Sense.LT: "<", Sense.GT: ">"}
 
@@ -48,9 +57,14 @@ def _linear(problem: Problem, cols: np.ndarray, coefs: np.ndarray) -> list[str]:
             for j, a in zip(cols.tolist(), coefs.tolist(), strict=True)]
 
 
-def _lines(problem: Problem) -> Iterator[str]:
+def _lines(problem: Problem, dialect: str, bound: float | None) -> Iterator[str]:
     yield "; smug-opt problem: " + repr(problem)
-    yield "; (minimize ...) is z3's optimisation extension to SMT-LIB2"
+    if dialect == "z3":
+        yield "; (minimize ...) and (get-objectives) are z3's optimisation extension to SMT-LIB2"
+    else:
+        yield ("; standard SMT-LIB 2.6: sat iff a solution exists"
+               + ("" if bound is None else f" with objective <= {bound!r}"))
+        yield "(set-option :produce-models true)"
     yield "(set-logic QF_LRA)"
     for j in range(problem.num_vars):
         if problem.binary[j]:
@@ -64,7 +78,6 @@ def _lines(problem: Problem) -> Iterator[str]:
         lhs = _sum(_linear(problem, A.indices[start:stop], A.data[start:stop]))
         yield f"(assert ({_RELATION[Sense(problem.senses[i])]} {lhs} {_real(problem.rhs[i])}))"
     R = problem.relu_in
-    assert R is not None
     for r, out in enumerate(problem.relu_out.tolist()):
         start, stop = R.indptr[r], R.indptr[r + 1]
         terms = _linear(problem, R.indices[start:stop], R.data[start:stop])
@@ -77,29 +90,42 @@ def _lines(problem: Problem) -> Iterator[str]:
         if math.isfinite(problem.relu_hi[r]):
             yield f"(assert (<= z{r} {_real(problem.relu_hi[r])}))"
     used = np.flatnonzero(problem.objective)
-    yield f"(minimize {_sum(_linear(problem, used, problem.objective[used]))})"
-    yield "(check-sat)"
-    yield "(get-objectives)"
+    objective = _sum(_linear(problem, used, problem.objective[used]))
+    if dialect == "z3":
+        yield f"(minimize {objective})"
+        yield "(check-sat)"
+        yield "(get-objectives)"
+    else:
+        if bound is not None:
+            yield f"(assert (<= {objective} {_real(bound)}))"
+        yield "(check-sat)"
     yield "(get-model)"
 
 
-def write_smt2(problem: Problem, path_or_file: str | os.PathLike[str] | TextIO) -> None:
-    """Write ``problem`` as SMT-LIB2 (QF_LRA + z3's ``minimize``) to a path or text file."""
+def write_smt2(problem: Problem, path_or_file: str | os.PathLike[str] | TextIO, *,
+               dialect: str = "z3", bound: float | None = None) -> None:
+    """Write ``problem`` as SMT-LIB2 in ``dialect`` (see the module docstring) to a path or
+    text file; ``bound`` (standard dialect only) asks for ``objective <= bound``."""
+    if dialect not in DIALECTS:
+        raise ValueError(f"unknown SMT-LIB2 dialect {dialect!r}; expected one of {', '.join(DIALECTS)}")
+    if bound is not None and (dialect != "standard" or not math.isfinite(bound)):
+        raise ValueError(f"bound must be a finite number with dialect 'standard'; got {bound!r} "
+                         f"with dialect {dialect!r}")
     if isinstance(path_or_file, (str, os.PathLike)):
         with open(path_or_file, "w", encoding="ascii") as handle:
-            _write(problem, handle)
+            _write(problem, handle, dialect, bound)
     else:
-        _write(problem, path_or_file)
+        _write(problem, path_or_file, dialect, bound)
 
 
-def smt2_string(problem: Problem) -> str:
+def smt2_string(problem: Problem, *, dialect: str = "z3", bound: float | None = None) -> str:
     """The SMT-LIB2 text :func:`write_smt2` writes."""
     out = io.StringIO()
-    _write(problem, out)
+    write_smt2(problem, out, dialect=dialect, bound=bound)
     return out.getvalue()
 
 
-def _write(problem: Problem, handle: TextIO) -> None:
-    for line in _lines(problem):
+def _write(problem: Problem, handle: TextIO, dialect: str, bound: float | None) -> None:
+    for line in _lines(problem, dialect, bound):
         handle.write(line)
         handle.write("\n")

@@ -9,7 +9,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from smug_opt import Problem, ProblemBuilder, Status, solve
+from smug_opt import Problem, ProblemBuilder, Status, solve, verify
 from smug_opt.export_smt import smt2_string, write_smt2
 
 z3 = pytest.importorskip("z3")
@@ -99,3 +99,92 @@ def test_writes_to_a_path_and_to_a_file(tmp_path: Path) -> None:
     buffer = io.StringIO()
     write_smt2(problem, buffer)
     assert path.read_text() == buffer.getvalue() == smt2_string(problem)
+
+
+# ---------------------------------------------------------------- standard dialect
+def _cvc5_run(text: str) -> tuple[str, dict[str, Fraction | bool]]:
+    """Check the file with cvc5 (which rejects z3's extensions): ("sat"/"unsat", model)."""
+    cvc5 = pytest.importorskip("cvc5")
+    tm = cvc5.TermManager()
+    solver = cvc5.Solver(tm)
+    symbols = cvc5.SymbolManager(tm)
+    parser = cvc5.InputParser(solver, symbols)
+    parser.setStringInput(cvc5.InputLanguage.SMT_LIB_2_6, text, "export.smt2")
+    answer = ""
+    while True:
+        command = parser.nextCommand()
+        if command.isNull():
+            break
+        out = command.invoke(solver, symbols).strip()
+        answer = out if out in ("sat", "unsat", "unknown") else answer
+    model: dict[str, Fraction | bool] = {}
+    if answer == "sat":
+        for term in symbols.getDeclaredTerms():
+            value = solver.getValue(term)
+            model[str(term)] = value.getBooleanValue() if value.isBooleanValue() \
+                else Fraction(value.getRealValue())
+    return answer, model
+
+
+def _z3_run(text: str) -> tuple[str, dict[str, Fraction | bool]]:
+    s = z3.Solver()
+    s.from_string(text)
+    answer = str(s.check())
+    model = {}
+    if answer == "sat":
+        m = s.model()
+        for d in m.decls():
+            v = m[d]
+            if z3.is_bool(v) or z3.is_rational_value(v):  # the variables, not z3's helpers
+                model[d.name()] = z3.is_true(v) if z3.is_bool(v) else v.as_fraction()
+    return answer, model
+
+
+def _as_solution(problem: Problem, model: dict[str, Fraction | bool]) -> np.ndarray:
+    x = np.zeros(problem.num_vars)
+    for j in range(problem.num_vars):
+        key = f"m{j}" if problem.binary[j] else f"v{j}"
+        x[j] = float(model.get(key, 0))
+    return x
+
+
+@pytest.mark.parametrize("run", [_cvc5_run, _z3_run], ids=["cvc5", "z3"])
+@pytest.mark.parametrize("name", list(PROBLEMS))
+def test_standard_dialect_brackets_the_optimum(name: str, run) -> None:
+    """sat at ``objective <= optimum`` (with a model that verifies and reaches it), unsat just
+    below; infeasible problems unsat with no bound. Read by cvc5 and by z3."""
+    problem = PROBLEMS[name]
+    reference = solve(problem, "z3", time_limit=20)
+    if reference.status is Status.INFEASIBLE:
+        assert run(smt2_string(problem, dialect="standard"))[0] == "unsat"
+        return
+    assert reference.status is Status.OPTIMAL
+    optimum = reference.objective
+    answer, model = run(smt2_string(problem, dialect="standard", bound=optimum))
+    assert answer == "sat"
+    check = verify(problem, _as_solution(problem, model))
+    if not problem.num_relus:  # ReLU outputs are recomputed by verify from rounded reals
+        assert check.ok, check.summary()
+        assert check.objective <= Fraction(optimum)
+    below = optimum - 0.5 if problem.integral_objective else np.nextafter(optimum, -np.inf)
+    assert run(smt2_string(problem, dialect="standard", bound=below))[0] == "unsat"
+    assert run(smt2_string(problem, dialect="standard"))[0] == "sat"
+
+
+def test_cvc5_rejects_the_z3_dialect_and_reads_the_standard_one() -> None:
+    problem = PROBLEMS["mixed senses"]
+    with pytest.raises(RuntimeError, match="minimize"):
+        _cvc5_run(smt2_string(problem))
+    text = smt2_string(problem, dialect="standard", bound=1.0)
+    assert "(minimize" not in text and "(get-objectives)" not in text
+    assert "(set-option :produce-models true)" in text
+
+
+def test_dialect_and_bound_are_checked() -> None:
+    problem = PROBLEMS["strict"]
+    with pytest.raises(ValueError, match="unknown SMT-LIB2 dialect 'cvc5'"):
+        smt2_string(problem, dialect="cvc5")
+    with pytest.raises(ValueError, match="bound must be a finite number with dialect 'standard'"):
+        smt2_string(problem, bound=1.0)
+    with pytest.raises(ValueError, match="bound must be a finite number"):
+        smt2_string(problem, dialect="standard", bound=float("inf"))

@@ -28,7 +28,8 @@ import scipy.sparse as sp
 from smug_opt.bridges.intervals import relu_preactivation_bounds
 from smug_opt.ir import Problem, Sense, VarKind
 
-__all__ = ["MAX_SOLVER_COST", "MilpForm", "SolverObjective", "solver_objective", "strict_margin", "to_milp"]
+__all__ = ["MAX_SOLVER_COST", "MilpForm", "SolverObjective", "big_m_relus", "solver_objective",
+           "strict_margin", "to_milp"]
 
 _MARGIN_BASE = 1e-7
 
@@ -198,23 +199,14 @@ def _clip_to_activity(
     return lo, hi
 
 
-def to_milp(problem: Problem, level: int = 0) -> MilpForm:
-    """Lower ``problem`` to a :class:`MilpForm` at tightening ``level``."""
+def big_m_relus(problem: Problem, z_lo: np.ndarray, z_hi: np.ndarray, lb: np.ndarray,
+                ub: np.ndarray) -> tuple[sp.csr_matrix, np.ndarray, np.ndarray, int]:
+    """The ReLUs as unscaled MILP rows ``lo <= block · v <= hi`` over the problem's
+    variables plus the returned number of phase binaries (columns ``num_vars`` onward),
+    from pre-activation bounds ``z_lo``, ``z_hi``; fixes ``lb``/``ub`` of dead ReLUs' outputs
+    to 0 in place (see the module docstring)."""
     n = problem.num_vars
-    z_lo, z_hi, lb, ub = relu_preactivation_bounds(problem)
-    rows, lo_parts, hi_parts = [problem.A], [], []
-
-    senses = problem.senses
-    rhs = problem.rhs
-    lo = np.where((senses == Sense.GE) | (senses == Sense.GT) | (senses == Sense.EQ), rhs, -np.inf)
-    hi = np.where((senses == Sense.LE) | (senses == Sense.LT) | (senses == Sense.EQ), rhs, np.inf)
-    lo_parts.append(lo)
-    hi_parts.append(hi)
-    strict = (senses == Sense.GT) | (senses == Sense.LT)
-    nonstrict = (senses == Sense.GE) | (senses == Sense.LE)
-
     relu_in = problem.relu_in
-    phase_rows: list[sp.csr_matrix] = []
     n_phase = 0
     relu_blocks = []
     for k in range(problem.num_relus):
@@ -240,28 +232,49 @@ def to_milp(problem: Problem, level: int = 0) -> MilpForm:
         relu_blocks.append((base_cols, base_vals, (phase, -l_k), -np.inf, c - l_k))  # y <= z - l(1-a)
         relu_blocks.append((np.array([y]), np.array([1.0]), (phase, -u_k), -np.inf, 0.0))  # y <= u a
     total_cols = n + n_phase
+    if not relu_blocks:
+        return sp.csr_matrix((0, total_cols)), np.empty(0), np.empty(0), n_phase
+    r_idx, c_idx, vals, blo, bhi = [], [], [], [], []
+    for i, (bc, bv, extra, rlo, rhi) in enumerate(relu_blocks):
+        if extra is not None:
+            bc = np.concatenate([bc, [extra[0]]])
+            bv = np.concatenate([bv, [extra[1]]])
+        r_idx.append(np.full(bc.size, i))
+        c_idx.append(bc)
+        vals.append(bv)
+        blo.append(rlo)
+        bhi.append(rhi)
+    block = sp.csr_matrix(
+        (np.concatenate(vals), (np.concatenate(r_idx), np.concatenate(c_idx))),
+        shape=(len(relu_blocks), total_cols),
+    )
+    block.sum_duplicates()
+    return block, np.array(blo, dtype=np.float64), np.array(bhi, dtype=np.float64), n_phase
+
+
+def to_milp(problem: Problem, level: int = 0) -> MilpForm:
+    """Lower ``problem`` to a :class:`MilpForm` at tightening ``level``."""
+    n = problem.num_vars
+    z_lo, z_hi, lb, ub = relu_preactivation_bounds(problem)
+    rows, lo_parts, hi_parts = [problem.A], [], []
+
+    senses = problem.senses
+    rhs = problem.rhs
+    lo = np.where((senses == Sense.GE) | (senses == Sense.GT) | (senses == Sense.EQ), rhs, -np.inf)
+    hi = np.where((senses == Sense.LE) | (senses == Sense.LT) | (senses == Sense.EQ), rhs, np.inf)
+    lo_parts.append(lo)
+    hi_parts.append(hi)
+    strict = (senses == Sense.GT) | (senses == Sense.LT)
+    nonstrict = (senses == Sense.GE) | (senses == Sense.LE)
+
+    block, blo, bhi, n_phase = big_m_relus(problem, z_lo, z_hi, lb, ub)
+    total_cols = n + n_phase
     A0 = sp.csr_matrix(problem.A, shape=(problem.num_rows, n))
     A0.resize((problem.num_rows, total_cols))
     rows[0] = A0
-    if relu_blocks:
-        r_idx, c_idx, vals, blo, bhi = [], [], [], [], []
-        for i, (bc, bv, extra, rlo, rhi) in enumerate(relu_blocks):
-            if extra is not None:
-                bc = np.concatenate([bc, [extra[0]]])
-                bv = np.concatenate([bv, [extra[1]]])
-            r_idx.append(np.full(bc.size, i))
-            c_idx.append(bc)
-            vals.append(bv)
-            blo.append(rlo)
-            bhi.append(rhi)
-        block = sp.csr_matrix(
-            (np.concatenate(vals), (np.concatenate(r_idx), np.concatenate(c_idx))),
-            shape=(len(relu_blocks), total_cols),
-        )
-        block.sum_duplicates()
-        phase_rows.append(block)
-        lo_parts.append(np.array(blo, dtype=np.float64))
-        hi_parts.append(np.array(bhi, dtype=np.float64))
+    phase_rows = [block] if block.shape[0] else []
+    lo_parts.append(blo)
+    hi_parts.append(bhi)
     A = sp.vstack(rows + phase_rows, format="csr")
     row_lo = np.concatenate(lo_parts)
     row_hi = np.concatenate(hi_parts)
