@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import importlib.metadata
+from collections.abc import Mapping
 from dataclasses import dataclass
+from types import MappingProxyType
 from typing import Any, ClassVar
 
 import numpy as np
@@ -23,7 +25,7 @@ __all__ = ["CpSatBackend"]
 
 _LOWERING_KEYS = ("coefficient_bits", "activity_bits", "grid_bits", "relu", "phase_rows")
 """``options.extras`` keys that shape the model (the first three go to :func:`to_integer`);
-every other key is a CP-SAT parameter (a ``SatParameters`` field name)."""
+the other declared ``options`` are CP-SAT parameters (``SatParameters`` field names)."""
 
 DEFAULT_RELU = "max"
 """ReLUs as CP-SAT's native ``y = max(z, 0)`` (``extras={"relu": "big-m"}`` for big-M rows):
@@ -66,6 +68,18 @@ class CpSatBackend(Backend):
     extra: ClassVar[str] = "cpsat"
     capabilities: ClassVar[Capabilities] = Capabilities(relu=True, incumbents=True)
     levels: ClassVar[int] = 4
+    options: ClassVar[Mapping[str, str]] = MappingProxyType({
+        "coefficient_bits": "integer bridge: bits of the largest scaled term per row (default 40)",
+        "activity_bits": "integer bridge: bound on a row's scaled activity (default 53)",
+        "grid_bits": "integer bridge: resolution of continuous variables (default 20)",
+        "relu": "'max' (native, default) or 'big-m'",
+        "phase_rows": "add big-M phase rows beside the native max (bool)",
+        **{name: "CP-SAT parameter (SatParameters field)" for name in (
+            "presolve_inclusion_work_limit", "cp_model_presolve", "cp_model_probing_level",
+            "linearization_level", "symmetry_level", "search_branching", "max_presolve_iterations",
+            "optimize_with_core", "use_lns_only", "use_objective_lb_search",
+            "add_lp_constraints_lazily", "max_number_of_conflicts", "log_to_stdout")},
+    })
 
     @classmethod
     def warm_up(cls) -> None:

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import importlib.metadata
+from collections.abc import Mapping
+from types import MappingProxyType
 from typing import Any, ClassVar
 
 import numpy as np
@@ -33,6 +35,19 @@ class HighsBackend(Backend):
     extra: ClassVar[str] = "highs"
     capabilities: ClassVar[Capabilities] = Capabilities(relu=True, incumbents=True)
     levels: ClassVar[int] = 4
+    options: ClassVar[Mapping[str, str]] = MappingProxyType({
+        "presolve": "HiGHS presolve: 'on', 'off' or 'choose'",
+        "solver": "HiGHS LP solver: 'simplex', 'ipm', 'pdlp' or 'choose'",
+        "parallel": "HiGHS parallelism: 'on', 'off' or 'choose'",
+        "run_crossover": "after IPM: 'on', 'off' or 'choose'",
+        "simplex_strategy": "HiGHS simplex strategy (0-4)",
+        "mip_heuristic_effort": "share of MIP effort on primal heuristics (default 0.05)",
+        "mip_detect_symmetry": "detect MIP symmetry (bool)",
+        "mip_max_nodes": "branch-and-bound node limit",
+        "mip_feasibility_tolerance": "integrality/feasibility tolerance (the backend sets 1e-9)",
+        "primal_feasibility_tolerance": "LP primal feasibility tolerance (default 1e-7)",
+        "dual_feasibility_tolerance": "LP dual feasibility tolerance (default 1e-7)",
+    })
 
     @classmethod
     def solver_version(cls) -> str:

@@ -27,7 +27,9 @@ from __future__ import annotations
 
 import importlib.metadata
 import math
+from collections.abc import Mapping
 from dataclasses import dataclass
+from types import MappingProxyType
 from typing import Any, ClassVar
 
 import numpy as np
@@ -69,6 +71,10 @@ class MipCbcBackend(Backend):
     extra: ClassVar[str] = "mip"
     capabilities: ClassVar[Capabilities] = Capabilities(relu=True)
     levels: ClassVar[int] = 4
+    options: ClassVar[Mapping[str, str]] = MappingProxyType({name: "python-mip Model setting" for name in (
+        "cuts", "clique", "preprocess", "lp_method", "emphasis", "cut_passes", "max_nodes",
+        "max_solutions", "opt_tol", "integer_tol", "infeas_tol", "pump_passes", "round_int_vars",
+        "sol_pool_size")})
 
     @classmethod
     def solver_version(cls) -> str:

@@ -48,8 +48,10 @@ import re
 import sys
 import tempfile
 import warnings
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
+from types import MappingProxyType
 from typing import Any, ClassVar
 
 import numpy as np
@@ -94,6 +96,10 @@ class PulpCbcBackend(Backend):
     extra: ClassVar[str] = "pulp"
     capabilities: ClassVar[Capabilities] = Capabilities(relu=True)
     levels: ClassVar[int] = 4
+    options: ClassVar[Mapping[str, str]] = MappingProxyType({name: "CBC command-line option" for name in (
+        "preprocess", "cuts", "heuristics", "presolve", "strong", "trustPseudoCosts", "passCuts",
+        "maxNodes", "gomoryCuts", "probingCuts", "cliqueCuts", "knapsackCuts", "mixedCuts",
+        "feasibilityPump", "primalTolerance", "dualTolerance")})
 
     @classmethod
     def solver_version(cls) -> str:

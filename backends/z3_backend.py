@@ -6,9 +6,10 @@ import contextlib
 import importlib.metadata
 import math
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from fractions import Fraction
+from types import MappingProxyType
 from typing import Any, ClassVar
 
 import numpy as np
@@ -75,8 +76,8 @@ class Z3Backend(Backend):
 
     ``levels`` is 4 for the pb encoding; the exact and paper encodings solve the problem
     itself at level 0, so their levels 1-3 return NO_SOLUTION at once (re-solving the same
-    exact model could only repeat the rejected answer). Any other ``extras`` key is passed
-    to ``Optimize.set`` (e.g. ``maxsat_engine``). z3 may overrun its ``timeout``: the
+    exact model could only repeat the rejected answer). The other declared ``options`` are
+    passed to ``Optimize.set`` (e.g. ``maxsat_engine``). z3 may overrun its ``timeout``: the
     core's hard kill is the real limit, and improving models are streamed as incumbents.
     """
 
@@ -87,6 +88,13 @@ class Z3Backend(Backend):
     capabilities: ClassVar[Capabilities] = Capabilities(strict_inequalities=True, relu=True,
                                                         incumbents=True, exact=True)
     levels: ClassVar[int] = 4
+    options: ClassVar[Mapping[str, str]] = MappingProxyType({
+        "encoding": "'auto' (default), 'exact', 'pb' or 'paper'",
+        **{name: "z3 Optimize parameter" for name in (
+            "maxsat_engine", "optsmt_engine", "priority", "enable_sat", "enable_sls", "enable_lns",
+            "enable_core_rotate", "elim_01", "rlimit", "pb.compile_equality", "maxres.hill_climb",
+            "maxres.wmax", "maxres.max_core_size", "maxres.max_correction_set_size")},
+    })
 
     @classmethod
     def solver_version(cls) -> str:

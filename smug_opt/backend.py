@@ -119,6 +119,10 @@ class Backend(ABC):
     extra: ClassVar[str] = ""  # pip extra that installs them: smug-opt[extra]
     capabilities: ClassVar[Capabilities] = Capabilities()
     levels: ClassVar[int] = 1  # tightening levels the backend implements
+    # the ``extras`` keys the backend accepts: name -> what it does. The core rejects any
+    # other key with a ValueError before a worker starts; the default accepts none, so a
+    # misspelt option is never silently ignored.
+    options: ClassVar[Mapping[str, str]] = MappingProxyType({})
     # conformance checks (smug_opt.testing) the backend is known to fail: name -> reason
     known_failures: ClassVar[Mapping[str, str]] = MappingProxyType({})
 
@@ -133,6 +137,16 @@ class Backend(ABC):
             return None
         hint = f'pip install "smug-opt[{cls.extra}]"' if cls.extra else f"pip install {missing[0]}"
         return f"missing Python package(s) {', '.join(missing)}: {hint}"
+
+    @classmethod
+    def check_extras(cls, extras: Mapping[str, Any]) -> None:
+        """Raise ValueError naming every key of ``extras`` that :attr:`options` does not
+        declare, and listing the ones it does."""
+        unknown = sorted(str(k) for k in extras if k not in cls.options)
+        if unknown:
+            accepted = ", ".join(sorted(cls.options)) or "none"
+            raise ValueError(f"backend {cls.name!r} does not accept the option(s) "
+                             f"{', '.join(map(repr, unknown))}; it accepts: {accepted}")
 
     @classmethod
     def warm_up(cls) -> None:

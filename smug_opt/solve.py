@@ -91,6 +91,7 @@ def solve(
         raise TypeError(f"problem must be a smug_opt.Problem, got {type(problem).__name__}")
     memory_limit_mb = resolve_memory_limit(memory_limit)
     cls = backend_class(backend)
+    cls.check_extras(extras or {})
     options = SolveOptions(time_limit=time_limit, threads=threads, seed=seed,
                            relative_gap=relative_gap, verbose=verbose, extras=dict(extras or {}))
     version = cls.solver_version()

@@ -89,11 +89,11 @@ def test_pb_refuses_continuous_variables() -> None:
     assert r.status is Status.ERROR and "binary-only" in r.message
 
 
-@pytest.mark.parametrize(("extras", "needle"), [({"encoding": "smt"}, "unknown z3 encoding"),
-                                                ({"no_such_option": 1}, "no_such_option")])
-def test_bad_extras_become_clear_errors(extras: dict, needle: str) -> None:
-    r = solve(Problem.from_arrays([[1.0]], ">=", 1.0), "z3", extras=extras)
-    assert r.status is Status.ERROR and needle in r.message
+def test_bad_extras_become_clear_errors() -> None:
+    r = solve(Problem.from_arrays([[1.0]], ">=", 1.0), "z3", extras={"encoding": "smt"})
+    assert r.status is Status.ERROR and "unknown z3 encoding" in r.message
+    with pytest.raises(ValueError, match="'no_such_option'.*accepts: .*encoding"):
+        solve(Problem.from_arrays([[1.0]], ">=", 1.0), "z3", extras={"no_such_option": 1})
 
 
 @pytest.mark.parametrize("encoding", ["pb", "exact"])

@@ -166,3 +166,25 @@ def test_cli_says_what_was_proven(backend: str, expected: str, tmp_path: Any,
     out = capsys.readouterr().out
     assert "INFEASIBLE" in out and f"proof      {expected}" in out
     assert "solution   no solution to verify: infeasibility is a proof" in out
+
+
+@pytest.mark.parametrize("backend", registry.available_backends())
+def test_unknown_options_are_rejected_before_a_worker_starts(
+        backend: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    import sys
+
+    solve_module = sys.modules["smug_opt.solve"]
+
+    def no_worker(*args: Any, **kwargs: Any) -> None:
+        raise AssertionError("a worker was asked to run")
+
+    monkeypatch.setattr(solve_module, "run_attempt", no_worker)
+    accepted = registry.backend_class(backend).options
+    assert accepted, f"{backend} declares no options"
+    with pytest.raises(ValueError, match=rf"'bogus_option'.*it accepts: {sorted(accepted)[0]}"):
+        solve(ALL_ONES_OPTIMAL, backend, extras={"bogus_option": 1})
+
+
+def test_a_backend_that_declares_no_options_accepts_none(liars: None) -> None:
+    with pytest.raises(ValueError, match="it accepts: none"):
+        solve(ALL_ONES_OPTIMAL, "test-boundless-optimal", isolate=False, extras={"verbose": 1})

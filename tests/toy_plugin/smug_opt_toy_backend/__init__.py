@@ -75,6 +75,7 @@ class ToyHang(ToyBruteForce):
     """Sleeps, ignoring its time limit, unless ``extras={"hang": False}``."""
 
     name: ClassVar[str] = "toy-hang"
+    options: ClassVar[dict[str, str]] = {"hang": "sleep past the time limit (default True)"}
 
     def optimize(self, model: Any, problem: Problem, options: SolveOptions,
                  on_incumbent: IncumbentCallback) -> RawResult:
@@ -87,6 +88,7 @@ class ToyCrash(ToyBruteForce):
     """Kills its own process (like a segfaulting solver) unless ``extras={"crash": False}``."""
 
     name: ClassVar[str] = "toy-crash"
+    options: ClassVar[dict[str, str]] = {"crash": "kill the worker process (default True)"}
 
     def optimize(self, model: Any, problem: Problem, options: SolveOptions,
                  on_incumbent: IncumbentCallback) -> RawResult:
@@ -110,6 +112,9 @@ class ToyHog(ToyBruteForce):
     ``extras={"leak_mb": N}`` it instead answers normally but keeps N MB alive afterwards."""
 
     name: ClassVar[str] = "toy-hog"
+    options: ClassVar[dict[str, str]] = {
+        "incumbent": "report the optimum as an incumbent (default True)",
+        "leak_mb": "MB to keep alive after answering"}
 
     def optimize(self, model: Any, problem: Problem, options: SolveOptions,
                  on_incumbent: IncumbentCallback) -> RawResult:
