@@ -18,7 +18,7 @@ from typing import Any
 import numpy as np
 
 from smug_opt.backend import RawResult, SolveOptions, Status
-from smug_opt.ir import Problem
+from smug_opt.ir import Problem, Sense
 from smug_opt.registry import backend_class
 from smug_opt.result import Attempt, SolveResult, Timings
 from smug_opt.spawn import resolve_memory_limit
@@ -135,6 +135,7 @@ class _Solve:
         self.peak: float | None = None
         self.killed = False
         self.rejected = False  # some answer failed exact verification
+        self.strict_ties = False  # ... because it met a strict row with equality (or worse)
         self.best_level = 0
         self.messages: list[str] = []
 
@@ -207,6 +208,9 @@ class _Solve:
             return (Status.FEASIBLE if self.best else Status.NO_SOLUTION), True, None
         if not verified.ok:
             self.rejected = True
+            strict = (Sense.GT, Sense.LT)
+            self.strict_ties |= any(v.kind == "row" and self.problem.senses[v.index] in strict
+                                    for v in verified.violations)
             self._adopt_incumbents(out, level)
             # only an exactly 0/1 assignment is known infeasible and may be cut off
             integral = not any(v.kind == "binary" for v in verified.violations)
@@ -306,6 +310,12 @@ class _Solve:
             if proven:  # an exact backend proved the objective itself optimal
                 bound = objective if self.exact_backend else min(bound, objective)
             status = Status.OPTIMAL if proven else Status.FEASIBLE
+        if status is Status.NO_SOLUTION and self.strict_ties and not self.exact_backend:
+            self.messages.append(
+                f"no answer only because of strict rows: {self.backend} approximates them (as "
+                f"non-strict at level 0, then by margins); its answer met a strict row with "
+                f"equality (rejected exactly) and no margin level found a solution. The exact "
+                f"backend 'z3' with extras={{'encoding': 'exact'}} decides strict ties exactly")
         proof = None
         if status in (Status.OPTIMAL, Status.INFEASIBLE):
             proof = "exact" if self.exact_backend else "solver"

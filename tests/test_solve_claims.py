@@ -188,3 +188,29 @@ def test_unknown_options_are_rejected_before_a_worker_starts(
 def test_a_backend_that_declares_no_options_accepts_none(liars: None) -> None:
     with pytest.raises(ValueError, match="it accepts: none"):
         solve(ALL_ONES_OPTIMAL, "test-boundless-optimal", isolate=False, extras={"verbose": 1})
+
+
+def _strict_tie() -> Problem:
+    """``m + z > 2`` with m binary, z in [0, 1]: only a tie at m = z = 1, so infeasible."""
+    from smug_opt import ProblemBuilder
+
+    b = ProblemBuilder()
+    m = b.add_binaries(1)
+    z = b.add_continuous(1, 0.0, 1.0)
+    b.add_constraints([[1.0, 1.0]], [int(m[0]), int(z[0])], ">", [2.0])
+    b.set_objective(m, [1.0])
+    return b.build()
+
+
+@pytest.mark.parametrize("backend", [b for b in registry.available_backends()
+                                     if not registry.backend_class(b).capabilities.exact])
+def test_a_strict_tie_left_open_names_the_exact_backend(backend: str) -> None:
+    r = solve(_strict_tie(), backend, time_limit=20)
+    assert r.status in (Status.NO_SOLUTION, Status.INFEASIBLE), r
+    if r.status is Status.NO_SOLUTION:
+        assert "only because of strict rows" in r.message and "'z3'" in r.message
+
+
+def test_z3_settles_the_strict_tie() -> None:
+    r = solve(_strict_tie(), "z3", time_limit=20, extras={"encoding": "exact"})
+    assert r.status is Status.INFEASIBLE and r.proof == "exact"
