@@ -57,7 +57,6 @@ class Capabilities:
     """What a backend honours natively (the core bridges the rest)."""
 
     strict_inequalities: bool = False
-    real_coefficients: bool = True
     relu: bool = False
     incumbents: bool = False  # reports improving solutions while it runs
     exact: bool = False  # solutions are exact by construction (still verified)

@@ -48,11 +48,6 @@ def dot(coefficients: np.ndarray, values: list[Dyadic], const: float = 0.0) -> D
     return _sum(terms)
 
 
-def add(a: Dyadic, b: Dyadic) -> Dyadic:
-    """``a + b`` exactly."""
-    return _sum([a, b])
-
-
 def sign(value: Dyadic) -> int:
     """-1, 0 or 1."""
     return (value[0] > 0) - (value[0] < 0)

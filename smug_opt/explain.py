@@ -70,11 +70,6 @@ class Explanation:
         """Kept fraction of the input's grid points."""
         return None if self.mask is None else float(self.mask.mean())
 
-    @property
-    def display(self) -> np.ndarray | None:
-        """The saliency with non-zero scores rescaled to [0.5, 1] (for display only)."""
-        return None if self.saliency is None else display_scale(self.saliency)
-
     def record(self) -> dict[str, Any]:
         """A JSON-ready summary: parameters, solver outcome, sizes and times."""
         r = self.result

@@ -111,20 +111,10 @@ class IntegerForm:
     def num_cols(self) -> int:
         return int(self.C.shape[1])
 
-    @property
-    def binary(self) -> np.ndarray:
-        """Columns with domain {0, 1} and no grid."""
-        return (self.exponent == 0) & (self.lb >= 0) & (self.ub <= 1)
-
     def problem_values(self, X: np.ndarray) -> np.ndarray:
         """The problem's variable values (float64, exact) of an integer solution."""
         X = np.asarray(X, dtype=np.int64)[: self.num_problem_vars]
         return np.ldexp(X.astype(np.float64), -self.exponent[: self.num_problem_vars])
-
-    def objective_value(self, X: np.ndarray) -> float:
-        """The scaled objective of an integer solution, in the problem's units."""
-        total = int(np.dot(self.objective.astype(object), np.asarray(X, dtype=np.int64).astype(object)))
-        return math.ldexp(total, -self.objective_exponent)
 
     def objective_bound(self, integer_bound: float) -> float:
         """A lower bound on the problem's optimum from a proven lower bound on the integer
