@@ -5,6 +5,7 @@ encoders and models only when they are built, reports import matplotlib only whe
 draw.
 """
 
+from smug_opt.bench import builtin_suites  # noqa: F401  (registers the built-in suites)
 from smug_opt.bench.job import DEFAULT_GRACE, Job, run_job
 from smug_opt.bench.metrics import BackendSummary, Outcome, PerformanceProfile, SuiteSummary, summarize
 from smug_opt.bench.records import Machine, RunRecord, read_records

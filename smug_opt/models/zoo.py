@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from smug_opt.cache import cache_dir
 from smug_opt.filelock import exclusive_lock
 from smug_opt.models._keras import import_keras
 
@@ -142,15 +143,6 @@ _RECIPES = {
 def available_models() -> dict[str, str]:
     """Names of the zoo models and what each one is."""
     return {name: recipe.description for name, recipe in _RECIPES.items()}
-
-
-def cache_dir() -> Path:
-    """Where smug-opt caches files (the directory may not exist yet)."""
-    if os.environ.get("SMUG_OPT_CACHE"):
-        return Path(os.environ["SMUG_OPT_CACHE"])
-    if os.environ.get("XDG_CACHE_HOME"):
-        return Path(os.environ["XDG_CACHE_HOME"]) / "smug-opt"
-    return Path.home() / ".cache" / "smug-opt"
 
 
 def load(name: str, *, progress: bool = True) -> keras.Model:
