@@ -4,8 +4,8 @@ A :class:`Suite` has a cheap ``specs`` callable (instance names and parameters, 
 imports) and a ``builder`` that turns one :class:`InstanceSpec` into a
 :class:`~smug_opt.ir.Problem`, importing models, data and encoders only then. Built problems
 are cached under ``<cache>/suites/<name>/`` (``<cache>``: :func:`smug_opt.cache.cache_dir`)
-with a ``manifest.json`` of their features; a change of the suite's ``version`` rebuilds them. Any folder of ``.smug`` files
-is a suite too (:func:`instances_from_dir`).
+with a ``manifest.json`` of their features; a change of the suite's ``version`` rebuilds
+them. Any folder of ``.smug`` files is a suite too (:func:`instances_from_dir`).
 
 The built-in suites live in :mod:`smug_opt.bench.builtin_suites` (registered when
 :mod:`smug_opt.bench` is imported). :func:`register_suite` adds a suite and
