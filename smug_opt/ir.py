@@ -3,22 +3,28 @@ with strict senses, ReLU constraints and a linear objective to minimise.
 
 Every float64 in a :class:`Problem` means the exact rational it represents; backends and
 bridges decide how to honour that on their solver, and :mod:`smug_opt.verify` checks it.
-A Problem is immutable (read-only arrays and metadata), so it can be cached by identity.
-Its file format lives in :mod:`smug_opt.problem_file`, which depends on this module, not
-the other way round.
+A Problem is immutable (read-only arrays and metadata, see :mod:`smug_opt.frozen`), so it
+can be cached by identity. Its file format lives in :mod:`smug_opt.problem_file`, which
+depends on this module, not the other way round.
+
+Kept as one module (about 480 lines) because the Problem's invariants and the builder that
+establishes them are one concept: ``Problem.from_arrays`` and ``with_constraints`` share
+the builder's parsing and validation, and a split would make the two import each other.
 """
 
 from __future__ import annotations
 
 import enum
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, fields, replace
 from typing import Any, NamedTuple
 
 import numpy as np
 import scipy.sparse as sp
 
-__all__ = ["FrozenMapping", "Problem", "ProblemBuilder", "Sense", "VarKind"]
+from smug_opt.frozen import FrozenMapping, freeze, read_only, read_only_csr
+
+__all__ = ["Problem", "ProblemBuilder", "Sense", "VarKind"]
 
 
 @enum.unique
@@ -108,61 +114,6 @@ def _vector(values: Any, size: int, name: str, *, allow_inf: bool = False) -> np
     return arr
 
 
-def _freeze(arr: np.ndarray) -> np.ndarray:
-    arr.setflags(write=False)
-    return arr
-
-
-def _read_only(arr: Any) -> np.ndarray:
-    """``arr`` itself when it already owns read-only data, else a read-only copy (so no
-    caller's array or view can change it later)."""
-    arr = np.asarray(arr)
-    if arr.flags.writeable or not arr.flags.owndata:
-        arr = arr.copy()
-        arr.setflags(write=False)
-    return arr
-
-
-def _read_only_csr(matrix: sp.csr_matrix) -> sp.csr_matrix:
-    """``matrix`` in canonical form (sorted indices, no duplicates) over read-only ``data``,
-    ``indices`` and ``indptr``: itself when it already is, else a copy."""
-    parts = (matrix.data, matrix.indices, matrix.indptr)
-    if all(not a.flags.writeable and a.flags.owndata for a in parts) and matrix.has_canonical_format:
-        return matrix
-    frozen = sp.csr_matrix(matrix, copy=True)
-    frozen.sum_duplicates()  # sorts the indices too: nothing needs to write to them later
-    for a in (frozen.data, frozen.indices, frozen.indptr):
-        a.setflags(write=False)
-    return frozen
-
-
-class FrozenMapping(Mapping[str, Any]):
-    """A read-only, picklable view of a copy of a mapping (a Problem's metadata)."""
-
-    __slots__ = ("_items",)
-
-    def __init__(self, items: Mapping[str, Any] | None = None) -> None:
-        self._items = dict(items or {})
-
-    def __getitem__(self, key: str) -> Any:
-        return self._items[key]
-
-    def __iter__(self) -> Iterator[str]:
-        return iter(self._items)
-
-    def __len__(self) -> int:
-        return len(self._items)
-
-    def __repr__(self) -> str:
-        return f"FrozenMapping({self._items!r})"
-
-    def __getstate__(self) -> dict[str, Any]:
-        return self._items
-
-    def __setstate__(self, state: dict[str, Any]) -> None:
-        self._items = dict(state)
-
-
 _MATRICES = ("A", "relu_in")
 
 
@@ -217,9 +168,9 @@ class Problem:
                 if not sp.issparse(value) or value.format != "csr":
                     raise ValueError(f"{f.name} must be a scipy.sparse CSR matrix, "
                                      f"got {type(value).__name__}")
-                frozen = _read_only_csr(value)
+                frozen = read_only_csr(value)
             else:
-                frozen = _read_only(value)
+                frozen = read_only(value)
             object.__setattr__(self, f.name, frozen)
 
     def __setstate__(self, state: dict[str, Any]) -> None:
@@ -307,8 +258,8 @@ class Problem:
         return replace(
             self,
             A=sp.vstack([self.A, block], format="csr"),
-            senses=_freeze(np.concatenate([self.senses, _parse_senses(senses, m)])),
-            rhs=_freeze(np.concatenate([self.rhs, _vector(rhs, m, "rhs")])),
+            senses=freeze(np.concatenate([self.senses, _parse_senses(senses, m)])),
+            rhs=freeze(np.concatenate([self.rhs, _vector(rhs, m, "rhs")])),
         )
 
     def with_metadata(self, **items: Any) -> Problem:
@@ -491,10 +442,10 @@ class ProblemBuilder:
             outs, relu_in = np.zeros(0, dtype=np.int64), sp.csr_matrix((0, n))
             const, lo, hi = np.zeros(0), np.zeros(0), np.zeros(0)
         return Problem(
-            kinds=_freeze(kinds), lb=_freeze(lb), ub=_freeze(ub), A=A,
-            senses=_freeze(senses), rhs=_freeze(rhs), objective=_freeze(objective),
-            relu_out=_freeze(outs), relu_in=relu_in, relu_const=_freeze(const),
-            relu_lo=_freeze(lo), relu_hi=_freeze(hi), metadata=dict(self.metadata),
+            kinds=freeze(kinds), lb=freeze(lb), ub=freeze(ub), A=A,
+            senses=freeze(senses), rhs=freeze(rhs), objective=freeze(objective),
+            relu_out=freeze(outs), relu_in=relu_in, relu_const=freeze(const),
+            relu_lo=freeze(lo), relu_hi=freeze(hi), metadata=dict(self.metadata),
         )
 
 
