@@ -73,6 +73,7 @@ def solve(
     grace: float = DEFAULT_GRACE,
     memory_limit: float | None = None,
     strengthen: bool | Pieces = False,
+    certify: bool = False,
 ) -> SolveResult:
     """Minimise ``problem`` on ``backend`` and return a verified :class:`SolveResult`.
 
@@ -86,7 +87,26 @@ def solve(
     ``strengthen`` (True, or the :class:`~smug_opt.strengthen.Pieces` to run) solves the
     stronger, equivalent parts of :func:`smug_opt.strengthen.strengthen` instead; the
     answer is still verified against ``problem`` and the result records what was done.
+    ``certify`` turns a floating-point solver's OPTIMAL/INFEASIBLE (and a FEASIBLE's
+    incumbent) into an exact proof within what is left of ``time_limit``, or downgrades it
+    (see :mod:`smug_opt.certify`).
     """
+    started = time.monotonic()
+    result = _solve(problem, backend, time_limit=time_limit, threads=threads, seed=seed,
+                    relative_gap=relative_gap, verbose=verbose, extras=extras, isolate=isolate,
+                    grace=grace, memory_limit=memory_limit, strengthen=strengthen)
+    if not certify:
+        return result
+    from smug_opt.certify import certify as certify_result
+
+    return certify_result(problem, result,
+                          deadline=None if time_limit is None else started + time_limit,
+                          isolate=isolate, grace=grace, memory_limit=memory_limit)
+
+
+def _solve(problem: Problem, backend: str, *, time_limit: float | None, threads: int, seed: int,
+           relative_gap: float, verbose: bool, extras: Mapping[str, Any] | None, isolate: bool,
+           grace: float, memory_limit: float | None, strengthen: bool | Pieces) -> SolveResult:
     if not isinstance(problem, Problem):
         raise TypeError(f"problem must be a smug_opt.Problem, got {type(problem).__name__}")
     memory_limit_mb = resolve_memory_limit(memory_limit)

@@ -84,13 +84,17 @@ def proof_line(result: SolveResult) -> str:
     if result.proof == "exact":
         return f"{claim} proven in exact arithmetic"
     basis = "bound" if claim == "optimality" else "search"
-    return f"{claim} rests on {result.solver}'s floating-point {basis} (not an exact proof)"
+    return (f"{claim} rests on {result.solver}'s floating-point {basis} (not an exact proof; "
+            f"--certify proves or downgrades it)")
 
 
 def add_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParser:
     p = subparsers.add_parser("solve", help="solve a saved .smug problem on one backend")
     p.add_argument("problem", type=Path, help="a problem file written by save_problem (.smug)")
     add_solver_options(p)
+    p.add_argument("--certify", action="store_true",
+                   help="prove a floating-point solver's OPTIMAL/INFEASIBLE exactly within the time "
+                        "limit (exact enumeration or z3), else downgrade it to FEASIBLE/NO_SOLUTION")
     p.add_argument("--json", action="store_true", help="print the full result as JSON")
     p.add_argument("--no-x", action="store_true", help="omit the solution vector from --json")
     p.add_argument("--verbose", action="store_true", help="show the solver's own log (on stderr)")
@@ -101,7 +105,7 @@ def run(args: argparse.Namespace) -> int:
     from smug_opt import load_problem, solve
 
     problem = load_problem(args.problem)
-    result = solve(problem, verbose=args.verbose, **solver_kwargs(args))
+    result = solve(problem, verbose=args.verbose, certify=args.certify, **solver_kwargs(args))
     if args.json:
         print(json.dumps(result.to_dict(include_x=not args.no_x), indent=2))
     else:

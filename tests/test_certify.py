@@ -1,0 +1,128 @@
+"""certify=True: a floating-point solver's claim becomes exact (enumeration or z3 on the
+residual question), is corrected when it was wrong, or is downgraded when time runs out."""
+
+from __future__ import annotations
+
+import time
+from importlib.metadata import EntryPoint
+from typing import Any, ClassVar
+
+import numpy as np
+import pytest
+from test_solve_claims import _Scripted
+
+from smug_opt import Problem, RawResult, Status, registry, solve, verify
+from smug_opt.certify import ENUMERATION_BINARIES, certify
+
+pytestmark = pytest.mark.skipif("z3" not in registry.available_backends(), reason="needs z3")
+
+
+class FalseInfeasible(_Scripted):
+    """Says INFEASIBLE about everything."""
+
+    name: ClassVar[str] = "test-false-infeasible"
+
+    def answer(self, problem: Problem) -> RawResult:
+        return RawResult(Status.INFEASIBLE, solver_status="infeasible")
+
+
+class ProudOptimal(_Scripted):
+    """Says all ones is OPTIMAL, with a bound to match."""
+
+    name: ClassVar[str] = "test-proud-optimal"
+
+    def answer(self, problem: Problem) -> RawResult:
+        x = np.ones(problem.num_vars)
+        value = float(problem.objective @ x)
+        return RawResult(Status.OPTIMAL, x, value, value, "optimal")
+
+
+@pytest.fixture
+def liars(monkeypatch: pytest.MonkeyPatch) -> None:
+    found = dict(registry._entry_points())
+    for cls in (FalseInfeasible, ProudOptimal):
+        found[cls.name] = EntryPoint(cls.name, f"{__name__}:{cls.__name__}", registry.ENTRY_POINT_GROUP)
+    registry.refresh()
+    monkeypatch.setattr(registry, "_entry_points", lambda: found)
+    yield
+    registry._load.cache_clear()
+
+
+def _wide(n: int = ENUMERATION_BINARIES + 6, seed: int = 0) -> tuple[Problem, float]:
+    """Too many binaries to enumerate; the optimum is known: weights of the first half
+    reaching the sum of its three largest, and one of the rest."""
+    rng = np.random.default_rng(seed)
+    A = np.zeros((2, n))
+    A[0, : n // 2] = rng.integers(1, 20, n // 2) / 4.0  # exact in binary
+    A[1, n // 2:] = 1.0
+    need = float(np.sort(A[0, : n // 2])[::-1][:3].sum())  # the three largest: optimum 3 + 1
+    return Problem.from_arrays(A, [">=", ">"], [need, 0.0]), 4.0
+
+
+SMALL = Problem.from_arrays([[1.0, 2.0, 0.5], [1.0, 1.0, 0.0]], [">", ">="], [1.0, 1.0])  # optimum 1
+
+
+def test_enumeration_corrects_a_wrong_infeasible(liars: None) -> None:
+    r = solve(SMALL, "test-false-infeasible", isolate=False, certify=True)
+    assert r.status is Status.OPTIMAL and r.objective == 1.0 and r.proof == "exact"
+    assert "claim was wrong" in r.message or "was not optimal" in r.message
+    assert verify(SMALL, r.x).ok
+
+
+def test_z3_proves_the_residual_question() -> None:
+    p, optimum = _wide()
+    plain = solve(p, "highs", time_limit=30)
+    assert plain.status is Status.OPTIMAL and plain.proof == "solver"
+    r = solve(p, "highs", time_limit=30, certify=True)
+    assert r.status is Status.OPTIMAL and r.objective == optimum and r.proof == "exact"
+    assert "z3 (exact) proved no solution is better" in r.message
+
+
+def test_z3_corrects_a_wrong_optimal(liars: None) -> None:
+    p, optimum = _wide()
+    r = solve(p, "test-proud-optimal", isolate=False, time_limit=60, certify=True)
+    assert r.status is Status.OPTIMAL and r.objective == optimum and r.proof == "exact"
+    assert verify(p, r.x).ok
+
+
+def test_z3_certifies_infeasibility() -> None:
+    n = ENUMERATION_BINARIES + 6
+    p = Problem.from_arrays(np.ones((1, n)), ">", [float(n)])
+    r = solve(p, "highs", time_limit=30, certify=True)
+    assert r.status is Status.INFEASIBLE and r.proof == "exact" and "certified INFEASIBLE" in r.message
+
+
+@pytest.mark.parametrize(("status", "downgraded"), [(Status.OPTIMAL, Status.FEASIBLE),
+                                                    (Status.INFEASIBLE, Status.NO_SOLUTION)])
+def test_claims_are_downgraded_when_time_runs_out(status: Status, downgraded: Status) -> None:
+    p, _ = _wide()
+    result = solve(p, "highs", time_limit=30)
+    if status is Status.INFEASIBLE:
+        from dataclasses import replace
+
+        result = replace(result, status=Status.INFEASIBLE, x=None, objective=None, bound=float("inf"))
+    r = certify(p, result, deadline=time.monotonic() - 1.0, isolate=True, grace=1.0, memory_limit=None)
+    assert r.status is downgraded and r.proof is None
+    assert "could not be certified" in r.message and "time limit" in r.message
+
+
+def test_certify_keeps_the_time_limit() -> None:
+    rng = np.random.default_rng(1)
+    A = rng.normal(size=(60, 60))
+    x = (rng.random(60) < 0.5).astype(float)
+    p = Problem.from_arrays(A, ">", A @ x - 0.5)
+    t = time.monotonic()
+    r = solve(p, "highs", time_limit=3.0, certify=True)
+    assert time.monotonic() - t < 3.0 + 1.0 + 1.5  # limit + grace + process hand-off
+    assert r.proof in (None, "exact")
+
+
+def test_cli_certify(tmp_path: Any, capsys: pytest.CaptureFixture[str]) -> None:
+    from smug_opt import save_problem
+    from smug_opt.cli import main
+
+    path = tmp_path / "p.smug"
+    save_problem(SMALL, path)
+    assert main(["solve", str(path), "--backend", "highs", "--certify", "--time-limit", "20"]) == 0
+    out = capsys.readouterr().out
+    assert "OPTIMAL" in out and "proof      optimality proven in exact arithmetic" in out
