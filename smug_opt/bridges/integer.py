@@ -35,6 +35,9 @@ Tightening levels (see :mod:`smug_opt.backend`):
   recomputation of its ReLU outputs, feasible for the real rows; higher levels double the
   margin. ReLU rows stay outward at every level (they define the ReLU outputs, which
   need room to land on the grid); plain continuous variables get inward grid domains.
+
+Kept as one module because scaling, rounding and the error bound are one proof: each
+step's error term feeds the next, and the ReLU row builders reuse the same bounds.
 """
 
 from __future__ import annotations

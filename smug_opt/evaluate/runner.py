@@ -3,6 +3,9 @@
 Methods are looked up by name in :data:`METHODS`. For every input and method the runner
 computes the map, its LSC (images), sparsity (masking methods), deletion/insertion AUCs
 and, for text with rationales, precision/recall; then the summary table.
+
+Kept as one module for now: splitting the method registry, the scoring and the writing
+into modules of their own is planned (issue 13).
 """
 
 from __future__ import annotations

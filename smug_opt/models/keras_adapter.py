@@ -1,4 +1,8 @@
-"""The Keras 3 (TensorFlow backend) model adapter, model loading and Dense-stack export."""
+"""The Keras 3 (TensorFlow backend) model adapter, model loading and Dense-stack export.
+
+Kept as one module because the adapter, the Dense-stack reading and the loader interpret
+the same Keras layer chain with the same private helpers.
+"""
 
 from __future__ import annotations
 

@@ -18,6 +18,9 @@ Pieces (each switchable, see :class:`Pieces`):
 
 Every cut has integer coefficients and is checked against exact tables or exact knapsack
 sums, so none removes a feasible point that the fixings keep; the optimum is unchanged.
+
+Kept as one module because the pieces share one working state (``_Work``): the fixings
+propagate to a fixpoint that the cuts, the implied rows and the components then read.
 """
 
 from __future__ import annotations
