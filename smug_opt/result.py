@@ -84,6 +84,7 @@ class SolveResult:
     peak_memory_mb: float | None = None
     killed: bool = False
     proof: str | None = None
+    numeric_issues: tuple[str, ...] = ()  # inputs outside the float-faithful range (smug_opt.numeric_range)
     metadata: dict[str, Any] = field(default_factory=dict)
     strengthening: dict[str, Any] | None = None
 

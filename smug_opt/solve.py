@@ -19,6 +19,7 @@ import numpy as np
 
 from smug_opt.backend import RawResult, SolveOptions, Status
 from smug_opt.ir import Problem, Sense
+from smug_opt.numeric_range import numeric_issues
 from smug_opt.registry import backend_class
 from smug_opt.result import Attempt, SolveResult, Timings
 from smug_opt.spawn import resolve_memory_limit
@@ -73,7 +74,7 @@ def solve(
     grace: float = DEFAULT_GRACE,
     memory_limit: float | None = None,
     strengthen: bool | Pieces = False,
-    certify: bool = False,
+    certify: bool | None = None,
 ) -> SolveResult:
     """Minimise ``problem`` on ``backend`` and return a verified :class:`SolveResult`.
 
@@ -87,14 +88,25 @@ def solve(
     ``strengthen`` (True, or the :class:`~smug_opt.strengthen.Pieces` to run) solves the
     stronger, equivalent parts of :func:`smug_opt.strengthen.strengthen` instead; the
     answer is still verified against ``problem`` and the result records what was done.
-    ``certify`` turns a floating-point solver's OPTIMAL/INFEASIBLE (and a FEASIBLE's
+    ``certify=True`` turns a floating-point solver's OPTIMAL/INFEASIBLE (and a FEASIBLE's
     incumbent) into an exact proof within what is left of ``time_limit``, or downgrades it
-    (see :mod:`smug_opt.certify`).
+    (see :mod:`smug_opt.certify`); the default (None) certifies only inputs outside the
+    float-faithful range that call for it (subnormal numbers, huge costs: see
+    :mod:`smug_opt.numeric_range`), ``False`` never.
     """
     started = time.monotonic()
     result = _solve(problem, backend, time_limit=time_limit, threads=threads, seed=seed,
                     relative_gap=relative_gap, verbose=verbose, extras=extras, isolate=isolate,
                     grace=grace, memory_limit=memory_limit, strengthen=strengthen)
+    issues = numeric_issues(problem)
+    if issues:
+        result = replace(result, numeric_issues=tuple(map(str, issues)))
+        if not backend_class(backend).capabilities.exact:
+            note = ("input outside the float-faithful range, so a floating-point solver saw an "
+                    "approximation: " + "; ".join(map(str, issues)))
+            result = replace(result, message="; ".join(m for m in (result.message, note) if m))
+            if certify is None:
+                certify = any(issue.certify for issue in issues)
     if not certify:
         return result
     from smug_opt.certify import certify as certify_result

@@ -126,3 +126,29 @@ def test_cli_certify(tmp_path: Any, capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["solve", str(path), "--backend", "highs", "--certify", "--time-limit", "20"]) == 0
     out = capsys.readouterr().out
     assert "OPTIMAL" in out and "proof      optimality proven in exact arithmetic" in out
+
+
+def test_out_of_range_inputs_are_flagged_and_certified_by_default() -> None:
+    from smug_opt.numeric_range import numeric_issues
+
+    p = Problem.from_arrays([[1e-310, 1e-310]], [">="], [1.5e-310])  # R13: optimum 2
+    assert [i.kind for i in numeric_issues(p)] == ["subnormal", "subnormal"]
+    r = solve(p, "highs", time_limit=20)
+    assert r.status is Status.OPTIMAL and r.objective == 2.0 and r.proof == "exact"
+    assert r.numeric_issues and "float-faithful range" in r.message
+    assert solve(p, "highs", time_limit=20, certify=False).proof == "solver"
+    assert solve(p, "z3", time_limit=20).message == ""  # exact backends need no warning
+    costly = Problem.from_arrays([[1.0, 1.0]], ">=", [1.0], objective=[1e15 + 1, 1e15])  # R8
+    assert [i.kind for i in numeric_issues(costly)] == ["cost-scale"]
+    r = solve(costly, "mip-cbc", time_limit=20)
+    assert r.status is Status.OPTIMAL and r.objective == 1e15 and r.proof == "exact"
+
+
+def test_a_wide_row_is_flagged_only() -> None:
+    from smug_opt.numeric_range import numeric_issues
+
+    p = Problem.from_arrays([[1e9, 1.0, 1.0]], ">=", [2.0])
+    (issue,) = numeric_issues(p)
+    assert issue.kind == "row-range" and not issue.certify
+    r = solve(p, "highs", time_limit=20)
+    assert r.proof == "solver" and r.numeric_issues == (str(issue),)

@@ -92,9 +92,14 @@ def add_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParse
     p = subparsers.add_parser("solve", help="solve a saved .smug problem on one backend")
     p.add_argument("problem", type=Path, help="a problem file written by save_problem (.smug)")
     add_solver_options(p)
-    p.add_argument("--certify", action="store_true",
-                   help="prove a floating-point solver's OPTIMAL/INFEASIBLE exactly within the time "
-                        "limit (exact enumeration or z3), else downgrade it to FEASIBLE/NO_SOLUTION")
+    certify = p.add_mutually_exclusive_group()
+    certify.add_argument("--certify", action="store_true", default=None,
+                         help="prove a floating-point solver's OPTIMAL/INFEASIBLE exactly within the "
+                              "time limit (exact enumeration or z3), else downgrade it to "
+                              "FEASIBLE/NO_SOLUTION (default: only for inputs outside the "
+                              "float-faithful range: subnormal numbers, huge costs)")
+    certify.add_argument("--no-certify", action="store_false", dest="certify",
+                         help="never certify, whatever the input")
     p.add_argument("--json", action="store_true", help="print the full result as JSON")
     p.add_argument("--no-x", action="store_true", help="omit the solution vector from --json")
     p.add_argument("--verbose", action="store_true", help="show the solver's own log (on stderr)")
@@ -126,6 +131,8 @@ def run(args: argparse.Namespace) -> int:
                      f"{st['cuts']} cuts, {st['clauses']} clauses, {st['rows_removed']} rows "
                      f"removed, {st['fixed_on']} fixed on, {st['fixed_off']} fixed off, "
                      f"{st['parts']} part(s)") + f" ({t.strengthen:.3f}s)")
+        for issue in result.numeric_issues:
+            print(f"numeric    {issue}")
         if result.message:
             print(f"note       {result.message}")
     if result.status.name == "ERROR":
