@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import math
 import time
+from collections.abc import Callable
 from dataclasses import replace
 from fractions import Fraction
 
@@ -42,10 +43,14 @@ _EXACT_EXTRAS = {"encoding": "exact"}
 _U = 2.0**-53
 
 
-def certify(problem: Problem, result: SolveResult, *, deadline: float | None, isolate: bool,
-            grace: float, memory_limit: float | None) -> SolveResult:
+def certify(problem: Problem, result: SolveResult, *, solve: Callable[..., SolveResult],
+            tolerance: float, deadline: float | None, isolate: bool, grace: float,
+            memory_limit: float | None) -> SolveResult:
     """``result`` with its claim proven exactly, corrected, or downgraded (see module doc).
-    Results whose claim is already exact, or that claim nothing provable, pass through."""
+    Results whose claim is already exact, or that claim nothing provable, pass through.
+    ``solve`` runs the residual questions (:func:`smug_opt.solve.solve`, handed in so
+    that this module does not import the one that calls it); ``tolerance`` is the
+    problem's :func:`~smug_opt.solve.objective_tolerance`."""
     if result.proof == "exact" or not (
             result.status in (Status.OPTIMAL, Status.INFEASIBLE)
             or (result.status is Status.FEASIBLE and result.x is not None)):
@@ -54,7 +59,8 @@ def certify(problem: Problem, result: SolveResult, *, deadline: float | None, is
     if _enumerable(problem):
         best = _enumerate(problem)
         return _settled(problem, result, best, "exact enumeration of every binary assignment", start)
-    return _Residual(problem, result, deadline, isolate, grace, memory_limit, start).run()
+    return _Residual(problem, result, deadline, isolate, grace, memory_limit, start, solve,
+                     tolerance).run()
 
 
 # ------------------------------------------------------------------- enumeration
@@ -106,10 +112,12 @@ class _Residual:
     """The residual-question loop on the exact z3 encoding."""
 
     def __init__(self, problem: Problem, result: SolveResult, deadline: float | None, isolate: bool,
-                 grace: float, memory_limit: float | None, start: float) -> None:
+                 grace: float, memory_limit: float | None, start: float,
+                 solve: Callable[..., SolveResult], tolerance: float) -> None:
         self.problem, self.result = problem, result
         self.deadline, self.isolate, self.grace, self.memory_limit = deadline, isolate, grace, memory_limit
         self.start = start
+        self.solve, self.tolerance = solve, tolerance
         self.best = None if result.x is None else verify(problem, result.x)
         self.improved = False
         self.rhs = math.inf  # the bound the current question asks to beat
@@ -120,8 +128,6 @@ class _Residual:
         if EXACT_BACKEND not in available_backends():
             return _downgraded(self.result, f"certification needs the {EXACT_BACKEND!r} backend, "
                                             f"which is not installed here", self.start)
-        from smug_opt.solve import solve
-
         while True:
             question = self._question()
             if question is None:
@@ -130,8 +136,9 @@ class _Residual:
             remaining = None if self.deadline is None else self.deadline - time.monotonic()
             if remaining is not None and remaining <= 0.05:
                 return self._out_of_time()
-            answer = solve(question, EXACT_BACKEND, time_limit=remaining, extras=_EXACT_EXTRAS,
-                           isolate=self.isolate, grace=self.grace, memory_limit=self.memory_limit)
+            answer = self.solve(question, EXACT_BACKEND, time_limit=remaining, extras=_EXACT_EXTRAS,
+                                isolate=self.isolate, grace=self.grace,
+                                memory_limit=self.memory_limit)
             if answer.status is Status.INFEASIBLE and answer.proof == "exact":
                 if self.best is not None and _attainment_open(self.problem):
                     return self._near_infimum()
@@ -160,9 +167,7 @@ class _Residual:
             self.rhs = rhs
             return feasibility.with_constraints(p.objective[None, :], "<", [rhs])
         else:
-            from smug_opt.solve import objective_tolerance
-
-            rhs = _float_down(value - Fraction(objective_tolerance(p)))
+            rhs = _float_down(value - Fraction(self.tolerance))
         self.rhs = rhs
         return feasibility.with_constraints(p.objective[None, :], "<", [rhs])
 

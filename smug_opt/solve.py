@@ -5,6 +5,9 @@ so when its solution survives exact verification and the solver proved it optima
 optimal for the problem as stated. Otherwise its bound is kept as a valid lower bound and
 the next, more conservative level is tried, until a solution verifies, the levels run out
 or the time limit is reached. A solution that fails verification is never returned.
+
+Kept as one module because the tightening loop and the rules for what its result may
+claim (bounds, objective tolerances, proofs) are one contract.
 """
 
 from __future__ import annotations
@@ -111,7 +114,7 @@ def solve(
         return result
     from smug_opt.certify import certify as certify_result
 
-    return certify_result(problem, result,
+    return certify_result(problem, result, solve=solve, tolerance=objective_tolerance(problem),
                           deadline=None if time_limit is None else started + time_limit,
                           isolate=isolate, grace=grace, memory_limit=memory_limit)
 
