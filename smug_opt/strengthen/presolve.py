@@ -222,6 +222,8 @@ class _Work:
         consistent with the fixings."""
         bits = pattern_bits(group.cells.size)
         state = self.fixed[group.cells]
+        if np.all(state == -1):
+            return bits, np.ones(bits.shape[0], dtype=bool)
         consistent = np.all((state[None, :] == -1) | (bits == state[None, :]), axis=1)
         return bits, consistent
 

@@ -10,6 +10,7 @@ Pattern ``p`` sets cell ``S[k]`` to bit ``k`` of ``p``.
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass
 from fractions import Fraction
 
@@ -57,9 +58,12 @@ def normal_rows(problem: Problem) -> NormalRows:
                       equality=senses == Sense.EQ)
 
 
+@functools.cache
 def pattern_bits(size: int) -> np.ndarray:
-    """``(2**size, size)`` 0/1 matrix: row ``p`` holds the bits of ``p``, lowest first."""
-    return ((np.arange(2**size)[:, None] >> np.arange(size)[None, :]) & 1).astype(np.int8)
+    """``(2**size, size)`` 0/1 matrix (read-only): row ``p`` holds the bits of ``p``, lowest first."""
+    bits = ((np.arange(2**size)[:, None] >> np.arange(size)[None, :]) & 1).astype(np.int8)
+    bits.setflags(write=False)
+    return bits
 
 
 def _holds(difference: float | Fraction, strict: bool, equality: bool) -> bool:
