@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import importlib.metadata
 import math
+import sys
 from collections.abc import Mapping
 from dataclasses import dataclass
 from types import MappingProxyType
@@ -50,6 +51,7 @@ __all__ = ["MipCbcBackend"]
 
 _INTEGER_TOLERANCE = 1e-9
 _FEASIBILITY_TOLERANCE = 1e-7
+_CBC_NO_BOUND = sys.float_info.max  # CBC's COIN_DBL_MAX: stopped before it had a bound
 
 
 @dataclass
@@ -143,7 +145,8 @@ class MipCbcBackend(Backend):
         bound = m.objective_bound if status in (mip.OptimizationStatus.OPTIMAL,
                                                 mip.OptimizationStatus.FEASIBLE,
                                                 mip.OptimizationStatus.NO_SOLUTION_FOUND) else None
-        bound = (model.costs.problem_bound(float(bound)) if bound is not None and math.isfinite(bound)
+        bound = (model.costs.problem_bound(float(bound))
+                 if bound is not None and math.isfinite(bound) and abs(bound) < _CBC_NO_BOUND
                  else None)
         if status in (mip.OptimizationStatus.OPTIMAL, mip.OptimizationStatus.FEASIBLE):
             values = np.array([v.x for v in model.variables], dtype=np.float64)

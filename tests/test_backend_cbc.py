@@ -56,6 +56,15 @@ def test_time_limit_without_a_solution_is_no_solution(backend: str) -> None:
     assert result.status is Status.NO_SOLUTION and result.x is None and not result.killed
 
 
+def test_stopped_before_a_bound_claims_none(backend: str) -> None:
+    """CBC stopped at once (python-mip reported DBL_MAX as the bound of a problem whose
+    optimum is 2): no bound, never one above the optimum."""
+    problem = Problem.from_arrays([[1.0, 1.0, 1.0], [1.0, 0.0, 1.0]], ">=", [2.0, 1.0])
+    for limit in (0.001, 0.01, 0.05):
+        result = solve(problem, backend, time_limit=limit, isolate=False)
+        assert result.bound is None or result.bound <= 2, (limit, result)
+
+
 @pytest.mark.parametrize("label", list(FIRST_LAYER))
 def test_small_first_layer_instances_are_solved_at_once(backend: str, label: str) -> None:
     problem, optimum = FIRST_LAYER[label]

@@ -31,7 +31,8 @@ SolvePart = Callable[[Problem, "float | None"], SolveResult]
 def solve_strengthened(problem: Problem, pieces: Pieces, solve_part: SolvePart, *,
                        time_limit: float | None, backend: str, solver: str) -> SolveResult:
     """Strengthen ``problem``, solve its parts with ``solve_part`` (smallest first, each
-    with a share of the remaining time by size) and return one verified result."""
+    with a share of the remaining time: by size, but at least an equal share, so a tiny
+    part is not starved of a solver's start-up time) and return one verified result."""
     start = time.monotonic()
     deadline = None if time_limit is None else start + time_limit
     prepared = strengthen(problem, pieces)
@@ -43,7 +44,8 @@ def solve_strengthened(problem: Problem, pieces: Pieces, solve_part: SolvePart, 
             remaining = deadline - time.monotonic()
             if remaining <= 0:
                 break
-            limit = remaining * weights[k] / sum(weights[k:])
+            left = len(prepared.parts) - k
+            limit = remaining * max(weights[k] / sum(weights[k:]), 1 / left)
         result = solve_part(part.problem, limit)
         results.append(result)
         if result.status in (Status.INFEASIBLE, Status.ERROR) or not result.has_solution:
