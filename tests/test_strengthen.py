@@ -15,7 +15,8 @@ from test_differential import problems
 from smug_opt import Problem, ProblemBuilder, Status, save_problem, solve, verify
 from smug_opt.strengthen import Pieces, strengthen
 from smug_opt.strengthen.rows import knapsack, normal_rows, tables
-from smug_opt.testing import _rows_hold, brute_force
+from smug_opt.testing import brute_force
+from smug_opt.testing.brute_force import _rows_hold
 
 MAX_ENUMERATED = 12
 PIECE_SETS = [Pieces(), Pieces.parse("none"), Pieces(tables=False), Pieces(implied=False),
