@@ -13,6 +13,13 @@
 * ``threads`` 1 leaves CBC serial (python-mip's 0): CBC's own ``threads 1`` runs its threaded
   search with one worker (through PuLP's CBC 2.10.3 that intermittently stalled ~10 s; not
   seen with cbcbox's CBC in 600 solves, but serial is what one thread means).
+* ``preprocess`` 0 (python-mip's -1, automatic): on ``a·x > b``, ``a·x < b + 3.7e-9`` (a
+  feasible window far below CBC's tolerances, widened at level 0 to the tolerance) CBC
+  with its preprocessing, or with its cuts, called the relaxation infeasible (issue 9
+  campaign, F1); without preprocessing it found the optimum. PuLP's CBC runs with
+  ``preprocess off`` for a like reason. Measured on five MNIST first-layer instances
+  (20 s limit): the same statuses and objectives, times within noise.
+  ``extras={"preprocess": -1}`` brings it back.
 * python-mip 2.0's CBC interface never calls an ``IncumbentUpdater`` (its incumbent
   callback is an empty stub and is not registered), so no incumbents are streamed.
 * Rows without coefficients are not passed to CBC: a model whose rows are all empty
@@ -135,6 +142,7 @@ class MipCbcBackend(Backend):
         m.max_mip_gap_abs = 0.0
         m.integer_tol = _INTEGER_TOLERANCE
         m.infeas_tol = _FEASIBILITY_TOLERANCE
+        m.preprocess = 0  # see the module docstring: CBC's preprocessing proved a wrong INFEASIBLE
         for key, value in options.extras.items():
             if not isinstance(getattr(type(m), str(key), None), property):
                 raise ValueError(f"extras: {key!r} is not a python-mip Model setting")
