@@ -9,7 +9,7 @@ import pytest
 from smug_opt.backend import Status
 from smug_opt.bench.metrics import (
     TIME_FLOOR,
-    Outcome,
+    JobOutcome,
     best_known,
     classify,
     instance_results,
@@ -129,7 +129,7 @@ def test_wrong_answers_are_never_solved(record, why):
     reference = rec("b", "p", Status.OPTIMAL, 2.0, objective=10, bound=10)
     best = best_known([record, reference])[("s", "p")]
     assert best == 10.0
-    assert classify(record, best) is Outcome.WRONG
+    assert classify(record, best) is JobOutcome.WRONG
     (suite,) = summarize([record, reference])
     a = next(b for b in suite.backends if b.backend == "a")
     assert (a.solved, a.wrong) == (0, 1)
@@ -138,9 +138,9 @@ def test_wrong_answers_are_never_solved(record, why):
 
 
 def test_outcomes_and_errors():
-    assert classify(rec("a", "p", Status.ERROR, killed=True), None) is Outcome.ERROR
-    assert classify(rec("a", "p", Status.NO_SOLUTION, 10.0), None) is Outcome.TIMEOUT
-    assert classify(rec("a", "p", Status.INFEASIBLE, 1.0), None) is Outcome.SOLVED
+    assert classify(rec("a", "p", Status.ERROR, killed=True), None) is JobOutcome.ERROR
+    assert classify(rec("a", "p", Status.NO_SOLUTION, 10.0), None) is JobOutcome.TIMEOUT
+    assert classify(rec("a", "p", Status.INFEASIBLE, 1.0), None) is JobOutcome.SOLVED
     (suite,) = summarize([rec("a", "p", Status.ERROR, killed=True), rec("a", "q", Status.OPTIMAL, 1.0,
                                                                           objective=1, bound=1)])
     (a,) = suite.backends
@@ -151,7 +151,7 @@ def test_repeats_take_the_median_and_need_every_repeat_solved():
     records = [rec("a", "p", Status.OPTIMAL, t, objective=3, bound=3, repeat=i)
                for i, t in enumerate([1.0, 5.0, 2.0])]
     (x,) = instance_results(records)
-    assert (x.outcome, x.seconds, x.repeats) == (Outcome.SOLVED, 2.0, 3)
+    assert (x.outcome, x.seconds, x.repeats) == (JobOutcome.SOLVED, 2.0, 3)
     records[1] = rec("a", "p", Status.FEASIBLE, 10.0, objective=4, bound=2, repeat=1)
     (x,) = instance_results(records)
-    assert (x.outcome, x.seconds, x.objective) == (Outcome.FEASIBLE, 2.0, 3.0)
+    assert (x.outcome, x.seconds, x.objective) == (JobOutcome.FEASIBLE, 2.0, 3.0)

@@ -14,8 +14,8 @@ from conftest import FIRST_PARTY, skip_unless_usable
 from smug_opt import Problem, registry, solve
 from smug_opt.testing import (
     CheckNotApplicable,
+    CheckOutcome,
     ConformanceError,
-    Outcome,
     brute_force,
     conformance_checks,
     known_failure,
@@ -44,17 +44,17 @@ def test_run_conformance_reports_every_check_in_one_call(toy_plugin: str) -> Non
     by_name = {r.check: r for r in report.results}
     assert list(by_name) == [name for name, _ in CHECKS]
     assert report.ok, report.summary()
-    assert by_name["check_time_limit"].outcome is Outcome.XFAILED
+    assert by_name["check_time_limit"].outcome is CheckOutcome.XFAILED
     assert "50 binaries" in by_name["check_time_limit"].message
-    assert by_name["check_relu_network"].outcome is Outcome.SKIPPED
-    assert by_name["check_exact_never_rejected"].outcome is Outcome.PASSED
+    assert by_name["check_relu_network"].outcome is CheckOutcome.SKIPPED
+    assert by_name["check_exact_never_rejected"].outcome is CheckOutcome.PASSED
     assert report.solver.startswith("toy brute force")
 
 
 def test_run_conformance_can_leave_out_the_time_limit(toy_plugin: str) -> None:
     report = run_conformance(toy_plugin, time_limit_check=False)
     outcome = {r.check: r.outcome for r in report.results}["check_time_limit"]
-    assert outcome is Outcome.SKIPPED
+    assert outcome is CheckOutcome.SKIPPED
 
 
 def test_a_failure_names_backend_and_check(toy_plugin: str) -> None:

@@ -61,7 +61,7 @@ __all__ = [
     "TIME_FLOOR",
     "BackendSummary",
     "InstanceResult",
-    "Outcome",
+    "JobOutcome",
     "PerformanceProfile",
     "SuiteSummary",
     "best_known",
@@ -88,7 +88,7 @@ InstanceKey = tuple[str, str]  # (suite, instance)
 
 
 @enum.unique
-class Outcome(enum.Enum):
+class JobOutcome(enum.Enum):
     """What a job (or an instance over its repeats) amounts to; see the module docstring."""
 
     SOLVED = "solved"
@@ -173,15 +173,15 @@ def wrong_reason(record: RunRecord, best: float | None) -> str | None:
     return None
 
 
-def classify(record: RunRecord, best: float | None) -> Outcome:
-    """The :class:`Outcome` of one job."""
+def classify(record: RunRecord, best: float | None) -> JobOutcome:
+    """The :class:`JobOutcome` of one job."""
     if wrong_reason(record, best) is not None:
-        return Outcome.WRONG
+        return JobOutcome.WRONG
     if record.status in (Status.OPTIMAL, Status.INFEASIBLE):
-        return Outcome.SOLVED
+        return JobOutcome.SOLVED
     if record.status is Status.ERROR:
-        return Outcome.ERROR
-    return Outcome.FEASIBLE if record.objective is not None else Outcome.TIMEOUT
+        return JobOutcome.ERROR
+    return JobOutcome.FEASIBLE if record.objective is not None else JobOutcome.TIMEOUT
 
 
 @dataclass(frozen=True)
@@ -192,7 +192,7 @@ class InstanceResult:
     suite: str
     instance: str
     backend: str
-    outcome: Outcome
+    outcome: JobOutcome
     seconds: float
     objective: float | None
     gap_to_best: float | None
@@ -213,26 +213,26 @@ def instance_results(records: Iterable[RunRecord]) -> list[InstanceResult]:
     for (suite, instance, backend), group in groups.items():
         b = best.get((suite, instance))
         outcomes = [classify(r, b) for r in group]
-        valid = [r for r, o in zip(group, outcomes, strict=True) if o is not Outcome.WRONG]
+        valid = [r for r, o in zip(group, outcomes, strict=True) if o is not JobOutcome.WRONG]
         objectives = [r.objective for r in valid if r.objective is not None]
         objective = min(objectives) if objectives else None
-        if Outcome.WRONG in outcomes:
-            outcome = Outcome.WRONG
-        elif all(o is Outcome.SOLVED for o in outcomes):
-            outcome = Outcome.SOLVED
-        elif Outcome.ERROR in outcomes:
-            outcome = Outcome.ERROR
+        if JobOutcome.WRONG in outcomes:
+            outcome = JobOutcome.WRONG
+        elif all(o is JobOutcome.SOLVED for o in outcomes):
+            outcome = JobOutcome.SOLVED
+        elif JobOutcome.ERROR in outcomes:
+            outcome = JobOutcome.ERROR
         else:
-            outcome = Outcome.FEASIBLE if objective is not None else Outcome.TIMEOUT
-        times = [min(r.seconds, r.time_limit) if o is Outcome.SOLVED else r.time_limit
+            outcome = JobOutcome.FEASIBLE if objective is not None else JobOutcome.TIMEOUT
+        times = [min(r.seconds, r.time_limit) if o is JobOutcome.SOLVED else r.time_limit
                  for r, o in zip(group, outcomes, strict=True)]
         integrals = [v for r in valid if (v := record_primal_integral(r, b)) is not None]
         out.append(InstanceResult(
             suite=suite, instance=instance, backend=backend, outcome=outcome,
             seconds=float(statistics.median(times)),
-            objective=objective if outcome is not Outcome.WRONG else None,
+            objective=objective if outcome is not JobOutcome.WRONG else None,
             gap_to_best=None if b is None else primal_gap(
-                objective if outcome is not Outcome.WRONG else None, b),
+                objective if outcome is not JobOutcome.WRONG else None, b),
             primal_integral=statistics.fmean(integrals) if integrals else None,
             killed=any(r.killed for r in group), repeats=len(group), features=dict(group[0].features),
         ))
@@ -328,7 +328,7 @@ def summarize(records: Iterable[RunRecord]) -> list[SuiteSummary]:
         backends = tuple(dict.fromkeys(r.backend for r in suite_records))
         by_pair = {(x.instance, x.backend): x for x in suite_results}
         times = {b: [by_pair[(i, b)].seconds if (i, b) in by_pair
-                     and by_pair[(i, b)].outcome is Outcome.SOLVED else math.inf for i in instances]
+                     and by_pair[(i, b)].outcome is JobOutcome.SOLVED else math.inf for i in instances]
                  for b in backends}
         summaries = [_backend_summary(suite, b, [x for x in suite_results if x.backend == b],
                                       [r for r in suite_records if r.backend == b]) for b in backends]
@@ -348,17 +348,17 @@ def summarize(records: Iterable[RunRecord]) -> list[SuiteSummary]:
 
 def _backend_summary(suite: str, backend: str, results: list[InstanceResult],
                      records: list[RunRecord]) -> BackendSummary:
-    count = {o: sum(1 for x in results if x.outcome is o) for o in Outcome}
+    count = {o: sum(1 for x in results if x.outcome is o) for o in JobOutcome}
     gaps = [x.gap_to_best for x in results if x.gap_to_best is not None]
     integrals = [x.primal_integral for x in results if x.primal_integral is not None]
     overshoots = [r.overshoot for r in records if r.overshoot is not None]
     memory = [r.peak_memory_mb for r in records if r.peak_memory_mb is not None]
     seconds = [x.seconds for x in results]
     return BackendSummary(
-        suite=suite, backend=backend, instances=len(results), solved=count[Outcome.SOLVED],
+        suite=suite, backend=backend, instances=len(results), solved=count[JobOutcome.SOLVED],
         feasible=sum(1 for x in results if x.objective is not None),
-        timeouts=count[Outcome.FEASIBLE] + count[Outcome.TIMEOUT], errors=count[Outcome.ERROR],
-        killed=sum(1 for x in results if x.killed), wrong=count[Outcome.WRONG],
+        timeouts=count[JobOutcome.FEASIBLE] + count[JobOutcome.TIMEOUT], errors=count[JobOutcome.ERROR],
+        killed=sum(1 for x in results if x.killed), wrong=count[JobOutcome.WRONG],
         sgm=shifted_geometric_mean(seconds), sgm_scaled=math.nan,
         median_time=float(statistics.median(seconds)) if seconds else math.nan,
         gap_to_best=statistics.fmean(gaps) if gaps else None,

@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from smug_opt.bench import metrics
-from smug_opt.bench.metrics import InstanceResult, Outcome, SuiteSummary, instance_results, summarize
+from smug_opt.bench.metrics import InstanceResult, JobOutcome, SuiteSummary, instance_results, summarize
 from smug_opt.bench.records import RESULTS_FILE, RunRecord, read_records
 from smug_opt.bench.runner import RUN_FILE
 
@@ -80,8 +80,8 @@ def compare_runs(now: Run, before: Run) -> list[Delta]:
         keys = [k for k in new if k[0] == suite and k[2] == backend and k in old]
         deltas.append(Delta(
             suite, backend, len(keys),
-            sum(old[k].outcome is Outcome.SOLVED for k in keys),
-            sum(new[k].outcome is Outcome.SOLVED for k in keys),
+            sum(old[k].outcome is JobOutcome.SOLVED for k in keys),
+            sum(new[k].outcome is JobOutcome.SOLVED for k in keys),
             metrics.shifted_geometric_mean(old[k].seconds for k in keys),
             metrics.shifted_geometric_mean(new[k].seconds for k in keys),
         ))
@@ -208,11 +208,11 @@ def _one_line(text: str, limit: int = 200) -> str:
 def _cell(x: InstanceResult | None) -> str:
     if x is None:
         return "not run"
-    if x.outcome is Outcome.SOLVED:
+    if x.outcome is JobOutcome.SOLVED:
         return f"{_num(x.seconds)} s" + (f" ({_num(x.objective, 6)})" if x.objective is not None else "")
-    if x.outcome is Outcome.FEASIBLE:
+    if x.outcome is JobOutcome.FEASIBLE:
         return f"limit ({_num(x.objective, 6)})"
-    return {Outcome.TIMEOUT: "limit", Outcome.WRONG: "**WRONG**"}.get(
+    return {JobOutcome.TIMEOUT: "limit", JobOutcome.WRONG: "**WRONG**"}.get(
         x.outcome, "killed" if x.killed else "error")
 
 
@@ -270,8 +270,8 @@ def _plot_time_vs_size(s: SuiteSummary, path: Path) -> Path:
     feature = _size_feature(s.results)
     for backend in (b.backend for b in s.backends):
         mine = [x for x in s.results if x.backend == backend and feature in x.features]
-        done = [x for x in mine if x.outcome is Outcome.SOLVED]
-        rest = [x for x in mine if x.outcome is not Outcome.SOLVED]
+        done = [x for x in mine if x.outcome is JobOutcome.SOLVED]
+        rest = [x for x in mine if x.outcome is not JobOutcome.SOLVED]
         line = ax.scatter([x.features[feature] for x in done], [max(x.seconds, 1e-3) for x in done],
                           label=backend, alpha=0.8)
         ax.scatter([x.features[feature] for x in rest], [max(x.seconds, 1e-3) for x in rest],

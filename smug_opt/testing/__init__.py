@@ -40,10 +40,10 @@ from __future__ import annotations
 from smug_opt.testing.brute_force import BruteForceResult, ExactOptimum, brute_force, exact_optimum
 from smug_opt.testing.runner import (
     CheckNotApplicable,
+    CheckOutcome,
     CheckResult,
     ConformanceError,
     ConformanceReport,
-    Outcome,
     conformance_checks,
     known_failure,
     run_conformance,
@@ -52,11 +52,11 @@ from smug_opt.testing.runner import (
 __all__ = [
     "BruteForceResult",
     "CheckNotApplicable",
+    "CheckOutcome",
     "CheckResult",
     "ConformanceError",
     "ConformanceReport",
     "ExactOptimum",
-    "Outcome",
     "brute_force",
     "conformance_checks",
     "exact_optimum",

@@ -13,10 +13,10 @@ from smug_opt.testing.checks import CHECKS, Check, CheckFn
 
 __all__ = [
     "CheckNotApplicable",
+    "CheckOutcome",
     "CheckResult",
     "ConformanceError",
     "ConformanceReport",
-    "Outcome",
     "conformance_checks",
     "known_failure",
     "run_conformance",
@@ -32,7 +32,7 @@ class CheckNotApplicable(Exception):
 
 
 @enum.unique
-class Outcome(enum.Enum):
+class CheckOutcome(enum.Enum):
     """How one check ended on one backend."""
 
     PASSED = "passed"
@@ -47,7 +47,7 @@ class CheckResult:
     """One check on one backend: outcome, message (failure, reason or note), seconds."""
 
     check: str
-    outcome: Outcome
+    outcome: CheckOutcome
     message: str
     seconds: float
 
@@ -66,14 +66,14 @@ class ConformanceReport:
 
     @property
     def failures(self) -> tuple[CheckResult, ...]:
-        return tuple(r for r in self.results if r.outcome is Outcome.FAILED)
+        return tuple(r for r in self.results if r.outcome is CheckOutcome.FAILED)
 
     def summary(self) -> str:
-        counts = {o: sum(r.outcome is o for r in self.results) for o in Outcome}
+        counts = {o: sum(r.outcome is o for r in self.results) for o in CheckOutcome}
         head = ", ".join(f"{n} {o.value}" for o, n in counts.items() if n)
         lines = [f"conformance of {self.backend!r} ({self.solver}): {head}"]
         lines += [f"  {r.outcome.value.upper()} {r.check}: {r.message}" for r in self.results
-                  if r.outcome is not Outcome.PASSED]
+                  if r.outcome is not CheckOutcome.PASSED]
         return "\n".join(lines)
 
 
@@ -114,17 +114,17 @@ def run_conformance(backend: str, *, time_limit_check: bool = True) -> Conforman
         start = time.perf_counter()
         expected = known_failure(backend, name)
         if name == "check_time_limit" and not time_limit_check:
-            outcome, message = Outcome.SKIPPED, "disabled (time_limit_check=False)"
+            outcome, message = CheckOutcome.SKIPPED, "disabled (time_limit_check=False)"
         else:
             try:
                 note = fn(backend)
-                outcome = Outcome.XPASSED if expected else Outcome.PASSED
+                outcome = CheckOutcome.XPASSED if expected else CheckOutcome.PASSED
                 message = (f"declared known failure passed: {expected}" if expected
                            else note or "")
             except CheckNotApplicable as exc:
-                outcome, message = Outcome.SKIPPED, str(exc)
+                outcome, message = CheckOutcome.SKIPPED, str(exc)
             except Exception as exc:
-                outcome = Outcome.XFAILED if expected else Outcome.FAILED
+                outcome = CheckOutcome.XFAILED if expected else CheckOutcome.FAILED
                 detail = str(exc) if isinstance(exc, ConformanceError) else \
                     f"[{backend}] {name}: {type(exc).__name__}: {exc}"
                 message = f"{detail} (known: {expected})" if expected else detail
