@@ -30,8 +30,15 @@ if TYPE_CHECKING:
     from smug_opt.encode.full_network import MLP
     from smug_opt.ir import Problem
 
-__all__ = ["ModelCheck", "digit_rows", "load_stress_model", "run_stress", "stress_suite",
-           "stress_table", "table_markdown"]
+__all__ = [
+    "ModelCheck",
+    "digit_rows",
+    "load_stress_model",
+    "run_stress",
+    "stress_markdown",
+    "stress_suite",
+    "stress_table",
+]
 
 Z3_ENCODINGS = ("paper", "exact", "pb")
 _MODEL_FILES = (".keras", ".h5", ".hdf5")
@@ -150,7 +157,7 @@ def run_stress(n: int = 100, backends: Sequence[str] = ("highs",), time_limit: f
     table["machine"] = {"cpu_count": os.cpu_count(), "load_average_start": load_start,
                         "load_average_end": os.getloadavg()[0]}
     (out / "table.json").write_text(json.dumps(table, indent=2) + "\n")
-    (out / "table.md").write_text(table_markdown(table) + "\n")
+    (out / "table.md").write_text(stress_markdown(table) + "\n")
     return table
 
 
@@ -213,7 +220,7 @@ def _cell(rows: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
             "mean_seconds": float(np.mean(solved)) if solved else None}
 
 
-def table_markdown(table: Mapping[str, Any]) -> str:
+def stress_markdown(table: Mapping[str, Any]) -> str:
     """The per-digit table (the paper's appendix layout) and a summary, as markdown."""
     config = table.get("config", {})
     head = "| backend | | " + " | ".join(str(d) for d in range(10)) + " | ALL |"

@@ -17,7 +17,7 @@ from smug_opt.bench.metrics import (
     primal_gap,
     primal_integral,
     shifted_geometric_mean,
-    summarize,
+    summarize_suites,
 )
 from smug_opt.bench.records import RunRecord
 from smug_opt.result import Timings
@@ -52,7 +52,7 @@ def test_sgm_counts_unsolved_at_limit_and_scales_best_to_one():
         rec("b", "p1", Status.OPTIMAL, 4.0, objective=3, bound=3),
         rec("b", "p2", Status.NO_SOLUTION, 10.4),  # overran: counted at the limit (10)
     ]
-    (suite,) = summarize(records)
+    (suite,) = summarize_suites(records)
     a, b = suite.backends
     assert a.sgm == pytest.approx(math.sqrt(11 * 12) - 10)
     assert b.sgm == pytest.approx(math.sqrt(14 * 20) - 10)
@@ -114,7 +114,7 @@ def test_gap_to_best_known_over_backends():
     assert best_known(records) == {("s", "p"): 10.0}
     gaps = {x.backend: x.gap_to_best for x in instance_results(records)}
     assert gaps == {"a": pytest.approx(2 / 12), "b": 0.0, "c": 1.0}
-    a, _, c = summarize(records)[0].backends
+    a, _, c = summarize_suites(records)[0].backends
     assert (a.feasible, a.solved, a.timeouts) == (1, 0, 1)
     assert (c.feasible, c.timeouts) == (0, 1)
 
@@ -130,7 +130,7 @@ def test_wrong_answers_are_never_solved(record, why):
     best = best_known([record, reference])[("s", "p")]
     assert best == 10.0
     assert classify(record, best) is JobOutcome.WRONG
-    (suite,) = summarize([record, reference])
+    (suite,) = summarize_suites([record, reference])
     a = next(b for b in suite.backends if b.backend == "a")
     assert (a.solved, a.wrong) == (0, 1)
     assert any(why in reason for *_, reason in suite.wrong)
@@ -141,7 +141,7 @@ def test_outcomes_and_errors():
     assert classify(rec("a", "p", Status.ERROR, killed=True), None) is JobOutcome.ERROR
     assert classify(rec("a", "p", Status.NO_SOLUTION, 10.0), None) is JobOutcome.TIMEOUT
     assert classify(rec("a", "p", Status.INFEASIBLE, 1.0), None) is JobOutcome.SOLVED
-    (suite,) = summarize([rec("a", "p", Status.ERROR, killed=True), rec("a", "q", Status.OPTIMAL, 1.0,
+    (suite,) = summarize_suites([rec("a", "p", Status.ERROR, killed=True), rec("a", "q", Status.OPTIMAL, 1.0,
                                                                           objective=1, bound=1)])
     (a,) = suite.backends
     assert (a.errors, a.killed, a.solved) == (1, 1, 1)

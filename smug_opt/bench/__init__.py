@@ -7,7 +7,13 @@ draw.
 
 from smug_opt.bench import builtin_suites  # noqa: F401  (registers the built-in suites)
 from smug_opt.bench.job import DEFAULT_GRACE, Job, run_job
-from smug_opt.bench.metrics import BackendSummary, JobOutcome, PerformanceProfile, SuiteSummary, summarize
+from smug_opt.bench.metrics import (
+    BackendSummary,
+    JobOutcome,
+    PerformanceProfile,
+    SuiteSummary,
+    summarize_suites,
+)
 from smug_opt.bench.records import Machine, RunRecord, read_records
 from smug_opt.bench.report import compare_runs, load_run, write_report
 from smug_opt.bench.runner import RunConfig, RunOutcome, resolve_backends, run_benchmark
@@ -53,6 +59,6 @@ __all__ = [
     "resolve_backends",
     "run_benchmark",
     "run_job",
-    "summarize",
+    "summarize_suites",
     "write_report",
 ]

@@ -72,7 +72,7 @@ __all__ = [
     "primal_integral",
     "record_primal_integral",
     "shifted_geometric_mean",
-    "summarize",
+    "summarize_suites",
     "wrong_reason",
 ]
 
@@ -315,7 +315,7 @@ class SuiteSummary:
     errors: tuple[tuple[str, str, int, str], ...]  # (instance, backend, repeat, message)
 
 
-def summarize(records: Iterable[RunRecord]) -> list[SuiteSummary]:
+def summarize_suites(records: Iterable[RunRecord]) -> list[SuiteSummary]:
     """One :class:`SuiteSummary` per suite in ``records`` (suites in first-seen order)."""
     records = list(records)
     best = best_known(records)

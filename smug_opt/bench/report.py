@@ -18,7 +18,13 @@ from pathlib import Path
 from typing import Any
 
 from smug_opt.bench import metrics
-from smug_opt.bench.metrics import InstanceResult, JobOutcome, SuiteSummary, instance_results, summarize
+from smug_opt.bench.metrics import (
+    InstanceResult,
+    JobOutcome,
+    SuiteSummary,
+    instance_results,
+    summarize_suites,
+)
 from smug_opt.bench.records import RESULTS_FILE, RunRecord, read_records
 from smug_opt.bench.runner import RUN_FILE
 
@@ -104,7 +110,7 @@ def write_report(run_dir: str | Path, *, compare_with: str | Path | None = None,
     before = load_run(compare_with) if compare_with is not None else None
     out = Path(out_dir) if out_dir is not None else run.directory / "report"
     out.mkdir(parents=True, exist_ok=True)
-    suites = summarize(run.records)
+    suites = summarize_suites(run.records)
     deltas = compare_runs(run, before) if before is not None else None
     figures: list[Path] = []
     for summary in suites:

@@ -32,13 +32,13 @@ def add_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParse
 
 
 def run(args: argparse.Namespace) -> int:
-    from smug_opt.stress import run_stress, table_markdown
+    from smug_opt.stress import run_stress, stress_markdown
 
     table = run_stress(
         n=args.n, backends=args.backends.split(","), time_limit=args.time_limit, out_dir=args.out,
         model=args.model, seed=args.seed, bounds=args.bounds, resume=not args.no_resume,
         progress=not args.quiet, z3_encoding=args.z3_encoding, cell=args.cell,
     )
-    print(table_markdown(table))
+    print(stress_markdown(table))
     wrong = sum(row["wrong_masks"] for row in table["backends"].values())
     return 1 if wrong else 0
