@@ -16,7 +16,7 @@ from smug_opt import registry
 
 TOY_SOURCE = Path(__file__).parent / "toy_plugin"
 TOY_DISTRIBUTION = "smug-opt-toy-backend"
-FIRST_PARTY = ("highs", "pulp-cbc", "mip-cbc", "z3", "cpsat")
+FIRST_PARTY = ("highs", "pulp-cbc", "mip-cbc", "z3", "cpsat", "scip")
 
 
 def _toy_is_current() -> bool:

@@ -29,6 +29,7 @@ from smug_opt.bridges.intervals import relu_preactivation_bounds
 from smug_opt.ir import Problem, Sense, VarKind
 
 __all__ = ["MAX_SOLVER_COST", "MilpForm", "SolverObjective", "big_m_relus", "solver_objective",
+           "start_vector",
            "strict_margin", "to_milp"]
 
 _MARGIN_BASE = 1e-7
@@ -66,6 +67,7 @@ class MilpForm:
     objective: np.ndarray
     num_problem_vars: int
     level: int
+    phase_relus: np.ndarray  # the ReLU (index into the problem's) of each phase binary
 
     @property
     def num_rows(self) -> int:
@@ -301,4 +303,13 @@ def to_milp(problem: Problem, level: int = 0) -> MilpForm:
     row_lo, row_hi = _clip_to_activity(A, row_lo, row_hi, col_lb, col_ub)
     objective = np.concatenate([problem.objective, np.zeros(n_phase)])
     return MilpForm(A=A, row_lo=row_lo, row_hi=row_hi, col_lb=col_lb, col_ub=col_ub,
-                    integer=integer, objective=objective, num_problem_vars=n, level=level)
+                    integer=integer, objective=objective, num_problem_vars=n, level=level,
+                    phase_relus=np.flatnonzero((z_hi > 0) & ~(z_lo >= 0)))  # as in big_m_relus
+
+
+def start_vector(form: MilpForm, problem: Problem, start: np.ndarray) -> np.ndarray:
+    """A full column vector for a solver's start: the problem's values from ``start`` and
+    each phase binary set to whether its ReLU output is positive."""
+    x = np.asarray(start, dtype=np.float64)[: form.num_problem_vars]
+    phases = (x[problem.relu_out[form.phase_relus]] > 0).astype(np.float64)
+    return np.concatenate([x, phases])
