@@ -121,6 +121,9 @@ class CpSatBackend(Backend):
             linear.vars.extend(C.indices[start:stop].tolist())
             linear.coeffs.extend(C.data[start:stop].tolist())
             linear.domain.extend([_INT_MIN if lo is None else lo, _INT_MAX if hi is None else hi])
+        if options.start is not None:  # a hint on the binaries; CP-SAT repairs or drops it
+            for j in np.flatnonzero(problem.binary).tolist():
+                model.add_hint(model.get_int_var_from_proto_index(j), int(options.start[j]))
         used = np.flatnonzero(form.objective)
         if used.size:
             proto.objective.vars.extend(used.tolist())

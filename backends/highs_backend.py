@@ -18,7 +18,7 @@ from smug_opt.backend import (
     Status,
 )
 from smug_opt.bridges import MilpForm, to_milp
-from smug_opt.bridges.milp import SolverObjective, solver_objective
+from smug_opt.bridges.milp import SolverObjective, solver_objective, start_vector
 from smug_opt.ir import Problem
 
 __all__ = ["HighsBackend"]
@@ -94,6 +94,11 @@ class HighsBackend(Backend):
         h.setOptionValue("mip_feasibility_tolerance", _INTEGRALITY_TOLERANCE)
         for key, value in options.extras.items():
             h.setOptionValue(str(key), value)
+        if options.start is not None:  # HiGHS checks it and keeps it if feasible
+            sol = highspy.HighsSolution()
+            sol.col_value = start_vector(form, problem, options.start).tolist()
+            sol.value_valid = True
+            h.setSolution(sol)
 
         def improving(event: Any) -> None:
             sol = np.asarray(event.data_out.mip_solution, dtype=np.float64)

@@ -147,6 +147,9 @@ class MipCbcBackend(Backend):
             if not isinstance(getattr(type(m), str(key), None), property):
                 raise ValueError(f"extras: {key!r} is not a python-mip Model setting")
             setattr(m, str(key), value)
+        if options.start is not None:  # CBC completes and checks it (binaries only here)
+            x = options.start
+            m.start = [(model.variables[j], float(x[j])) for j in np.flatnonzero(problem.binary)]
         limit = mip.INF if options.time_limit is None else float(options.time_limit)
         status = m.optimize(max_seconds=limit)
         name = f"OptimizationStatus.{status.name}"

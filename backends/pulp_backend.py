@@ -131,6 +131,9 @@ class PulpCbcBackend(Backend):
         # every column in the objective (zeros included) so that PuLP writes all of them
         costs = solver_objective(form, written=_as_printed)
         lp.setObjective(pulp.LpAffineExpression(zip(xs, costs.costs.tolist(), strict=True)))
+        if options.start is not None:  # written as CBC's mipstart file (warmStart below)
+            for j in np.flatnonzero(problem.binary).tolist():
+                xs[j].setInitialValue(float(options.start[j]))
         return _PulpModel(lp, xs, form, costs)
 
     def optimize(self, model: _PulpModel, problem: Problem, options: SolveOptions,
@@ -150,6 +153,7 @@ class PulpCbcBackend(Backend):
                     threads=options.threads if options.threads > 1 else None,
                     gapRel=options.relative_gap, gapAbs=0.0, timeMode="elapsed",
                     logPath=str(log_path), options=cbc_options,
+                    warmStart=options.start is not None,
                 )
             cbc.tmpDir = tmp
             try:

@@ -16,8 +16,8 @@ Settings chosen on purpose (SCIP 10 as bundled in the pyscipopt 6.3 wheel):
 * A start (``options.start``) becomes a partial solution (``createPartialSol`` +
   ``addSol``); SCIP completes and checks it, so a start SCIP cannot use is ignored.
 * Improving solutions are streamed through an event handler on ``BESTSOLFOUND``.
-* ``extras`` are SCIP parameters by their path name (``"presolving/maxrounds": 0``); an
-  unknown one is an error, not a no-op.
+* ``extras`` are SCIP parameters by their path name (``"presolving/maxrounds": 0``), the
+  ones listed in :attr:`ScipBackend.options`; any other is an error, not a no-op.
 """
 
 from __future__ import annotations
@@ -25,6 +25,8 @@ from __future__ import annotations
 import importlib.metadata
 import math
 from dataclasses import dataclass
+from collections.abc import Mapping
+from types import MappingProxyType
 from typing import Any, ClassVar
 
 import numpy as np
@@ -67,6 +69,19 @@ class ScipBackend(Backend):
     extra: ClassVar[str] = "scip"
     capabilities: ClassVar[Capabilities] = Capabilities(relu=True, incumbents=True)
     levels: ClassVar[int] = 4
+    options: ClassVar[Mapping[str, str]] = MappingProxyType({
+        "presolving/maxrounds": "presolve rounds (-1: unlimited, 0: off)",
+        "separating/maxrounds": "cut rounds per node (-1: unlimited)",
+        "separating/maxroundsroot": "cut rounds at the root (-1: unlimited)",
+        "limits/nodes": "branch-and-bound node limit (-1: none)",
+        "limits/solutions": "stop after this many solutions (-1: none)",
+        "lp/initalgorithm": "initial LP algorithm: 's' automatic, 'p' primal, 'd' dual, 'b' barrier",
+        "numerics/feastol": "feasibility (and integrality) tolerance (the backend sets 1e-7)",
+        "branching/scorefunc": "branching score: 's' sum, 'p' product, 'q' quotient",
+        "display/verblevel": "log verbosity 0-5 (shown with verbose)",
+        "randomization/permutevars": "permute variables with the seed (bool)",
+        "heuristics/rens/freq": "RENS heuristic frequency (-1: off)",
+    })
 
     @classmethod
     def solver_version(cls) -> str:

@@ -65,7 +65,12 @@ class Capabilities:
 @dataclass(frozen=True)
 class SolveOptions:
     """How to run a solve. ``time_limit`` None means no limit; ``relative_gap`` 0 asks
-    for proven optimality; ``extras`` are backend-specific settings passed through."""
+    for proven optimality; ``extras`` are backend-specific settings passed through.
+
+    ``start`` is a solution the core has already verified exactly (one value per problem
+    variable; None: no start). A backend may hand it to its solver as a starting
+    solution or hint (which also gives the solver an objective cutoff) or ignore it: the
+    core keeps it as the incumbent either way."""
 
     time_limit: float | None = None
     threads: int = 1
@@ -73,6 +78,7 @@ class SolveOptions:
     relative_gap: float = 0.0
     verbose: bool = False
     extras: Mapping[str, Any] = field(default_factory=dict)
+    start: np.ndarray | None = None
 
     def __post_init__(self) -> None:
         if self.time_limit is not None and not self.time_limit > 0:

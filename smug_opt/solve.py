@@ -30,7 +30,11 @@ from smug_opt.strengthen.presolve import Pieces
 from smug_opt.verify import Verification, snap_binaries, verify
 from smug_opt.workers import AttemptOutcome, run_attempt
 
-__all__ = ["DEFAULT_GRACE", "OBJECTIVE_TOLERANCE", "objective_tolerance", "solve"]
+__all__ = ["DEFAULT_GRACE", "OBJECTIVE_TOLERANCE", "PROBLEM_START", "objective_tolerance", "solve",
+           "start_values"]
+
+PROBLEM_START = "problem"
+"""``solve(start=...)``'s default: the start an encoder attached to the problem, if any."""
 
 DEFAULT_GRACE = 1.0
 """Seconds past ``time_limit`` before a worker that has not answered is killed."""
@@ -78,6 +82,7 @@ def solve(
     memory_limit: float | None = None,
     strengthen: bool | Pieces = False,
     certify: bool | None = None,
+    start: Any = PROBLEM_START,
 ) -> SolveResult:
     """Minimise ``problem`` on ``backend`` and return a verified :class:`SolveResult`.
 
@@ -96,11 +101,18 @@ def solve(
     (see :mod:`smug_opt.certify`); the default (None) certifies only inputs outside the
     float-faithful range that call for it (subnormal numbers, huge costs: see
     :mod:`smug_opt.numeric_range`), ``False`` never.
+
+    ``start`` is a candidate solution: one value per variable, or one per binary when the
+    binaries determine the rest (ReLU outputs are recomputed). It is verified exactly
+    first; if it holds it is the incumbent (returned when the solver finds nothing better)
+    and is handed to the backend. The default takes the start an encoder attached to the
+    problem (``metadata["start"]``, e.g. a greedy mask); None solves without one.
+    With ``strengthen`` the parts solved are other problems: the start is not used.
     """
     started = time.monotonic()
     result = _solve(problem, backend, time_limit=time_limit, threads=threads, seed=seed,
                     relative_gap=relative_gap, verbose=verbose, extras=extras, isolate=isolate,
-                    grace=grace, memory_limit=memory_limit, strengthen=strengthen)
+                    grace=grace, memory_limit=memory_limit, strengthen=strengthen, start=start)
     issues = numeric_issues(problem)
     if issues:
         result = replace(result, numeric_issues=tuple(map(str, issues)))
@@ -121,7 +133,8 @@ def solve(
 
 def _solve(problem: Problem, backend: str, *, time_limit: float | None, threads: int, seed: int,
            relative_gap: float, verbose: bool, extras: Mapping[str, Any] | None, isolate: bool,
-           grace: float, memory_limit: float | None, strengthen: bool | Pieces) -> SolveResult:
+           grace: float, memory_limit: float | None, strengthen: bool | Pieces,
+           start: Any) -> SolveResult:
     if not isinstance(problem, Problem):
         raise TypeError(f"problem must be a smug_opt.Problem, got {type(problem).__name__}")
     memory_limit_mb = resolve_memory_limit(memory_limit)
@@ -130,9 +143,11 @@ def _solve(problem: Problem, backend: str, *, time_limit: float | None, threads:
     options = SolveOptions(time_limit=time_limit, threads=threads, seed=seed,
                            relative_gap=relative_gap, verbose=verbose, extras=dict(extras or {}))
     version = cls.solver_version()
+    start_x = start_values(problem, start)
     if strengthen is False:
         return _Solve(problem, backend, version, cls.levels, options, isolate, grace,
-                      exact_backend=cls.capabilities.exact, memory_limit_mb=memory_limit_mb).run()
+                      exact_backend=cls.capabilities.exact, memory_limit_mb=memory_limit_mb,
+                      start=start_x).run()
     from smug_opt.strengthen.solve_parts import solve_strengthened
 
     def solve_part(part: Problem, limit: float | None) -> SolveResult:
@@ -145,12 +160,36 @@ def _solve(problem: Problem, backend: str, *, time_limit: float | None, threads:
                               backend=backend, solver=version)
 
 
+def start_values(problem: Problem, start: Any = PROBLEM_START) -> np.ndarray | None:
+    """``start`` as one float per variable (see :func:`solve`), or None for no start."""
+    if isinstance(start, str):
+        if start != PROBLEM_START:
+            raise ValueError(f"start must be an array, None or {PROBLEM_START!r}, got {start!r}")
+        start = problem.metadata.get("start")
+        if start is None:
+            return None
+    if start is None:
+        return None
+    x = np.asarray(start, dtype=np.float64).reshape(-1)
+    binary = problem.binary
+    if x.size == int(binary.sum()) and x.size != problem.num_vars and problem.determined_by_binaries:
+        full = np.zeros(problem.num_vars)
+        full[binary] = x
+        x = full
+    if x.size != problem.num_vars:
+        raise ValueError(f"start has {x.size} values; the problem has {problem.num_vars} variables "
+                         f"({int(binary.sum())} binaries)")
+    if not np.all(np.isfinite(x)):
+        raise ValueError("start contains NaN or inf")
+    return x
+
+
 class _Solve:
     """The state of one solve across tightening levels."""
 
     def __init__(self, problem: Problem, backend: str, solver: str, levels: int,
                  options: SolveOptions, isolate: bool, grace: float, *, exact_backend: bool,
-                 memory_limit_mb: float | None = None) -> None:
+                 memory_limit_mb: float | None = None, start: np.ndarray | None = None) -> None:
         self.problem = problem
         self.memory_limit_mb = memory_limit_mb
         self.exact_backend = exact_backend
@@ -173,13 +212,33 @@ class _Solve:
         self.strict_ties = False  # ... because it met a strict row with equality (or worse)
         self.best_level = 0
         self.messages: list[str] = []
+        if start is not None:
+            self._take_start(start)
+
+    def _take_start(self, start: np.ndarray) -> None:
+        """Verify a start; keep it as the incumbent and hand it to the backend if it holds."""
+        v = self._check(start)
+        if not v.ok:
+            self.messages.append(f"start rejected: {v.summary()}")
+            return
+        self._offer(v, 0)
+        self.incumbents.append((time.monotonic() - self.start, float(v.objective)))
+        self.options = replace(self.options, start=v.x)
+
+    def _proven(self) -> bool:
+        """The incumbent meets the proven bound: nothing left to search."""
+        if self.best is None or not math.isfinite(self.lower_bound):
+            return False
+        tolerance = 0.0 if self.exact_backend else objective_tolerance(self.problem)
+        bound = _certified_bound(self.lower_bound, self.problem.integral_objective, tolerance)
+        return bound is not None and float(self.best[1].objective) <= bound + 2 * tolerance
 
     # ------------------------------------------------------------------ loop
     def run(self) -> SolveResult:
         status = Status.NO_SOLUTION
         attempt_problem = self.problem
         level = cuts = 0
-        while level < self.levels:
+        while level < self.levels and not self._proven():
             remaining = None if self.deadline is None else self.deadline - time.monotonic()
             if remaining is not None and remaining <= 0:
                 self.messages.append("time limit reached")
@@ -231,6 +290,10 @@ class _Solve:
                 self.lower_bound = max(self.lower_bound, bound)
         if raw.status is Status.INFEASIBLE:
             self._record(level, raw, None, raw.message, out)
+            if level == 0 and self.best is not None:
+                self.messages.append("the solver claimed INFEASIBLE, but a verified solution "
+                                     "exists: claim discarded")
+                return Status.FEASIBLE, True, None
             if level == 0:
                 return Status.INFEASIBLE, True, None
             self.messages.append(

@@ -102,3 +102,32 @@ def test_solution_keeps_neurons_active_exactly():
     assert r.status.name == "OPTIMAL" and verify(enc.problem, r.x).ok
     masked = layer.preactivation(_masked_input(layer, x, enc.grid, r.x)).reshape(-1)[neurons]
     assert np.all(masked > 0.5 * o[neurons])
+
+
+@pytest.mark.parametrize("gamma", [0.0, 0.5, 0.9])
+def test_greedy_start_holds_exactly_and_is_not_larger_than_needed(gamma):
+    rng = np.random.default_rng(3)
+    layer = _conv2d(rng, 12, 12, 2, 4, (3, 3), (1, 1), "same")
+    x = rng.normal(size=layer.input_shape)
+    o = layer.preactivation(x).reshape(-1)
+    neurons = np.argsort(-o)[:30]  # active neurons, so the full mask holds
+    enc = encode_first_layer(layer, x, neurons, gamma=gamma, cell=2)
+    start = np.asarray(enc.problem.metadata["start"], dtype=float)
+    assert verify(enc.problem, start).ok
+    assert start.sum() < enc.grid.num_cells
+    for c in np.flatnonzero(start):  # one pass: no kept cell can go on its own
+        fewer = start.copy()
+        fewer[c] = 0.0
+        slack = enc.problem.A @ fewer - enc.problem.rhs
+        assert slack.min() <= 1e-6 * (1 + np.abs(enc.problem.rhs).max())
+
+
+def test_no_greedy_start_when_the_full_mask_fails():
+    rng = np.random.default_rng(4)
+    layer = _conv2d(rng, 6, 6, 1, 2, (3, 3), (1, 1), "same")
+    x = rng.normal(size=layer.input_shape)
+    o = layer.preactivation(x).reshape(-1)
+    active = np.argsort(-o)[:3]
+    assert o[active].min() > 0
+    enc = encode_first_layer(layer, x, active, gamma=2.0, cell=2)  # o > 2·o: no mask holds
+    assert "start" not in enc.problem.metadata

@@ -349,3 +349,15 @@ def test_safe_lp_bound_holds_for_any_multipliers(seed: int) -> None:
     assert _safe_min(c, At, abs_At, row_lo, row_hi, col_lb, col_ub, y) == pytest.approx(res.fun, abs=1e-9)
     for _ in range(20):
         assert _safe_min(c, At, abs_At, row_lo, row_hi, col_lb, col_ub, rng.normal(size=6) * 3) <= res.fun
+
+
+def test_the_greedy_mask_is_attached_as_a_verified_start() -> None:
+    layers, x, _, _, _ = _instance(SEEDS[0])
+    problem = full_network(layers, x, bounds="interval")
+    start = np.asarray(problem.metadata["start"], dtype=float)
+    assert start.size == int(problem.binary.sum()) == len(problem.metadata["cells"])
+    assert start.sum() == problem.metadata["greedy_cells"] == problem.metadata["max_cells"]
+    full = np.zeros(problem.num_vars)
+    full[problem.binary] = start
+    assert smug_opt.verify(problem, full).ok
+    assert "start" not in full_network(layers, x, bounds="interval", max_cells=None).metadata

@@ -104,3 +104,53 @@ def test_result_accessors():
         r.values()
     d = r.to_dict()
     assert d["status"] == "INFEASIBLE" and d["x"] is None and d["bound"] is None
+
+
+# ------------------------------------------------------------------------ starts
+def _cover() -> Problem:
+    return Problem.from_arrays([[1, 1, 0, 0, 1], [0, 1, 1, 0, 0], [0, 0, 1, 1, 1], [1, 0, 0, 1, 0]],
+                               ">=", 1.0)
+
+
+def test_a_verified_start_is_the_incumbent_when_the_solver_finds_nothing(toy_plugin: str) -> None:
+    start = np.array([1.0, 1.0, 1.0, 1.0, 0.0])  # feasible, 4 cells (optimum 2)
+    r = solve(_cover(), "toy-hang", time_limit=0.5, grace=0.5, start=start)
+    assert r.status is Status.FEASIBLE and r.killed
+    assert r.objective == 4.0 and np.array_equal(r.x, start)
+    assert r.incumbents[0][1] == 4.0
+
+
+def test_a_start_never_hides_a_better_solution() -> None:
+    r = solve(_cover(), "highs", time_limit=20, start=[1, 1, 1, 1, 0])
+    assert r.status is Status.OPTIMAL and r.objective == 2.0
+
+
+def test_a_start_that_fails_verification_is_reported_and_ignored() -> None:
+    r = solve(_cover(), "highs", time_limit=20, start=[0, 0, 0, 0, 0])
+    assert r.status is Status.OPTIMAL and r.objective == 2.0
+    assert "start rejected" in r.message
+
+
+def test_the_problem_s_own_start_is_used_unless_disabled(toy_plugin: str) -> None:
+    p = _cover().with_metadata(start=[1, 1, 1, 1, 0])
+    assert solve(p, "toy-hang", time_limit=0.5, grace=0.5).objective == 4.0
+    assert solve(p, "toy-hang", time_limit=0.5, grace=0.5, start=None).status is Status.NO_SOLUTION
+
+
+def test_a_start_of_binaries_only_is_completed_with_exact_relu_outputs() -> None:
+    b = ProblemBuilder()
+    m = b.add_binaries(2)
+    y = b.add_continuous(1, 0.0, 10.0)
+    b.add_relus(y, np.array([[1.0, 1.0]]), m, np.array([-0.5]), lo=-0.5, hi=1.5)
+    b.add_constraints(np.array([[1.0]]), y, ">", 0.7)
+    b.set_objective(m, 1.0)
+    p = b.build()
+    r = solve(p, "highs", time_limit=20, start=[1, 1])
+    assert r.status is Status.OPTIMAL and r.objective == 2.0 and r.x[2] == 1.5
+
+
+@pytest.mark.parametrize(("start", "error"), [([1, 1], "2 values"), ([np.nan] * 5, "NaN"),
+                                              ("greedy", "start must be")])
+def test_bad_starts_are_named(start, error) -> None:
+    with pytest.raises(ValueError, match=error):
+        solve(_cover(), "highs", start=start)

@@ -21,7 +21,8 @@ import scipy.sparse as sp
 from smug_opt.ir import Problem, ProblemBuilder
 from smug_opt.models.base import AffineLayer
 
-__all__ = ["CellGrid", "FirstLayerEncoding", "build_problem", "cell_grid", "encode_first_layer"]
+__all__ = ["CellGrid", "FirstLayerEncoding", "build_problem", "cell_grid", "encode_first_layer",
+           "greedy_mask"]
 
 
 @dataclass(frozen=True, eq=False)
@@ -131,16 +132,39 @@ def encode_first_layer(
     receptive = sp.csr_matrix((np.ones(rows.size, dtype=bool), (rows, cols)), shape=shape)
     rhs = gamma * o - bias
 
+    greedy = greedy_mask(coefficients, rhs)
     builder = ProblemBuilder(metadata={
         "encoding": "smug-first-layer", "layer": affine.kind, "gamma": float(gamma),
         "cell": list(grid.cell), "cell_grid": list(grid.shape),
         "spatial_shape": list(grid.spatial_shape), "k": int(neurons.size),
         "neurons": neurons.tolist(),
+        **({} if greedy is None else {"start": greedy.astype(int).tolist()}),
     })
     mask = builder.add_binaries(grid.num_cells)
     builder.add_constraints(coefficients, mask, ">", rhs)
     builder.set_objective(mask, 1.0)
     return FirstLayerEncoding(builder.build(), grid, neurons, o, receptive, float(gamma))
+
+
+def greedy_mask(coefficients: sp.csr_matrix, rhs: np.ndarray) -> np.ndarray | None:
+    """A small 0/1 mask with ``coefficients @ mask > rhs`` in float64 (with a relative
+    safety margin), or None when even the full mask fails: start from every cell and
+    drop cells one pass in order of their column sums (the least useful first) while
+    every row they touch keeps its slack. O(nonzeros); the solver's start, which the core
+    verifies exactly before using it."""
+    A = sp.csc_matrix(coefficients)
+    slack = np.asarray(A.sum(axis=1)).ravel() - rhs
+    margin = 1e-9 * (np.asarray(abs(A).sum(axis=1)).ravel() + np.abs(rhs) + 1.0)
+    if np.any(slack <= margin):
+        return None
+    mask = np.ones(A.shape[1])
+    for c in np.argsort(np.asarray(A.sum(axis=0)).ravel(), kind="stable").tolist():
+        rows = A.indices[A.indptr[c]:A.indptr[c + 1]]
+        after = slack[rows] - A.data[A.indptr[c]:A.indptr[c + 1]]
+        if np.all(after > margin[rows]):
+            slack[rows] = after
+            mask[c] = 0.0
+    return mask
 
 
 def build_problem(

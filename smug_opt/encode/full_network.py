@@ -248,7 +248,7 @@ def full_network(model_or_layers: Any, x: np.ndarray, label: int | None = None, 
     if greedy is not None:
         problem = builder.build()
         if not verify(problem, np.concatenate([greedy, np.zeros(problem.num_vars - greedy.size)])).ok:
-            limit = None  # float64 accepted a mask that exact arithmetic rejects: no cut-off
+            greedy = limit = None  # float64 accepted a mask exact arithmetic rejects: no cut-off
             builder, nb, neurons = network.build(bounds, limit, strengthen)
     builder.metadata.update({
         "encoder": "full_network",
@@ -266,6 +266,7 @@ def full_network(model_or_layers: Any, x: np.ndarray, label: int | None = None, 
         "nonzero_inputs": int(nonzero.size),
         "bounds": bounds,
         "greedy_cells": None if greedy is None else int(greedy.sum()),
+        **({} if greedy is None else {"start": greedy.astype(int).tolist()}),  # solve's start
         "max_cells": limit,
         "strengthen": strengthen,
         "neurons": neurons,

@@ -3,6 +3,7 @@ docstring line, each raising AssertionError (with the instance and the result) o
 
 from __future__ import annotations
 
+import itertools
 import statistics
 import time
 from collections.abc import Callable
@@ -13,6 +14,7 @@ import numpy as np
 
 from smug_opt.backend import Status
 from smug_opt.ir import Problem
+from smug_opt.registry import backend_class
 from smug_opt.result import SolveResult
 from smug_opt.solve import DEFAULT_GRACE, solve
 from smug_opt.testing.brute_force import brute_force
@@ -58,9 +60,10 @@ def _check(needs: str | None = None) -> Callable[[CheckFn], CheckFn]:
     return register
 
 
-def _solve(backend: str, problem: Problem, *, label: str, time_limit: float = _SMALL_LIMIT) -> SolveResult:
+def _solve(backend: str, problem: Problem, *, label: str, time_limit: float = _SMALL_LIMIT,
+           start: np.ndarray | None = None) -> SolveResult:
     """Solve and hold the result to the invariants every result must keep."""
-    result = solve(problem, backend, time_limit=time_limit)
+    result = solve(problem, backend, time_limit=time_limit, start=start)
     where = f"on {label!r} ({result!r}, message {result.message!r})"
     assert isinstance(result.status, Status), f"status {result.status!r} is not a Status {where}"
     assert result.backend == backend, f"result names backend {result.backend!r} {where}"
@@ -215,6 +218,48 @@ def check_bound_and_gap(backend: str) -> None:
                 f"{label!r}: OPTIMAL with bound {result.bound!r} != objective {result.objective!r}"
         if result.status is Status.INFEASIBLE:
             assert result.bound == float("inf"), f"{label!r}: INFEASIBLE with bound {result.bound!r}"
+
+
+@_check()
+def check_starts(backend: str) -> None:
+    """A start never makes an answer wrong; an invalid one is reported and ignored.
+
+    The backend may use a verified start or ignore it: the optimum is found either way."""
+    cases = {f"mixed seed {seed}": mixed(seed) for seed in (1, 2, 3)}
+    if backend_class(backend).capabilities.relu:
+        cases["relu network seed 8"] = relu_network(8)
+    for label, problem in cases.items():
+        optimum = brute_force(problem).objective
+        worst = _worst_feasible(problem)
+        assert worst is not None and float(problem.objective @ _with_relus(problem, worst)) > optimum
+        infeasible = next(s for s in (np.zeros(worst.size), np.ones(worst.size))
+                          if not verify(problem, _with_relus(problem, s)).ok)
+        for start in (worst, infeasible):
+            holds = start is worst
+            result = _solve(backend, problem, label=f"{label}, start {start.tolist()}", start=start)
+            assert result.status is Status.OPTIMAL and result.objective == float(optimum), \
+                f"{label!r} with a {'valid' if holds else 'rejected'} start: {result.status.name} " \
+                f"{result.objective!r}, exact optimum {float(optimum)!r} ({result.message})"
+            if not holds:
+                assert "start rejected" in result.message, \
+                    f"{label!r}: an invalid start was not reported ({result.message!r})"
+
+
+def _worst_feasible(problem: Problem) -> np.ndarray | None:
+    """The feasible binary assignment of largest objective (small problems only)."""
+    best, worst = None, -np.inf
+    for bits in itertools.product((0.0, 1.0), repeat=int(problem.binary.sum())):
+        v = verify(problem, _with_relus(problem, np.array(bits)))
+        if v.ok and v.objective > worst:
+            best, worst = np.array(bits), v.objective
+    return best
+
+
+def _with_relus(problem: Problem, binaries: np.ndarray) -> np.ndarray:
+    """A full vector from binary values (ReLU outputs left 0: verify recomputes them)."""
+    x = np.zeros(problem.num_vars)
+    x[problem.binary] = binaries
+    return x
 
 
 @_check(needs="exact")
