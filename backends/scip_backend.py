@@ -107,6 +107,8 @@ class ScipBackend(Backend):
         A = form.A
         cols, data, ptr = A.indices.tolist(), A.data.tolist(), A.indptr.tolist()
         for i, (lo, hi) in enumerate(zip(form.row_lo.tolist(), form.row_hi.tolist(), strict=True)):
+            if lo == -math.inf and hi == math.inf:  # every point satisfies it
+                continue
             expr = Expr({Term(xs[k]): v for k, v in zip(cols[ptr[i]:ptr[i + 1]],
                                                           data[ptr[i]:ptr[i + 1]], strict=True)})
             model.addCons(pyscipopt.scip.ExprCons(expr, lhs=None if lo == -math.inf else lo,
