@@ -229,9 +229,15 @@ class _Solve:
         """The incumbent meets the proven bound: nothing left to search."""
         if self.best is None or not math.isfinite(self.lower_bound):
             return False
-        tolerance = 0.0 if self.exact_backend else objective_tolerance(self.problem)
-        bound = _certified_bound(self.lower_bound, self.problem.integral_objective, tolerance)
+        tolerance, bound = self._certified()
         return bound is not None and float(self.best[1].objective) <= bound + 2 * tolerance
+
+    def _certified(self) -> tuple[float, float | None]:
+        """The objective tolerance and the bound the result can promise so far."""
+        tolerance = 0.0 if self.exact_backend else objective_tolerance(self.problem)
+        noise = 0.0 if self.exact_backend else BOUND_RELATIVE_ERROR * objective_scale(self.problem)
+        return tolerance, _certified_bound(self.lower_bound, self.problem.integral_objective,
+                                           tolerance, noise)
 
     # ------------------------------------------------------------------ loop
     def run(self) -> SolveResult:
@@ -385,10 +391,7 @@ class _Solve:
         elif self.rejected:
             verified = False
             summary = next((m for m in reversed(self.messages) if "violation" in m), "rejected")
-        # an exact backend's bound needs no float tolerance
-        tolerance = 0.0 if self.exact_backend else objective_tolerance(self.problem)
-        noise = 0.0 if self.exact_backend else BOUND_RELATIVE_ERROR * objective_scale(self.problem)
-        bound = _certified_bound(self.lower_bound, self.problem.integral_objective, tolerance, noise)
+        tolerance, bound = self._certified()  # an exact backend's bound needs no tolerance
         if status is Status.INFEASIBLE:
             bound = math.inf
         elif objective is not None:
