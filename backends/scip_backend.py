@@ -24,8 +24,8 @@ from __future__ import annotations
 
 import importlib.metadata
 import math
-from dataclasses import dataclass
 from collections.abc import Mapping
+from dataclasses import dataclass
 from types import MappingProxyType
 from typing import Any, ClassVar
 
