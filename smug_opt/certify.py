@@ -57,7 +57,10 @@ def certify(problem: Problem, result: SolveResult, *, solve: Callable[..., Solve
         return result
     start = time.monotonic()
     if _enumerable(problem):
-        best = _enumerate(problem)
+        try:
+            best = _enumerate(problem, deadline)
+        except TimeoutError:
+            return _downgraded(result, "exact enumeration did not finish within the time limit", start)
         return _settled(problem, result, best, "exact enumeration of every binary assignment", start)
     return _Residual(problem, result, deadline, isolate, grace, memory_limit, start, solve,
                      tolerance).run()
@@ -70,10 +73,11 @@ def _enumerable(problem: Problem) -> bool:
     return problem.determined_by_binaries and n <= limit
 
 
-def _enumerate(problem: Problem) -> Verification | None:
+def _enumerate(problem: Problem, deadline: float | None = None) -> Verification | None:
     """The exact optimum over every binary assignment (None: infeasible). Rows are first
     decided in float64 with a rigorous error bound; assignments no row rules out are
-    verified exactly, in order of their (approximate) objective."""
+    verified exactly, in order of their (approximate) objective. Raises TimeoutError
+    past ``deadline``."""
     binary = np.flatnonzero(problem.binary)
     count = 1 << binary.size
     X = np.zeros((count, problem.num_vars))
@@ -88,9 +92,12 @@ def _enumerate(problem: Problem) -> Verification | None:
     scale = 2.0 * (problem.num_vars + 2) * _U * float(np.abs(problem.objective).sum()) + 1e-300
     best: Verification | None = None
     best_approx = math.inf
-    for k in np.flatnonzero(maybe)[np.argsort(approx[maybe], kind="stable")].tolist():
+    order = np.flatnonzero(maybe)[np.argsort(approx[maybe], kind="stable")].tolist()
+    for done, k in enumerate(order):
         if approx[k] > best_approx + 2 * scale:
             break
+        if deadline is not None and done % 256 == 255 and time.monotonic() > deadline:
+            raise TimeoutError
         v = verify(problem, X[k])
         if v.ok and (best is None or v.objective < best.objective):
             best, best_approx = v, min(best_approx, float(approx[k]))
