@@ -60,9 +60,16 @@ class Verification:
         return f"{self.num_violations} violation(s): {shown}{more}"
 
 
+BOUND_SNAP = 1e-9
+"""A continuous value at most this far (relative to ``max(1, |bound|)``) outside its
+bound is moved onto the bound before verification (solvers honour bounds only to their
+tolerance: CBC returned -2.5000000000000004 for a variable bounded below by -2.5)."""
+
+
 def snap_binaries(problem: Problem, x: np.ndarray, tolerance: float = 1e-4) -> np.ndarray:
-    """Round a solver's binary values to exact 0/1; values further than ``tolerance``
-    from an integer are left as they are (and then fail verification)."""
+    """Round a solver's binary values to exact 0/1 and move continuous values that are a
+    hair outside their bounds (:data:`BOUND_SNAP`) onto them; values further than
+    ``tolerance`` from an integer are left as they are (and then fail verification)."""
     out = np.array(x, dtype=np.float64, copy=True).reshape(-1)
     if out.shape[0] != problem.num_vars:
         raise ValueError(f"solution has {out.shape[0]} values for {problem.num_vars} variables")
@@ -72,6 +79,10 @@ def snap_binaries(problem: Problem, x: np.ndarray, tolerance: float = 1e-4) -> n
     vals = out[b]
     vals[close] = rounded[close]
     out[b] = vals + 0.0  # no negative zeros
+    lb, ub = problem.lb, problem.ub
+    low = ~b & (out < lb) & (lb - out <= BOUND_SNAP * np.maximum(1.0, np.abs(lb)))
+    high = ~b & (out > ub) & (out - ub <= BOUND_SNAP * np.maximum(1.0, np.abs(ub)))
+    out[low], out[high] = lb[low], ub[high]
     return out
 
 

@@ -87,3 +87,15 @@ def test_shape_errors():
         verify(p, np.zeros(3))
     with pytest.raises(ValueError, match="NaN"):
         verify(p, np.array([np.nan, 0.0]))
+
+
+def test_snap_moves_a_hair_outside_a_bound_onto_it() -> None:
+    b = ProblemBuilder()
+    z = b.add_continuous(2, -2.5, 4.0)
+    b.add_constraints([[1.0, 1.0]], z, ">=", [-5.0])
+    b.set_objective(z, [1.0, 1.0])
+    p = b.build()
+    x = np.array([-2.5000000000000004, 4.1])  # CBC's -2.5 (one ulp out); 4.1 is truly out
+    snapped = snap_binaries(p, x)
+    assert snapped.tolist() == [-2.5, 4.1]
+    assert not verify(p, x).ok and [v.index for v in verify(p, snapped).violations] == [1]
