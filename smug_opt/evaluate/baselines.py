@@ -38,7 +38,7 @@ def _label_output(out: Any, label: int) -> Any:
     return out[:, label]
 
 
-def integrated_gradients(
+def pixel_integrated_gradients(
     model: Any,
     image: np.ndarray,
     label: int,

@@ -22,7 +22,7 @@ from typing import Any
 import numpy as np
 
 from smug_opt.evaluate._predict import PredictFn, chunks
-from smug_opt.evaluate.baselines import grad_cam, integrated_gradients, token_integrated_gradients
+from smug_opt.evaluate.baselines import grad_cam, pixel_integrated_gradients, token_integrated_gradients
 from smug_opt.evaluate.boxes import Box, center_box, check_box, ground_truth_box, max_box
 from smug_opt.evaluate.faithfulness import deletion_curve, insertion_curve
 from smug_opt.evaluate.lsc import LSCResult, lsc_score, opt_box
@@ -55,7 +55,7 @@ class Settings:
 class Subject:
     """The model three ways: what ``explain`` receives, a predict function, the Keras model."""
 
-    target: Any
+    model: Any
     predict_fn: PredictFn
     keras_model: Any | None
 
@@ -89,7 +89,7 @@ def _smug(variant: str) -> Compute:
         from smug_opt.explain import explain
 
         e = explain(
-            subject.target,
+            subject.model,
             x,
             method=variant,
             backend=s.backend,
@@ -111,7 +111,7 @@ def _ig(subject: Subject, s: Settings, x: np.ndarray, label: int, note: Any) -> 
     model = subject.keras_model
     if x.ndim == 1:
         return MethodMap(token_integrated_gradients(model, x, label, steps=s.ig_steps), None)
-    return MethodMap(integrated_gradients(model, x, label, steps=s.ig_steps), None)
+    return MethodMap(pixel_integrated_gradients(model, x, label, steps=s.ig_steps), None)
 
 
 def _gradcam(subject: Subject, s: Settings, x: np.ndarray, label: int, note: Any) -> MethodMap:
@@ -227,7 +227,7 @@ def _check_methods(methods: Sequence[str], modality: Modality, subject: Subject)
     if gradient and subject.keras_model is None:
         raise ValueError(
             f"method(s) {gradient} need a Keras model (or an adapter with .model); got "
-            f"{type(subject.target).__name__}"
+            f"{type(subject.model).__name__}"
         )
     return names
 
