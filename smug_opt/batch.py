@@ -71,12 +71,14 @@ class ExplainSettings:
     grid_shape: tuple[int, ...] | None = None
     solver_options: Mapping[str, Any] = field(default_factory=dict)
     pixel_scale: float = 255.0
+    preprocessing: str = "unit"
+    ig_batch: int | None = None
 
     def explain_kwargs(self) -> dict[str, Any]:
         return {"method": self.method, "backend": self.backend, "k": self.k, "gamma": self.gamma,
                 "cell": self.cell, "steps": self.steps, "target": self.target,
                 "time_limit": self.time_limit, "grid_shape": self.grid_shape,
-                "solver_options": dict(self.solver_options)}
+                "solver_options": dict(self.solver_options), "ig_batch": self.ig_batch}
 
     def to_dict(self) -> dict[str, Any]:
         d = asdict(self)
@@ -135,12 +137,13 @@ def _read(source: Any, adapter: Any, settings: ExplainSettings) -> tuple[np.ndar
     if isinstance(source, str):
         from smug_opt.inputs import load_input
 
-        x, resized = load_input(Path(source), adapter.input_shape, settings.pixel_scale)
+        x, resized = load_input(Path(source), adapter.input_shape, settings.pixel_scale,
+                                settings.preprocessing)
         return x, {"input": source} | ({"resized_from": list(resized)} if resized else {})
     x = np.asarray(source, dtype=np.float64)
     shape = tuple(adapter.input_shape)
-    if x.shape != shape and x.size == int(np.prod(shape)):
-        x = x.reshape(shape)
+    if x.shape != shape and x.size == int(np.prod(shape)) and not (len(shape) == 1 and x.ndim >= 2):
+        x = x.reshape(shape)  # a picture for a flat input keeps its shape: it gives the mask grid
     return x, {}
 
 

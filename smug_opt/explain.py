@@ -10,7 +10,7 @@ from __future__ import annotations
 import json
 import time
 import weakref
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -18,9 +18,10 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 if TYPE_CHECKING:
-    from smug_opt.encode.first_layer import CellGrid, FirstLayerEncoding
+    from smug_opt.encode.first_layer import FirstLayerEncoding
     from smug_opt.ir import Problem
     from smug_opt.models.base import ModelAdapter
+    from smug_opt.models.grid import CellGrid
     from smug_opt.models.integrated_gradients import Attribution
     from smug_opt.result import SolveResult
 
@@ -36,10 +37,11 @@ class Explanation:
     """A mask and a saliency map for one input.
 
     ``mask`` (bool) and ``saliency`` (raw scores: the summed IG of the selected neurons
-    whose receptive field covers a kept cell; 0 elsewhere) are drawn on the affine input's
-    grid: ``(H, W)`` for images, ``(T,)`` for text, ``(n,)`` for a flat dense input (or
-    the ``grid_shape`` asked for). Both are None when the solver returned no solution;
-    ``result`` then says why. ``cell_mask`` is the solver's 0/1 vector over cells.
+    whose receptive field covers a kept cell; 0 elsewhere) are drawn on the adapter's mask
+    grid: ``(H, W)`` for images (also for an MLP that reads a picture), ``(T,)`` for text,
+    ``(n,)`` for flat data (or the ``grid_shape`` asked for). Both are None when the
+    solver returned no solution; ``result`` then says why. ``cell_mask`` is the solver's
+    0/1 vector over cells.
     """
 
     method: str
@@ -144,12 +146,18 @@ def explain(
     time_limit: float | None = 60.0,
     grid_shape: tuple[int, ...] | None = None,
     solver_options: Mapping[str, Any] | None = None,
+    ig_batch: int | None = None,
+    progress: Callable[[int, int], None] | None = None,
 ) -> Explanation:
     """Explain ``model``'s prediction on one input ``x`` with SMUG (or SMUG_base).
 
-    ``k`` neurons with the largest positive IG attribution (``steps`` points) are kept
-    above ``gamma`` times their original activation by a mask of ``cell``-sized cells,
-    solved on ``backend`` within ``time_limit`` seconds. ``solver_options`` go to
+    ``k`` neurons with the largest positive IG attribution (``steps`` points, in batches
+    of ``ig_batch``, default sized from the model's memory footprint; ``progress(done,
+    total)`` after each) are kept above ``gamma`` times their original pre-activation by a
+    mask of ``cell``-sized cells, solved on ``backend`` within ``time_limit`` seconds.
+    ``x`` has the model's input shape, or holds as many values in the shape the data came
+    in (a 28×28 picture for an ``Input(784)`` MLP); the adapter draws the mask grid from
+    the model and that shape, unless ``grid_shape`` says it. ``solver_options`` go to
     :func:`smug_opt.solve` (threads, seed, relative_gap, extras, ...).
     """
     from smug_opt.encode.first_layer import encode_first_layer
@@ -158,13 +166,22 @@ def explain(
     if method not in METHODS:
         raise ValueError(f"method must be one of {', '.join(METHODS)}, got {method!r}")
     adapter = as_adapter(model)
-    x = adapter.check_input(x)
+    data_shape = np.shape(x)
+    x = adapter.model_input(x)
+    if grid_shape is None:
+        grid = adapter.mask_grid(cell, data_shape)
+    else:
+        from smug_opt.models.grid import cell_grid
+
+        grid = cell_grid(adapter.affine, cell, grid_shape)
     t0 = time.perf_counter()
-    attribution = integrated_gradients(adapter, x, target=target, steps=steps)
-    neurons = top_k_neurons(attribution, k)
+    attribution = integrated_gradients(adapter, x, target=target, steps=steps, batch_size=ig_batch,
+                                       progress=progress)
+    o, _ = adapter.first_layer(x)
+    neurons = top_k_neurons(attribution, k, eligible=o.reshape(-1) > 0)
     t1 = time.perf_counter()
-    encoding = encode_first_layer(adapter.affine, adapter.affine_input(x), neurons,
-                                  gamma=gamma, cell=cell, grid_shape=grid_shape)
+    encoding = encode_first_layer(adapter.affine, adapter.affine_input(x), neurons, gamma=gamma,
+                                  grid=grid)
     t2 = time.perf_counter()
     ig = attribution.values.reshape(-1)[neurons]
     cell_scores = np.asarray(encoding.receptive.T @ ig).ravel()

@@ -2,7 +2,18 @@
 
 One rule for sizes, everywhere: a PNG/JPEG of another height × width than the model's
 input is resized (bilinear) to it, and the record says so (``resized_from``); a ``.npy``
-array is never resized: its values are used as they are, so its size must fit.
+array is never resized: its values are used as they are, so its size must fit. A picture
+for a flat input (an ``Input(784)`` MLP) keeps its H×W shape: the model's adapter reads
+the mask grid from it.
+
+Pixels (0–255) become model inputs by one of the ``keras.applications`` preprocessing
+modes, written out in numpy (:func:`preprocess`): ``unit`` divides by a pixel scale (255:
+[0, 1], the embedded models'), ``raw`` keeps 0–255 (models that rescale inside:
+EfficientNet, ConvNeXt), ``tf`` maps to [-1, 1] (MobileNetV2, InceptionV3), ``caffe``
+turns RGB into BGR and subtracts the ImageNet means (VGG16, ResNet50), ``torch``
+standardises with the ImageNet means and deviations (DenseNet121). A masked pixel is 0
+*after* this preprocessing (the mean colour for caffe/torch, mid-grey for tf), as in the
+paper's preprocessed inputs.
 """
 
 from __future__ import annotations
@@ -12,10 +23,31 @@ from pathlib import Path
 
 import numpy as np
 
-__all__ = ["IMAGE_SUFFIXES", "INPUT_SUFFIXES", "list_input_files", "load_input"]
+__all__ = ["IMAGE_SUFFIXES", "INPUT_SUFFIXES", "PREPROCESSING", "list_input_files", "load_input",
+           "preprocess"]
 
 IMAGE_SUFFIXES = (".png", ".jpg", ".jpeg")
 INPUT_SUFFIXES = (*IMAGE_SUFFIXES, ".npy")
+PREPROCESSING = ("unit", "raw", "tf", "caffe", "torch")
+_CAFFE_MEAN_BGR = np.array([103.939, 116.779, 123.68])
+_TORCH_MEAN = np.array([0.485, 0.456, 0.406])
+_TORCH_STD = np.array([0.229, 0.224, 0.225])
+
+
+def preprocess(pixels: np.ndarray, mode: str = "unit", pixel_scale: float = 255.0) -> np.ndarray:
+    """0–255 pixels (H, W[, C]) as a model expects them (see the module docstring), float64."""
+    x = np.asarray(pixels, dtype=np.float64)
+    if mode == "unit":
+        return x / pixel_scale
+    if mode == "raw":
+        return x
+    if mode == "tf":
+        return x / 127.5 - 1.0
+    if mode in ("caffe", "torch"):
+        if x.ndim != 3 or x.shape[-1] != 3:
+            raise ValueError(f"{mode!r} preprocessing needs RGB pixels (H, W, 3), got shape {x.shape}")
+        return x[..., ::-1] - _CAFFE_MEAN_BGR if mode == "caffe" else (x / 255.0 - _TORCH_MEAN) / _TORCH_STD
+    raise ValueError(f"preprocessing must be one of {', '.join(PREPROCESSING)}, got {mode!r}")
 
 
 def list_input_files(folder: Path) -> list[Path]:
@@ -36,10 +68,10 @@ def _spatial(input_shape: tuple[int, ...]) -> tuple[int, int] | None:
     return (side, side) if side and side * side == input_shape[0] else None
 
 
-def load_input(path: Path, input_shape: tuple[int, ...], pixel_scale: float
+def load_input(path: Path, input_shape: tuple[int, ...], pixel_scale: float, preprocessing: str = "unit"
                ) -> tuple[np.ndarray, tuple[int, int] | None]:
-    """One model input of ``input_shape`` from an image or ``.npy`` file, and the (H, W) the
-    image was resized from (None when it was not resized)."""
+    """One model input of ``input_shape`` (a picture's H×W for a flat input) from an image
+    or ``.npy`` file, and the (H, W) the image was resized from (None when it was not)."""
     if not path.is_file():
         raise FileNotFoundError(f"--input {path}: no such file")
     resized = None
@@ -61,9 +93,11 @@ def load_input(path: Path, input_shape: tuple[int, ...], pixel_scale: float
         if want is not None and (img.height, img.width) != want:
             resized = (img.height, img.width)
             img = img.resize((want[1], want[0]), resample=Image.BILINEAR)
-        x = np.asarray(img, dtype=np.float64) / pixel_scale
+        x = preprocess(np.asarray(img), preprocessing, pixel_scale)
     if x.shape != input_shape and x.size == math.prod(input_shape):
-        x = x.reshape(input_shape)  # (28, 28) → (28, 28, 1) or (784,)
+        if len(input_shape) == 1 and x.ndim >= 2:
+            return x, resized  # a picture for a flat input: its shape gives the mask grid
+        x = x.reshape(input_shape)  # (28, 28) → (28, 28, 1)
     if x.shape != input_shape:
         hint = (" (.npy arrays are used as they are, never resized)" if path.suffix.lower() == ".npy"
                 else "")

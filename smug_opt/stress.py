@@ -5,7 +5,7 @@ digits, per backend, through the bench harness, with the paper's per-digit table
 per digit (a fixed-seed draw from the held-out split), the problem of
 :func:`smug_opt.encode.full_network` built once and cached like any suite's, and a
 :class:`ModelCheck` that each job runs on the returned mask (a float64 forward pass of the
-real weights, :func:`~smug_opt.encode.full_network.verify_mask_in_model`). :func:`run_stress`
+real weights, :func:`~smug_opt.models.mlp.verify_mask_in_model`). :func:`run_stress`
 runs it with :func:`smug_opt.bench.run_benchmark` (one killable process per job, records in
 ``results.jsonl``, resumable) and writes the per-digit view (:func:`stress_table`) to
 ``table.md`` and ``table.json``. A digit counts as solved only when the solver proved
@@ -27,8 +27,8 @@ import numpy as np
 if TYPE_CHECKING:
     from smug_opt.bench.records import RunRecord
     from smug_opt.bench.suites import Suite
-    from smug_opt.encode.full_network import MLP
     from smug_opt.ir import Problem
+    from smug_opt.models.mlp import MLP
 
 __all__ = [
     "ModelCheck",
@@ -46,8 +46,8 @@ _MODEL_FILES = (".keras", ".h5", ".hdf5")
 
 def load_stress_model(model: str) -> tuple[Any, str]:
     """``(MLP, tag)`` for a zoo model name or a ``.keras``/``.h5`` file of a Dense MLP."""
-    from smug_opt.encode.full_network import as_mlp
     from smug_opt.models import zoo
+    from smug_opt.models.mlp import as_mlp
 
     if model in zoo.available_models():
         return as_mlp(zoo.load(model), model), model
@@ -72,7 +72,8 @@ class ModelCheck:
     inputs: Mapping[int, tuple[np.ndarray, np.ndarray]]
 
     def __call__(self, problem: Problem, solution: np.ndarray) -> dict[str, Any]:
-        from smug_opt.encode.full_network import solution_mask, verify_mask_in_model
+        from smug_opt.encode.full_network import solution_mask
+        from smug_opt.models.mlp import verify_mask_in_model
 
         image, dense = self.inputs[int(problem.metadata["test_index"])]
         pixels = solution_mask(problem, solution)
@@ -106,7 +107,7 @@ def stress_suite(model: str = "mnist-mlp", *, n: int = 100, seed: int = 0, bound
         return problem.with_metadata(encode_seconds=time.perf_counter() - start, test_index=index,
                                      digit=by_index[index][1])
 
-    check = ModelCheck(replace(mlp, preprocess=None),
+    check = ModelCheck(replace(mlp, adapter=None),
                        {i: (x, mlp.dense_input(x)) for i, (x, _) in by_index.items()})
     name = re.sub(r"[^A-Za-z0-9_.\-]", "_", f"stress-{tag}-{bounds}-c{cell}-s{seed}-n{n}")
     suite = Suite(name, f"stress case: {tag} whole network, {n} held-out digits (seed {seed}), "

@@ -4,8 +4,9 @@ import numpy as np
 import pytest
 
 from smug_opt import verify
-from smug_opt.encode.first_layer import cell_grid, encode_first_layer
+from smug_opt.encode.first_layer import encode_first_layer
 from smug_opt.models.base import AffineLayer, conv_output_size, resolve_padding
+from smug_opt.models.grid import cell_grid
 
 
 def _conv2d(rng, h, w, c, f, k, stride, padding, dilation=(1, 1)):

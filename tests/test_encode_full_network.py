@@ -12,8 +12,10 @@ import pytest
 import scipy.sparse as sp
 
 import smug_opt
-from smug_opt.encode import full_network, verify_mask_in_model
+from smug_opt.encode import full_network
 from smug_opt.ir import Sense
+from smug_opt.models.grid import regular_grid
+from smug_opt.models.mlp import as_mlp, verify_mask_in_model
 
 fn = sys.modules["smug_opt.encode.full_network"]
 
@@ -69,7 +71,7 @@ def _brute_force(layers, x, label) -> tuple[np.ndarray, np.ndarray]:
 def _instance(seed: int, hidden: tuple[int, ...] = (8,)
               ) -> tuple[list, np.ndarray, int, np.ndarray, np.ndarray]:
     layers, x = _net(seed, hidden), _input(seed)
-    label = fn.as_mlp(layers).predicted(fn.as_mlp(layers).logits(x[None]))[0]
+    label = as_mlp(layers).predicted(as_mlp(layers).logits(x[None]))[0]
     masks, feasible = _brute_force(layers, x, int(label))
     return layers, x, int(label), masks, feasible
 
@@ -221,11 +223,11 @@ def test_cells_on_a_grid_share_one_binary() -> None:
     layers, x = _net(SEEDS[0]), _input(SEEDS[0])
     x = x.copy()
     x[[10, 11, 14, 15]] = 0.0  # the bottom-right cell is empty
-    label = int(np.argmax(fn.as_mlp(layers).logits(x[None])[0]))
+    label = int(np.argmax(as_mlp(layers).logits(x[None])[0]))
     problem = full_network(layers, x, label, cell=2, shape=(4, 4))
     assert problem.metadata["cells"] == [0, 1, 2]
-    pixel_cell = fn._cell_ids(4, 4, 1, 2)
-    mlp = fn.as_mlp(layers)
+    pixel_cell = regular_grid((4, 4), 2).cell_of
+    mlp = as_mlp(layers)
     best = min(sum(c) for c in itertools.product((0, 1), repeat=3)
                if mlp.keeps(mlp.logits((x * np.isin(pixel_cell, np.flatnonzero(c)))[None]), label)[0])
     result = smug_opt.solve(problem, "highs", time_limit=30)
@@ -237,7 +239,7 @@ def test_metadata_records_provenance() -> None:
     layers, x, label, _, _ = _instance(SEEDS[0])
     problem = full_network(layers, x, bounds="interval", name="toy")
     meta = problem.metadata
-    assert meta["encoder"] == "full_network" and meta["model"] == "toy" and len(meta["model_digest"]) == 16
+    assert meta["encoding"] == "full-network" and meta["model"] == "toy" and len(meta["model_digest"]) == 16
     assert meta["label"] == label == meta["predicted"]
     assert meta["bounds"] == "interval" and meta["cell"] == 1 and meta["layer_sizes"] == [16, 8, 3]
     assert meta["nonzero_inputs"] == 13 == int(problem.binary.sum())
@@ -271,7 +273,7 @@ def test_verify_mask_in_model_is_strict() -> None:
 
 def test_keras_model_and_its_weights_give_the_same_problem() -> None:
     keras = pytest.importorskip("keras")
-    from smug_opt.models.keras_adapter import mlp_layers
+    from smug_opt.models.mlp import mlp_layers
 
     keras.utils.set_random_seed(0)
     model = keras.Sequential([keras.Input((4, 4, 1)), keras.layers.Flatten(),

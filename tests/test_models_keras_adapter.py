@@ -158,18 +158,17 @@ class LookAlikeDense(layers.Dense):
 @pytest.mark.parametrize(
     ("model", "message"),
     [
-        (lambda: _sequential(layers.Conv2D(2, 3, activation="tanh"), layers.Flatten(), layers.Dense(2)),
-         r"must be followed by a ReLU .* activation is 'tanh'"),
-        (lambda: _sequential(layers.Conv2D(2, 3), layers.Flatten(), layers.Dense(2)),
-         r"activation is 'linear' and it is followed by Flatten"),
-        (lambda: _sequential(layers.Conv2D(2, 3), layers.LeakyReLU(), layers.Flatten(), layers.Dense(2)),
-         r"followed by LeakyReLU"),
-        (lambda: _sequential(layers.Conv2D(2, 3), layers.ReLU(max_value=6.0), layers.Flatten(),
-                             layers.Dense(2)), r"followed by ReLU"),
+        (lambda: _sequential(layers.Conv2D(2, 3, activation="softmax"), layers.Flatten(), layers.Dense(2)),
+         r"has activation 'softmax'; SMUG needs an element-wise activation that is non-decreasing"),
+        (lambda: _sequential(layers.Conv2D(2, 3), layers.ReLU(threshold=0.5), layers.Flatten(),
+                             layers.Dense(2)), r"threshold 0.5; only threshold=0"),
+        (lambda: _sequential(layers.Conv2D(2, 3), layers.BatchNormalization(axis=1), layers.ReLU(),
+                             layers.Flatten(), layers.Dense(2)), r"normalises axis 1; only the channel axis"),
+        (lambda: _sequential(layers.ZeroPadding2D(1), layers.Rescaling(2.0),
+                             layers.Conv2D(2, 3, activation="relu"), layers.Flatten(), layers.Dense(2)),
+         r"unsupported layer after a ZeroPadding layer"),
         (lambda: _sequential(layers.MaxPooling2D(), layers.Conv2D(2, 3, activation="relu"), layers.Flatten(),
                              layers.Dense(2)), r"unsupported layer before .*MaxPooling2D"),
-        (lambda: _sequential(layers.DepthwiseConv2D(3, activation="relu"), layers.Flatten(), layers.Dense(2)),
-         r"unsupported layer .*DepthwiseConv2D"),
         (lambda: _sequential(layers.Flatten(), layers.Activation("relu")),
          r"unsupported layer before .*Activation 'activation.*' at position 1"),
         (lambda: _sequential(layers.Flatten(), layers.Reshape((6, 6))), r"no Dense, Conv1D or Conv2D"),
@@ -184,7 +183,8 @@ class LookAlikeDense(layers.Dense):
         (lambda: _sequential(layers.Conv2D(2, 3, activation="relu"), layers.Dense(2)),
          r"vector of class scores per example"),
     ],
-    ids=["tanh", "linear-no-relu", "leaky-relu", "relu6", "pooling-first", "depthwise", "activation-first",
+    ids=["softmax-stem", "relu-threshold", "bn-wrong-axis", "padding-then-rescaling", "pooling-first",
+         "activation-first",
          "no-affine", "dense-subclass",
          "dense-on-image", "no-head", "channels-first", "image-output"],
 )  # fmt: skip
@@ -193,12 +193,20 @@ def test_unsupported_models_get_clear_errors(model, message):
         KerasAdapter(model())
 
 
-def test_non_chain_functional_model_is_rejected():
+def test_a_skip_connection_around_the_first_layer_is_rejected():
     inputs = keras.Input((8,))
     hidden = layers.Dense(8, activation="relu")(inputs)
     output = layers.Dense(2)(layers.Add()([hidden, inputs]))
-    with pytest.raises(ValueError, match="not a linear chain"):
+    with pytest.raises(ValueError, match=r"the model's input feeds 2 layers \(Dense .*, Add .*\)"):
         KerasAdapter(keras.Model(inputs, output))
+
+
+def test_a_branch_before_the_first_layer_is_rejected():
+    inputs = keras.Input((8,))
+    scaled = layers.Rescaling(0.5)(inputs)
+    merged = layers.Add()([layers.Dense(4, activation="relu")(scaled), layers.Dense(4)(scaled)])
+    with pytest.raises(ValueError, match=r"Rescaling 'rescaling.*' feeds 2 layers"):
+        KerasAdapter(keras.Model(inputs, layers.Dense(2)(merged)))
 
 
 def test_subclassed_and_unbuilt_models_are_rejected():

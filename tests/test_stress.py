@@ -13,7 +13,7 @@ import smug_opt.data
 import smug_opt.stress as stress
 from smug_opt.bench.records import RESULTS_FILE, read_records
 from smug_opt.cli import stress as cli_stress
-from smug_opt.encode.full_network import as_mlp
+from smug_opt.models.mlp import as_mlp
 
 
 def _tiny_suite(monkeypatch: pytest.MonkeyPatch) -> None:

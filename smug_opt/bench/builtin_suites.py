@@ -97,19 +97,20 @@ def _zoo_adapter(name: str, suite: str) -> Any:
     return adapter(_zoo_model(name, suite))
 
 
-def _first_layer(adapter: Any, x: Any, *, k: int, gamma: float, cell: int, suite: str,
-                 grid_shape: tuple[int, ...] | None = None) -> Problem:
-    """SMUG's first-layer problem: IG-ranked top-k neurons, then the encoder."""
+def _first_layer(adapter: Any, x: Any, *, k: int, gamma: float, cell: int, suite: str) -> Problem:
+    """SMUG's first-layer problem: IG-ranked top-k neurons, then the encoder, on the
+    adapter's mask grid for ``x`` as given (a digit picture also for an MLP)."""
     import warnings
 
     integrated_gradients = _need("smug_opt.models.integrated_gradients", "integrated_gradients", suite)
     top_k = _need("smug_opt.models.integrated_gradients", "top_k_neurons", suite)
     build = _need("smug_opt.encode.first_layer", "build_problem", suite)
+    grid = adapter.mask_grid(cell, x.shape)
+    x = adapter.model_input(x)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # fewer positive neurons than k: all of them are used
         neurons = top_k(integrated_gradients(adapter, x), k)
-    return build(adapter.affine, adapter.affine_input(x), neurons, gamma=gamma, cell=cell,
-                 grid_shape=grid_shape)
+    return build(adapter.affine, adapter.affine_input(x), neurons, gamma=gamma, grid=grid)
 
 
 def _test_digit(position: int, suite: str) -> Any:
@@ -120,11 +121,8 @@ def _test_digit(position: int, suite: str) -> Any:
 
 def _mnist_first_layer_build(spec: InstanceSpec) -> Problem:
     p, suite = spec.params, "mnist-first-layer"
-    image = _test_digit(p["digit"], suite)
-    dense = p["model"] != "mnist-cnn"
-    return _first_layer(_zoo_adapter(p["model"], suite), image.reshape(-1) if dense else image,
-                        k=p["k"], gamma=p["gamma"], cell=p["cell"], suite=suite,
-                        grid_shape=(28, 28) if dense else None)
+    return _first_layer(_zoo_adapter(p["model"], suite), _test_digit(p["digit"], suite),
+                        k=p["k"], gamma=p["gamma"], cell=p["cell"], suite=suite)
 
 
 def _full_network_specs() -> list[InstanceSpec]:

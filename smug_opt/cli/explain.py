@@ -16,6 +16,7 @@ import numpy as np
 from smug_opt.batch import ExplainSettings
 from smug_opt.cli.options import add_executor_options, check_executor_options, executor_from_args
 from smug_opt.cli.solve import add_solver_options, solver_kwargs
+from smug_opt.inputs import PREPROCESSING
 from smug_opt.outputs import check_out_dir, replace_run_files
 
 __all__ = ["add_parser", "run"]
@@ -51,7 +52,13 @@ def add_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParse
                      help="which held-out example of the embedded data (default 0)")
     src.add_argument("--pixel-scale", type=float, default=255.0,
                      help="divide image pixels by this (default 255: [0, 1] inputs)")
-    src.add_argument("--grid", help="read a flat dense input as an image, e.g. 28x28")
+    src.add_argument("--preprocess", choices=PREPROCESSING, default="unit",
+                     help="how image pixels become model inputs: unit = divide by --pixel-scale "
+                          "(default); raw = 0-255 (EfficientNet, ConvNeXt); tf = [-1, 1] "
+                          "(MobileNetV2, InceptionV3); caffe = BGR minus the ImageNet means "
+                          "(VGG16, ResNet50); torch = ImageNet standardisation (DenseNet121)")
+    src.add_argument("--grid", help="override the mask grid of a flat dense input, e.g. 28x28 "
+                     "(normally it follows from the model and the input)")
     smug = p.add_argument_group("SMUG")
     smug.add_argument("--method", choices=("smug", "smug_base"), default="smug")
     smug.add_argument("--k", type=int, help=f"neurons to keep active (default {PAPER_K}; "
@@ -61,6 +68,8 @@ def add_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParse
                       f"{PAPER_CELL}; embedded: 2 for digits, 1 for text)")
     smug.add_argument("--steps", type=int, default=64, help="Integrated Gradients steps (64)")
     smug.add_argument("--target", type=int, help="class to explain (default: the prediction)")
+    smug.add_argument("--ig-batch", type=int, help="Integrated Gradients points per batch "
+                      "(default: sized from the model's memory footprint)")
     add_solver_options(p)
     p.add_argument("--out", type=Path, default=Path("results"),
                    help="output folder (default results/); a single explain replaces the "
@@ -100,10 +109,7 @@ def _embedded_example(name: str, index: int, tokens: str | None) -> tuple[np.nda
     digits = load_digits()
     if not 0 <= index < len(digits.x_test):
         raise ValueError(f"--index must be in [0, {len(digits.x_test)}), got {index}")
-    x = digits.x_test[index]
-    if name.startswith("mnist-mlp"):
-        x = x.reshape(-1)
-    return x, {"digit_index": index, "label": int(digits.y_test[index])}
+    return digits.x_test[index], {"digit_index": index, "label": int(digits.y_test[index])}
 
 
 def _check_args(args: argparse.Namespace) -> None:
@@ -119,6 +125,8 @@ def _check_args(args: argparse.Namespace) -> None:
                                                        f"got {args.target}"),
         (not args.pixel_scale > 0, f"--pixel-scale must be positive, got {args.pixel_scale:g}"),
         (args.chunk < 1, f"--chunk must be at least 1, got {args.chunk}"),
+        (args.ig_batch is not None and args.ig_batch < 1, f"--ig-batch must be at least 1, got "
+                                                          f"{args.ig_batch}"),
     ]
     for bad, message in checks:
         if bad:
@@ -144,8 +152,8 @@ def _settings(args: argparse.Namespace, name: str) -> ExplainSettings:
         method=args.method, backend=backend, k=args.k if args.k is not None else k_default,
         gamma=args.gamma, cell=args.cell if args.cell is not None else cell_default,
         steps=args.steps, target=args.target, time_limit=time_limit,
-        grid_shape=_grid(args.grid) or (((28, 28)) if name.startswith("mnist-mlp") else None),
-        solver_options=kwargs, pixel_scale=args.pixel_scale)
+        grid_shape=_grid(args.grid), solver_options=kwargs, pixel_scale=args.pixel_scale,
+        preprocessing=args.preprocess, ig_batch=args.ig_batch)
 
 
 def _npy_rows(path: Path) -> tuple[int, ...] | None:
@@ -216,10 +224,11 @@ def _run_single(args: argparse.Namespace, name: str, settings: ExplainSettings, 
     from smug_opt.explain import explain
 
     embedded = "model_test_accuracy" in info
+    s = settings
     if args.input is not None:
         from smug_opt.inputs import load_input
 
-        x, resized = load_input(args.input, adapter.input_shape, args.pixel_scale)
+        x, resized = load_input(args.input, adapter.input_shape, args.pixel_scale, s.preprocessing)
         info["input"] = str(args.input)
         if resized:
             info["resized_from"] = list(resized)
@@ -236,10 +245,9 @@ def _run_single(args: argparse.Namespace, name: str, settings: ExplainSettings, 
         info |= extra
     else:
         raise ValueError("--model was given without --input (or --tokens)")
-    s = settings
     _say(args, f"{s.method}: k={s.k}, gamma={s.gamma}, cell={s.cell}"
                + ("" if s.method == "smug_base" else f", backend {s.backend} (limit {s.time_limit:g}s)"))
-    e = explain(adapter, x, **s.explain_kwargs())
+    e = explain(adapter, x, **s.explain_kwargs(), progress=None if args.quiet else _ig_progress())
     out = args.out
     out.parent.mkdir(parents=True, exist_ok=True)
     staged = Path(tempfile.mkdtemp(prefix=f".{out.name}.", dir=out.parent))
@@ -260,6 +268,26 @@ def _run_single(args: argparse.Namespace, name: str, settings: ExplainSettings, 
           f"mask {e.mask_size}/{e.grid.num_cells} cells, status {status}")
     print(f"wrote {out}/")
     return 0 if e.ok else 1
+
+
+def _ig_progress() -> Any:
+    """A stderr progress bar for Integrated Gradients when it runs in several batches."""
+    from tqdm import tqdm
+
+    bar = None
+
+    def show(done: int, total: int) -> None:
+        nonlocal bar
+        if bar is None:
+            if done == total:
+                return  # one batch: nothing to watch
+            bar = tqdm(total=total, desc="integrated gradients", unit="point", file=sys.stderr,
+                       dynamic_ncols=True)
+        bar.update(done - bar.n)
+        if done == total:
+            bar.close()
+
+    return show
 
 
 def _render(e: Any, x: np.ndarray, name: str, info: dict[str, Any], out: Path) -> None:

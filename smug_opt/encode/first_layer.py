@@ -20,72 +20,9 @@ import scipy.sparse as sp
 
 from smug_opt.ir import Problem, ProblemBuilder
 from smug_opt.models.base import AffineLayer
+from smug_opt.models.grid import CellGrid, cell_grid
 
-__all__ = ["CellGrid", "FirstLayerEncoding", "build_problem", "cell_grid", "encode_first_layer",
-           "greedy_mask"]
-
-
-@dataclass(frozen=True, eq=False)
-class CellGrid:
-    """How the affine input's grid is cut into mask cells.
-
-    ``cell_of[j]`` is the cell of spatial index ``j``; ``shape`` is the grid of cells
-    (e.g. ``(7, 7)`` for 28×28 pixels in 4×4 cells); ``spatial_shape`` the grid the mask
-    is drawn on (``(H, W)``, ``(T,)`` or ``(n,)``).
-    """
-
-    cell_of: np.ndarray
-    shape: tuple[int, ...]
-    spatial_shape: tuple[int, ...]
-    cell: tuple[int, ...]
-
-    @property
-    def num_cells(self) -> int:
-        return math.prod(self.shape)
-
-    def expand(self, per_cell: np.ndarray) -> np.ndarray:
-        """Per-cell values (num_cells,) drawn on the spatial grid (``spatial_shape``)."""
-        values = np.asarray(per_cell).reshape(-1)
-        if values.size != self.num_cells:
-            raise ValueError(f"expected {self.num_cells} cell values, got {values.size}")
-        return values[self.cell_of].reshape(self.spatial_shape)
-
-
-def cell_grid(
-    affine: AffineLayer, cell: int | tuple[int, ...], grid_shape: tuple[int, ...] | None = None
-) -> CellGrid:
-    """Cut the affine input's spatial grid into cells.
-
-    ``grid_shape`` re-reads a dense layer's flat input as an image: ``(H, W)`` or
-    ``(H, W, C)`` (channels last, sharing a cell), e.g. ``(28, 28)`` for a 784-input MLP.
-    """
-    spatial = affine.spatial_shape
-    channels = 1
-    if grid_shape is not None:
-        grid_shape = tuple(int(g) for g in grid_shape)
-        if math.prod(grid_shape) != math.prod(spatial):
-            raise ValueError(
-                f"grid_shape {grid_shape} has {math.prod(grid_shape)} entries but the first "
-                f"layer reads {math.prod(spatial)} per channel"
-            )
-        if affine.kind != "dense" and grid_shape != spatial:
-            raise ValueError(f"grid_shape only applies to dense first layers (grid is {spatial})")
-        if len(grid_shape) == 3:
-            channels = grid_shape[2]
-            grid_shape = grid_shape[:2]
-        spatial = grid_shape
-    cells = (int(cell),) * len(spatial) if np.isscalar(cell) else tuple(int(c) for c in cell)
-    if len(cells) != len(spatial) or min(cells) < 1:
-        raise ValueError(f"cell must be a positive int or one per grid axis {spatial}, got {cell!r}")
-    shape = tuple(-(-n // c) for n, c in zip(spatial, cells, strict=True))
-    coords = np.unravel_index(np.arange(math.prod(spatial)), spatial)
-    cell_coords = tuple(k // c for k, c in zip(coords, cells, strict=True))
-    cell_of = np.ravel_multi_index(cell_coords, shape)
-    if channels > 1:
-        cell_of = np.repeat(cell_of, channels)
-        spatial = (*spatial, channels)
-    cell_of.flags.writeable = False
-    return CellGrid(cell_of=cell_of, shape=shape, spatial_shape=spatial, cell=cells)
+__all__ = ["FirstLayerEncoding", "build_problem", "encode_first_layer", "greedy_mask"]
 
 
 @dataclass(frozen=True, eq=False)
@@ -112,9 +49,13 @@ def encode_first_layer(
     gamma: float = 0.0,
     cell: int | tuple[int, ...] = 4,
     grid_shape: tuple[int, ...] | None = None,
+    grid: CellGrid | None = None,
 ) -> FirstLayerEncoding:
     """Encode SMUG's masked first-layer constraints for ``neurons`` (flat indices into the
-    layer's output) on the affine input ``x_affine``; see the module docstring."""
+    layer's output) on the affine input ``x_affine``; see the module docstring.
+
+    The cells are ``grid`` (a model adapter's :meth:`~smug_opt.models.ModelAdapter.mask_grid`)
+    when given, else ``cell``-sized blocks of the layer's grid (read as ``grid_shape``)."""
     if not np.isfinite(gamma):
         raise ValueError(f"gamma must be finite, got {gamma!r}")
     neurons = np.asarray(neurons, dtype=np.int64).reshape(-1)
@@ -122,7 +63,13 @@ def encode_first_layer(
         raise ValueError("no neurons selected: nothing to keep active")
     if np.unique(neurons).size != neurons.size:
         raise ValueError("neurons must be distinct")
-    grid = cell_grid(affine, cell, grid_shape)
+    if grid is None:
+        grid = cell_grid(affine, cell, grid_shape)
+    elif grid.cell_of.size != math.prod(affine.spatial_shape):
+        raise ValueError(
+            f"the mask grid covers {grid.cell_of.size} grid points but the first layer reads "
+            f"{math.prod(affine.spatial_shape)}"
+        )
     rows, spatial_index, values = affine.tap_contributions(x_affine, neurons)
     bias = affine.bias[neurons % affine.filters]
     o = np.bincount(rows, weights=values, minlength=neurons.size) + bias
@@ -175,8 +122,9 @@ def build_problem(
     gamma: float = 0.0,
     cell: int | tuple[int, ...] = 4,
     grid_shape: tuple[int, ...] | None = None,
+    grid: CellGrid | None = None,
 ) -> Problem:
     """Just the :class:`Problem` of :func:`encode_first_layer`."""
     return encode_first_layer(
-        affine, x_affine, neurons, gamma=gamma, cell=cell, grid_shape=grid_shape
+        affine, x_affine, neurons, gamma=gamma, cell=cell, grid_shape=grid_shape, grid=grid
     ).problem

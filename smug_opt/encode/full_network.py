@@ -11,8 +11,7 @@ is due to move into ``models/`` (issue 13), which brings this module under 400 l
 
 from __future__ import annotations
 
-import hashlib
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -21,181 +20,13 @@ import scipy.sparse as sp
 
 from smug_opt.encode.bounds import NetworkBounds, network_bounds
 from smug_opt.ir import Problem, ProblemBuilder
+from smug_opt.models.grid import regular_grid
+from smug_opt.models.mlp import MLP, as_mlp
 from smug_opt.verify import verify
 
-__all__ = ["MLP", "as_mlp", "full_network", "solution_mask", "verify_mask_in_model"]
+__all__ = ["full_network", "solution_mask"]
 
 _BOUND_MODES = ("lp", "interval", "none")
-_HIDDEN = ("relu",)
-_OUTPUT = ("linear", "softmax", "sigmoid")
-
-
-@dataclass(frozen=True, eq=False)
-class MLP:
-    """A ReLU MLP in float64: ``layers[k] = (W, b)`` with ``W`` of shape ``(n_in, n_out)``;
-    every layer but the last is followed by ReLU, the last gives the logits.
-
-    ``preprocess`` maps one raw input to the first Dense layer's input (a Keras model's
-    Flatten/Rescaling; None: just flatten); ``name`` and ``digest`` identify the weights.
-    """
-
-    layers: tuple[tuple[np.ndarray, np.ndarray], ...]
-    output: str
-    name: str
-    digest: str
-    preprocess: Callable[[np.ndarray], np.ndarray] | None = None
-
-    @property
-    def num_inputs(self) -> int:
-        return int(self.layers[0][0].shape[0])
-
-    @property
-    def num_outputs(self) -> int:
-        return int(self.layers[-1][0].shape[1])
-
-    def dense_input(self, x: np.ndarray) -> np.ndarray:
-        """The first Dense layer's input for one raw input ``x``, float64, flat."""
-        x = np.asarray(x)
-        if x.dtype.kind not in "biuf":
-            raise ValueError(f"x must be numeric, got dtype {x.dtype}")
-        if not np.all(np.isfinite(x)):
-            raise ValueError("x contains NaN or inf")
-        if self.preprocess is not None:
-            x = self.preprocess(x)
-        flat = np.asarray(x, dtype=np.float64).reshape(-1)
-        if flat.size != self.num_inputs:
-            raise ValueError(f"x has {flat.size} values (shape {x.shape}) but the network's first "
-                             f"layer takes {self.num_inputs} inputs")
-        return flat
-
-    def logits(self, inputs: np.ndarray) -> np.ndarray:
-        """Logits ``(batch, n_out)`` of Dense inputs ``(batch, n_in)``, float64."""
-        value = np.asarray(inputs, dtype=np.float64)
-        for k, (W, b) in enumerate(self.layers):
-            value = value @ W + b
-            if k + 1 < len(self.layers):
-                value = np.maximum(value, 0.0)
-        return value
-
-    def predicted(self, logits: np.ndarray) -> np.ndarray:
-        """The class each row of ``logits`` predicts (single sigmoid output: 1 iff > 0)."""
-        if self.num_outputs == 1:
-            return (logits[:, 0] > 0).astype(np.int64)
-        return np.argmax(logits, axis=1)
-
-    def keeps(self, logits: np.ndarray, label: int) -> np.ndarray:
-        """Whether each row of ``logits`` predicts ``label`` strictly (no tie)."""
-        if self.num_outputs == 1:
-            return logits[:, 0] > 0 if label == 1 else logits[:, 0] < 0
-        others = np.delete(logits, label, axis=1)
-        return logits[:, label] > others.max(axis=1)
-
-
-def as_mlp(model_or_layers: Any, name: str | None = None) -> MLP:
-    """An :class:`MLP` from a Keras Dense stack, an :class:`MLP`, or a list of layers.
-
-    A layer is ``(W, b)``, ``(W, b, activation)`` or has ``.W``, ``.b``, ``.activation``
-    (:class:`smug_opt.models.keras_adapter.DenseLayer`). Hidden layers must be ReLU; the
-    last layer linear, softmax or sigmoid (plain ``(W, b)`` layers are taken as such).
-    """
-    if isinstance(model_or_layers, MLP):
-        return model_or_layers
-    preprocess = None
-    if isinstance(model_or_layers, (list, tuple)):
-        raw = list(model_or_layers)
-        default_name = "layers"
-    else:
-        try:
-            from smug_opt.models.keras_adapter import mlp_layers
-        except ImportError as error:
-            raise ValueError(
-                f"full_network takes a Keras model or a list of (W, b) layers, got "
-                f"{type(model_or_layers).__name__} (and the Keras adapter is unavailable: {error})"
-            ) from error
-        raw = mlp_layers(model_or_layers)
-        preprocess = _keras_preprocess(model_or_layers)
-        default_name = str(getattr(model_or_layers, "name", "keras"))
-    if not raw:
-        raise ValueError("the network has no layers")
-    layers: list[tuple[np.ndarray, np.ndarray]] = []
-    activations: list[str] = []
-    for k, layer in enumerate(raw):
-        W, b, act = _layer_parts(layer, k, last=k == len(raw) - 1)
-        if layers and W.shape[0] != layers[-1][0].shape[1]:
-            raise ValueError(f"layer {k} takes {W.shape[0]} inputs but layer {k - 1} gives "
-                             f"{layers[-1][0].shape[1]}")
-        layers.append((W, b))
-        activations.append(act)
-    for k, act in enumerate(activations[:-1]):
-        if act not in _HIDDEN:
-            raise ValueError(f"hidden layer {k} has activation {act!r}; full_network needs ReLU "
-                             f"hidden layers (a Dense/ReLU MLP)")
-    if activations[-1] not in _OUTPUT:
-        raise ValueError(f"the last layer has activation {activations[-1]!r}; expected one of "
-                         f"{', '.join(_OUTPUT)} (its logits are compared)")
-    digest = hashlib.sha256()
-    for (W, b), act in zip(layers, activations, strict=True):
-        digest.update(act.encode())
-        digest.update(np.ascontiguousarray(W).tobytes())
-        digest.update(np.ascontiguousarray(b).tobytes())
-    return MLP(tuple(layers), activations[-1], name or default_name, digest.hexdigest()[:16],
-               preprocess)
-
-
-def _keras_preprocess(model: Any) -> Callable[[np.ndarray], np.ndarray]:
-    """The Keras model's layers before its first Dense layer, for one raw input of any
-    shape with as many values as the model's input."""
-    from smug_opt.models.keras_adapter import KerasAdapter
-
-    adapter = KerasAdapter(model)
-    size = int(np.prod(adapter.input_shape))
-
-    def preprocess(x: np.ndarray) -> np.ndarray:
-        if x.size != size:
-            raise ValueError(f"x has {x.size} values (shape {x.shape}) but the model's input has "
-                             f"shape {adapter.input_shape}")
-        return adapter.affine_input(x.reshape(adapter.input_shape))
-
-    return preprocess
-
-
-def _layer_parts(layer: Any, k: int, *, last: bool) -> tuple[np.ndarray, np.ndarray, str]:
-    if hasattr(layer, "W") and hasattr(layer, "b"):
-        W, b, act = layer.W, layer.b, str(getattr(layer, "activation", "linear" if last else "relu"))
-    elif isinstance(layer, (tuple, list)) and len(layer) in (2, 3):
-        W, b = layer[0], layer[1]
-        act = str(layer[2]) if len(layer) == 3 else ("linear" if last else "relu")
-    else:
-        raise ValueError(f"layer {k} must be (W, b), (W, b, activation) or have .W/.b, got "
-                         f"{type(layer).__name__}")
-    W = np.array(W, dtype=np.float64)
-    b = np.array(b, dtype=np.float64).reshape(-1)
-    if W.ndim != 2 or b.shape != (W.shape[1],):
-        raise ValueError(f"layer {k}: W must be (n_in, n_out) and b (n_out,), got {W.shape} and "
-                         f"{b.shape}")
-    if not (np.all(np.isfinite(W)) and np.all(np.isfinite(b))):
-        raise ValueError(f"layer {k} has NaN or inf weights")
-    W.flags.writeable = False
-    b.flags.writeable = False
-    return W, b, act
-
-
-def _grid(x: np.ndarray, n_in: int, shape: tuple[int, int] | None) -> tuple[int, int, int]:
-    """``(H, W, channels)`` of the mask grid for an input of ``n_in`` Dense inputs."""
-    if shape is None:
-        shape = (int(x.shape[0]), int(x.shape[1])) if x.ndim >= 2 else (1, n_in)
-    height, width = (int(v) for v in shape)
-    if height < 1 or width < 1 or n_in % (height * width):
-        raise ValueError(f"a {height}x{width} grid does not divide the {n_in} inputs into channels")
-    return height, width, n_in // (height * width)
-
-
-def _cell_ids(height: int, width: int, channels: int, cell: int) -> np.ndarray:
-    """The cell of every flat (row-major, channels last) input on the grid."""
-    rows = np.arange(height) // cell
-    cols = np.arange(width) // cell
-    per_pixel = rows[:, None] * (-(-width // cell)) + cols[None, :]
-    return np.repeat(per_pixel.reshape(-1), channels)
 
 
 def full_network(model_or_layers: Any, x: np.ndarray, label: int | None = None, cell: int = 1, *,
@@ -225,12 +56,14 @@ def full_network(model_or_layers: Any, x: np.ndarray, label: int | None = None, 
     if not np.isfinite(margin) or margin < 0:
         raise ValueError(f"margin must be a finite number >= 0, got {margin!r}")
     xa = mlp.dense_input(x)
-    height, width, channels = _grid(np.asarray(x), xa.size, shape)
+    grid = mlp.mask_grid(cell, np.shape(x), shape)
+    height, width = grid.spatial_shape[:2]
+    channels = xa.size // (height * width)
     logits = mlp.logits(xa[None, :])
     label = _check_label(mlp, logits, label)
 
     # first layer over cells: A1[c, j] = Σ_{i in cell c} W1[i, j]·x_i, nonzero inputs only
-    pixel_cell = _cell_ids(height, width, channels, cell)
+    pixel_cell = grid.cell_of
     nonzero = np.flatnonzero(xa != 0)
     cells, member = np.unique(pixel_cell[nonzero], return_inverse=True)
     W1, b1 = mlp.layers[0]
@@ -251,7 +84,7 @@ def full_network(model_or_layers: Any, x: np.ndarray, label: int | None = None, 
             greedy = limit = None  # float64 accepted a mask exact arithmetic rejects: no cut-off
             builder, nb, neurons = network.build(bounds, limit, strengthen)
     builder.metadata.update({
-        "encoder": "full_network",
+        "encoding": "full-network",
         "model": mlp.name,
         "model_digest": mlp.digest,
         "layer_sizes": [mlp.num_inputs, *(int(W.shape[1]) for W, _ in mlp.layers)],
@@ -426,33 +259,12 @@ def solution_mask(problem: Problem, values: np.ndarray) -> np.ndarray:
     """The boolean ``(H, W)`` pixel mask that a solution of a :func:`full_network`
     problem keeps (binaries 0..n_cells-1 are the cells listed in its metadata)."""
     meta = problem.metadata
-    if meta.get("encoder") != "full_network":
+    if meta.get("encoding") != "full-network":
         raise ValueError("solution_mask needs a problem built by full_network")
     height, width = meta["grid"]
     cell = int(meta["cell"])
     cells = np.asarray(meta["cells"], dtype=np.int64)
     values = np.asarray(values, dtype=np.float64).reshape(-1)
     kept = cells[np.round(values[: cells.size]) == 1]
-    pixel_cell = _cell_ids(height, width, 1, cell).reshape(height, width)
+    pixel_cell = regular_grid((height, width), cell).cell_of.reshape(height, width)
     return np.isin(pixel_cell, kept)
-
-
-def verify_mask_in_model(model_or_layers: Any, x: np.ndarray, mask: np.ndarray, label: int) -> bool:
-    """Whether the model, run in float64 on the actual weights, still predicts ``label``
-    strictly (no tie) on ``x`` with the inputs outside ``mask`` set to zero.
-
-    ``mask`` has ``x``'s shape, its grid's (first two axes; channels share it) or the
-    Dense input's size; it is applied to the first Dense layer's input.
-    """
-    mlp = as_mlp(model_or_layers)
-    xa = mlp.dense_input(x)
-    m = np.asarray(mask)
-    if m.size == xa.size:
-        flat = m.reshape(-1)
-    elif np.ndim(x) >= 2 and m.shape == np.shape(x)[:2] and xa.size % m.size == 0:
-        flat = np.repeat(m.reshape(-1), xa.size // m.size)
-    else:
-        raise ValueError(f"mask of shape {m.shape} does not fit x of shape {np.shape(x)}")
-    if not np.all(np.isin(flat, (0, 1))):
-        raise ValueError("mask must hold only 0/1 (or booleans)")
-    return bool(mlp.keeps(mlp.logits((xa * flat)[None, :]), int(label))[0])

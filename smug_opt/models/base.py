@@ -22,6 +22,9 @@ from typing import Literal
 
 import numpy as np
 
+from smug_opt.models.activations import Activation
+from smug_opt.models.grid import CellGrid, cell_grid, data_grid
+
 __all__ = [
     "AffineLayer",
     "LayerKind",
@@ -270,10 +273,11 @@ def _int_tuple(value: tuple) -> tuple:
 
 
 class ModelAdapter(ABC):
-    """A trained network seen as: raw input → affine input → first affine layer → ReLU → head.
+    """A trained network seen as: raw input → affine input → first affine layer → σ → head.
 
     Subclasses (one per framework) set ``affine``, ``input_shape`` (the model's raw
-    per-example input), ``output_kind`` and ``num_outputs``. All results are float64 numpy.
+    per-example input), ``output_kind``, ``num_outputs`` and ``activation`` (σ, ReLU by
+    default), and own the mask grid (:meth:`mask_grid`). All results are float64 numpy.
     The *target score* of an output vector is the probability of class ``target`` for
     softmax; for one sigmoid output ``p`` it is ``p`` (target 1) or ``1 - p`` (target 0);
     otherwise it is output ``target`` itself.
@@ -283,11 +287,35 @@ class ModelAdapter(ABC):
     input_shape: tuple[int, ...]
     output_kind: OutputKind
     num_outputs: int
+    activation: Activation = Activation("relu")
+    gradient_batch: int = 512
+    """Rows per :meth:`head_gradient` batch when none is given (bounds its memory)."""
 
     @property
     def spatial_shape(self) -> tuple[int, ...]:
-        """The grid mask cells live on (see the module docstring)."""
+        """The affine input's own grid (see the module docstring)."""
         return self.affine.spatial_shape
+
+    def grid_shape(self, data_shape: tuple[int, ...] | None = None) -> tuple[int, ...] | None:
+        """How a flat dense input is read as an image, given the shape the data came in
+        (``(H, W)`` or ``(H, W, C)``); None: the affine input's own grid. The default reads
+        a flat dense input as the data's picture when the sizes agree."""
+        if self.affine.kind != "dense":
+            return None
+        return data_grid(self.affine.input_shape[0], data_shape)
+
+    def mask_grid(self, cell: int | tuple[int, ...], data_shape: tuple[int, ...] | None = None) -> CellGrid:
+        """The mask cells of ``cell``-sized blocks for an input that came as ``data_shape``
+        (the image's H×W for convolutions and for MLPs reading a picture, tokens for text)."""
+        return cell_grid(self.affine, cell, self.grid_shape(data_shape))
+
+    def model_input(self, x: np.ndarray) -> np.ndarray:
+        """``x`` reshaped to the model's input shape when it holds exactly as many values
+        (a 28×28 picture for an ``Input(784)`` model), then checked."""
+        x = np.asarray(x)
+        if x.shape != self.input_shape and x.size == math.prod(self.input_shape):
+            x = x.reshape(self.input_shape)
+        return self.check_input(x)
 
     def check_input(self, x: np.ndarray, *, batched: bool = False) -> np.ndarray:
         """``x`` as an array, after checking its shape and that it is finite and numeric."""
@@ -304,9 +332,9 @@ class ModelAdapter(ABC):
         return x
 
     def first_layer(self, x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        """``(o, h)``: pre-activations ``W1·x + b1`` and ``h = relu(o)`` of one raw example."""
+        """``(o, h)``: pre-activations ``W1·x + b1`` and ``h = σ(o)`` of one raw example."""
         o = self.affine.preactivation(self.affine_input(x))
-        return o, np.maximum(o, 0.0)
+        return o, self.activation(o)
 
     def score_weights(self, target: int) -> tuple[np.ndarray, float]:
         """``(w, c)`` with ``target score = outputs · w + c`` (see the class docstring)."""
@@ -341,11 +369,14 @@ class ModelAdapter(ABC):
 
     @abstractmethod
     def head(self, h_batch: np.ndarray) -> np.ndarray:
-        """Model outputs (batch, num_outputs) from post-ReLU activations (batch, *h shape)."""
+        """Model outputs (batch, num_outputs) from first-layer activations (batch, *h shape)."""
 
     @abstractmethod
-    def head_gradient(self, h_batch: np.ndarray, target: int) -> tuple[np.ndarray, np.ndarray]:
-        """``(scores (batch,), d score / d h (batch, *h shape))`` for class ``target``."""
+    def head_gradient(
+        self, h_batch: np.ndarray, target: int, *, batch_size: int | None = None
+    ) -> tuple[np.ndarray, np.ndarray]:
+        """``(scores (batch,), d score / d h (batch, *h shape))`` for class ``target``, in
+        batches of ``batch_size`` rows (default :attr:`gradient_batch`)."""
 
     @abstractmethod
     def predict(self, x_batch: np.ndarray) -> np.ndarray:

@@ -7,6 +7,7 @@ on the first-layer activations ``h`` by SMUG (Sahoo et al., ICLR 2021) to rank n
 from __future__ import annotations
 
 import warnings
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import numpy as np
@@ -45,23 +46,38 @@ def integrated_gradients(
     target: int | None = None,
     steps: int = 64,
     tolerance: float = 0.05,
+    batch_size: int | None = None,
+    progress: Callable[[int, int], None] | None = None,
 ) -> Attribution:
-    """IG of class ``target`` (default: the predicted class) on ``h = relu(W1·x + b1)``.
+    """IG of class ``target`` (default: the predicted class) on ``h = σ(W1·x + b1)``.
 
     Zero baseline, straight path, midpoint Riemann sum over ``steps`` points
-    ``α = (i + ½) / steps``. All points plus ``h`` and ``0`` go through the head in one
-    ``head_gradient`` call (plus one ``head`` call when the target is predicted). Warns
-    with :class:`CompletenessWarning` when ``completeness_error > tolerance``.
+    ``α = (i + ½) / steps``. The points plus ``h`` and ``0`` go through the head in
+    batches of ``batch_size`` (default: the adapter's ``gradient_batch``, sized from the
+    head's memory footprint), built one batch at a time; ``progress(done, total)`` is
+    called after each. Warns with :class:`CompletenessWarning` when
+    ``completeness_error > tolerance``.
     """
     if steps < 1:
         raise ValueError(f"steps must be positive, got {steps}")
+    if batch_size is not None and batch_size < 1:
+        raise ValueError(f"batch_size must be positive, got {batch_size}")
     _, h = adapter.first_layer(x)
     if target is None:
         target = adapter.predicted_target(adapter.head(h[None])[0])
-    alphas = (np.arange(steps) + 0.5) / steps
-    path = np.concatenate([alphas.reshape(-1, *[1] * h.ndim) * h, h[None], np.zeros_like(h)[None]])
-    scores, grads = adapter.head_gradient(path, target)
-    values = h * grads[:steps].mean(axis=0)
+    points = np.concatenate([(np.arange(steps) + 0.5) / steps, [1.0, 0.0]])
+    size = batch_size or adapter.gradient_batch
+    scores = np.empty(points.size)
+    grad_sum = np.zeros_like(h)
+    for start in range(0, points.size, size):
+        alphas = points[start : start + size]
+        scores[start : start + alphas.size], grads = adapter.head_gradient(
+            alphas.reshape(-1, *[1] * h.ndim) * h, target, batch_size=alphas.size
+        )
+        grad_sum += grads[: max(0, min(alphas.size, steps - start))].sum(axis=0)
+        if progress is not None:
+            progress(start + alphas.size, points.size)
+    values = h * (grad_sum / steps)
     score_h, score_0 = float(scores[steps]), float(scores[steps + 1])
     error = abs(values.sum() - (score_h - score_0)) / max(abs(score_h), _EPS)
     if error > tolerance:
@@ -75,16 +91,25 @@ def integrated_gradients(
     return Attribution(values, int(target), score_h, score_0, float(error), steps)
 
 
-def top_k_neurons(attribution: Attribution, k: int) -> np.ndarray:
+def top_k_neurons(attribution: Attribution, k: int, *, eligible: np.ndarray | None = None) -> np.ndarray:
     """Flat indices of the ``k`` neurons with the largest positive attribution, descending.
 
-    Ties keep the lower index first. With fewer than ``k`` positive attributions all of
-    them are returned, with a warning; with none, ``ValueError``.
+    ``eligible`` (flat bool, optional) limits the choice, e.g. to neurons with a positive
+    pre-activation (all that a ReLU neuron with positive attribution has anyway; other
+    activations can give positive attribution to a negative one, which no mask can keep
+    above ``γ·o``). Ties keep the lower index first. With fewer than ``k`` positive
+    attributions all of them are returned, with a warning; with none, ``ValueError``.
     """
     if k < 1:
         raise ValueError(f"k must be positive, got {k}")
     flat = attribution.values.ravel()
-    positive = np.flatnonzero(flat > 0)
+    keep = flat > 0
+    if eligible is not None:
+        eligible = np.asarray(eligible, dtype=bool).reshape(-1)
+        if eligible.shape != flat.shape:
+            raise ValueError(f"eligible must have {flat.size} entries, got {eligible.size}")
+        keep &= eligible
+    positive = np.flatnonzero(keep)
     if positive.size == 0:
         raise ValueError(
             f"no first-layer neuron has a positive attribution for target "

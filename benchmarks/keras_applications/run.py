@@ -1,0 +1,191 @@
+"""SMUG at the paper's scale on the keras.applications architectures (weights=None).
+
+One architecture per process (``--arch``), appending one JSON record to ``--out``: per-stage
+times and peak memory of ``smug_opt.explain`` (224×224×3, k = 3000, 4×4 cells, 60 s solve
+limit, HiGHS) and, in the same process, a plain eager ``tf.GradientTape`` IG over the same
+66 points (64 path points, ``h`` and 0) in the same batches, for the IG time ratio. Memory
+is the resident set of this process plus its children (the solver runs in a worker
+process), sampled every 20 ms; a run whose total passes ``--max-gb`` is stopped and
+recorded as such. ``--table`` renders the records as markdown.
+
+    nice -n 10 python benchmarks/keras_applications/run.py --arch ResNet50 --out results.jsonl
+    python benchmarks/keras_applications/run.py --table results.jsonl > table.md
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import json
+import os
+import platform
+import sys
+import threading
+import time
+from pathlib import Path
+
+import numpy as np
+
+ARCHITECTURES = {  # name → keras.applications preprocess_input mode
+    "VGG16": "caffe", "ResNet50": "caffe", "MobileNetV2": "tf", "InceptionV3": "tf",
+    "DenseNet121": "torch", "EfficientNetB0": "raw", "ConvNeXtTiny": "raw",
+}
+
+
+class MemorySampler(threading.Thread):
+    """RSS of this process and its children every 20 ms; stops the run past a limit."""
+
+    def __init__(self, limit_bytes: float, on_limit) -> None:
+        super().__init__(daemon=True)
+        import psutil
+
+        self.process = psutil.Process()
+        self.samples: list[tuple[float, int]] = []
+        self.limit = limit_bytes
+        self.on_limit = on_limit
+        self.running = True
+
+    def rss(self) -> int:
+        total = self.process.memory_info().rss
+        for child in self.process.children(recursive=True):
+            with contextlib.suppress(Exception):  # the child ended meanwhile
+                total += child.memory_info().rss
+        return total
+
+    def run(self) -> None:
+        while self.running:
+            value = self.rss()
+            self.samples.append((time.perf_counter(), value))
+            if value > self.limit:
+                self.on_limit(value)
+            time.sleep(0.02)
+
+    def peak(self, start: float, end: float) -> int:
+        inside = [v for t, v in self.samples if start <= t <= end]
+        return max(inside, default=0)
+
+
+def plain_tape_ig(head, h: np.ndarray, target: int, steps: int, batch: int) -> tuple[float, np.ndarray]:
+    """Eager ``tf.GradientTape`` IG over the same points and batches as smug-opt's."""
+    import tensorflow as tf
+
+    start = time.perf_counter()
+    points = np.concatenate([(np.arange(steps) + 0.5) / steps, [1.0, 0.0]])
+    total = np.zeros_like(h)
+    for i in range(0, points.size, batch):
+        alphas = points[i : i + batch]
+        path = tf.constant((alphas.reshape(-1, *[1] * h.ndim) * h).astype(np.float32))
+        with tf.GradientTape() as tape:
+            tape.watch(path)
+            score = head(path)[:, target]
+        grads = tape.gradient(score, path).numpy().astype(np.float64)
+        total += grads[: max(0, min(alphas.size, steps - i))].sum(axis=0)
+    return time.perf_counter() - start, h * total / steps
+
+
+def run(arch: str, out: Path, max_gb: float, k: int, cell: int, time_limit: float) -> dict:
+    import sklearn
+
+    from smug_opt.explain import as_adapter, explain
+    from smug_opt.inputs import load_input
+    from smug_opt.models._keras import import_keras
+
+    record: dict = {"arch": arch, "k": k, "cell": cell, "time_limit": time_limit, "status": "started"}
+
+    def stop(value: int) -> None:
+        record["status"] = f"STOPPED: {value / 2**30:.2f} GB > {max_gb} GB"
+        with out.open("a") as f:
+            f.write(json.dumps(record) + "\n")
+        os._exit(3)
+
+    sampler = MemorySampler(max_gb * 2**30, stop)
+    sampler.start()
+    keras = import_keras()
+    keras.utils.set_random_seed(0)
+    t = time.perf_counter()
+    model = getattr(keras.applications, arch)(weights=None, input_shape=(224, 224, 3))
+    adapter = as_adapter(model)
+    record["build_s"] = time.perf_counter() - t
+    record["params_M"] = model.count_params() / 1e6
+    record["first_layer"] = repr(adapter)
+    record["ig_batch"] = adapter.gradient_batch
+    photo = Path(sklearn.__file__).parent / "datasets" / "images" / "china.jpg"
+    x, _ = load_input(photo, (224, 224, 3), 255.0, ARCHITECTURES[arch])
+    _, h = adapter.first_layer(x)
+    target = adapter.predicted_target(adapter.head(h[None])[0])
+
+    t = time.perf_counter()
+    plain_s, plain_values = plain_tape_ig(adapter._stem.head, h, target, 64, adapter.gradient_batch)
+    record["plain_ig_s"] = plain_s
+    record["plain_ig_peak_gb"] = sampler.peak(t, time.perf_counter()) / 2**30
+
+    start = time.perf_counter()
+    e = explain(adapter, x, k=k, cell=cell, backend="highs", time_limit=time_limit, target=target)
+    end = time.perf_counter()
+    r = e.result
+    stages = {"ig": e.times["ig"], "encode": e.times["encode"], "lower": r.times.lower,
+              "solve": r.times.solve, "verify": r.times.verify}
+    edges, clock = {}, start
+    for name, seconds in stages.items():
+        edges[name] = (clock, clock + seconds)
+        clock += seconds
+    record.update({
+        "status": r.status.name, "verified": r.verified, "mask_cells": e.mask_size,
+        "cells": e.grid.num_cells, "objective": r.objective, "bound": r.bound,
+        "neurons": int(e.neurons.size), "explain_s": end - start,
+        **{f"{name}_s": seconds for name, seconds in stages.items()},
+        **{f"{name}_peak_gb": sampler.peak(*edges[name]) / 2**30 for name in ("ig", "encode")},
+        "solve_peak_gb": sampler.peak(edges["lower"][0], edges["verify"][1]) / 2**30,
+        "run_peak_gb": sampler.peak(0, end) / 2**30,
+        "ig_vs_plain": e.times["ig"] / plain_s,
+        "ig_agrees_with_plain": float(np.abs(e.attributions.values - plain_values).max()
+                                      / max(np.abs(plain_values).max(), 1e-12)),
+        "machine": f"{platform.machine()}, {os.cpu_count()} cores (shared, loaded)",
+    })
+    sampler.running = False
+    with out.open("a") as f:
+        f.write(json.dumps(record) + "\n")
+    return record
+
+
+def table(path: Path) -> str:
+    rows = [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
+    head = ("| architecture | first layer → σ | IG batch | IG s | plain tape IG s | IG / plain | encode s "
+            "| solve s | verify s | status | mask / cells | peak GB (IG, encode, solve, run) |")
+    lines = [head, "|" + "|".join("---" for _ in range(head.count("|") - 1)) + "|"]
+    for r in rows:
+        if "ig_s" not in r:
+            lines.append(f"| {r['arch']} | | | | | | | | | {r['status']} | | |")
+            continue
+        stem = r["first_layer"].split("first layer ")[1].split(",")[0]
+        lines.append(
+            f"| {r['arch']} | {stem} | {r['ig_batch']} | {r['ig_s']:.1f} | {r['plain_ig_s']:.1f} | "
+            f"{r['ig_vs_plain']:.2f} | {r['encode_s']:.2f} | {r['solve_s']:.1f} | {r['verify_s']:.2f} | "
+            f"{r['status']} ({'verified' if r['verified'] else 'NOT verified'}) | "
+            f"{r['mask_cells']} / {r['cells']} | {r['ig_peak_gb']:.2f}, {r['encode_peak_gb']:.2f}, "
+            f"{r['solve_peak_gb']:.2f}, {r['run_peak_gb']:.2f} |"
+        )
+    return "\n".join(lines) + "\n"
+
+
+def main() -> int:
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p.add_argument("--arch", choices=ARCHITECTURES)
+    p.add_argument("--out", type=Path, default=Path("results.jsonl"))
+    p.add_argument("--table", type=Path, help="render a results file as markdown")
+    p.add_argument("--max-gb", type=float, default=3.0)
+    p.add_argument("--k", type=int, default=3000)
+    p.add_argument("--cell", type=int, default=4)
+    p.add_argument("--time-limit", type=float, default=60.0)
+    args = p.parse_args()
+    if args.table:
+        sys.stdout.write(table(args.table))
+        return 0
+    if not args.arch:
+        p.error("give --arch or --table")
+    print(json.dumps(run(args.arch, args.out, args.max_gb, args.k, args.cell, args.time_limit)))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,371 @@
+"""Reading a Keras model's stem: the layers from its input to the first affine layer's
+activation, folded into one exact :class:`AffineLayer`, and the head that follows.
+
+Supported stem (anything after the activation is the head, any graph):
+``Input → [Rescaling | Normalization | Reshape | Flatten | Embedding]* → [ZeroPadding]*
+→ Dense | Conv1D | Conv2D | DepthwiseConv2D | SeparableConv2D → [BatchNormalization]
+→ [activation]``. Rescaling, Normalization, Reshape, Flatten and Embedding are applied
+in float64 to give the affine input (the mask acts there: a masked pixel is 0 after
+Rescaling/Normalization, as in the paper's preprocessed inputs); ZeroPadding goes into
+the affine layer's padding, BatchNormalization (inference statistics) into its kernel
+and bias, a SeparableConv2D's two kernels into one.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from smug_opt.models._keras import import_keras
+from smug_opt.models.activations import SUPPORTED, Activation
+from smug_opt.models.base import AffineLayer, resolve_padding
+
+__all__ = ["Stem", "describe", "layer_class", "read_stem"]
+
+PREPROCESSING = ("InputLayer", "Flatten", "Rescaling", "Normalization", "Embedding", "Reshape")
+PADDING = ("ZeroPadding1D", "ZeroPadding2D")
+AFFINE = {"Dense": "dense", "Conv1D": "conv1d", "Conv2D": "conv2d",
+          "DepthwiseConv2D": "conv2d", "SeparableConv2D": "conv2d"}
+_ACTIVATION_LAYERS = ("ReLU", "LeakyReLU", "ELU", "Activation")
+_STEM_HELP = (
+    "the input must reach the first affine layer (Dense, Conv1D, Conv2D, DepthwiseConv2D or "
+    "SeparableConv2D) through a chain of InputLayer, Rescaling, Normalization, Reshape, "
+    "Flatten, Embedding and (last) ZeroPadding layers"
+)
+
+
+@dataclass(frozen=True, eq=False)
+class Stem:
+    """What the adapter needs from a model.
+
+    ``preprocessing``: layers applied in float64 numpy to give the affine input;
+    ``padding``, ``affine_layer``, ``batch_norm`` and ``activation_layer`` (None when
+    absent or fused): the Keras layers from the affine input to ``h``; ``affine``: them
+    folded; ``head``: ``h`` → model outputs (a functional sub-model, or a Sequential
+    model's remaining layers); ``head_layers``: the head's layers (for its memory
+    footprint); ``flattened_shape``: what a Flatten made flat before a Dense layer;
+    ``tokens``: the values are token embeddings.
+    """
+
+    preprocessing: list
+    padding: list
+    affine_layer: Any
+    batch_norm: Any | None
+    activation_layer: Any | None
+    affine: AffineLayer
+    activation: Activation
+    head: Callable[[Any], Any]
+    head_layers: list
+    flattened_shape: tuple[int, ...] | None
+    tokens: bool
+
+    @property
+    def tf_stem(self) -> list:
+        """The Keras layers from the affine input to ``h``, in order."""
+        return [*self.padding, self.affine_layer,
+                *(layer for layer in (self.batch_norm, self.activation_layer) if layer is not None)]
+
+
+def layer_class(layer: Any) -> str:
+    """The class name of a built-in Keras layer; module-qualified for any other class, so a
+    subclass or look-alike is never mistaken for the layer it resembles."""
+    cls = type(layer)
+    return cls.__name__ if cls.__module__.startswith("keras.") else f"{cls.__module__}.{cls.__qualname__}"
+
+
+def describe(layer: Any) -> str:
+    return f"{layer_class(layer)} {layer.name!r}"
+
+
+def read_stem(model: Any) -> Stem:
+    """Walk ``model`` from its input to the first affine layer's activation; see the module."""
+    keras = import_keras()
+    graph = _Graph(model, keras)
+    layer = graph.first()
+    preprocessing: list = []
+    padding: list = []
+    position = 0
+    while layer_class(layer) not in AFFINE:
+        name = layer_class(layer)
+        if name in PADDING:
+            padding.append(layer)
+        elif name in PREPROCESSING and not padding:
+            preprocessing.append(layer)
+        else:
+            late = padding and name in PREPROCESSING
+            where = "after a ZeroPadding layer" if late else "before the first affine layer"
+            raise ValueError(
+                f"unsupported layer {where}: {describe(layer)} at position {position}; {_STEM_HELP}"
+            )
+        layer = graph.after(layer, _STEM_HELP)
+        position += 1
+    affine_layer = layer
+    batch_norm = activation_layer = None
+    activation = _fused_activation(affine_layer)
+    last = affine_layer
+    if activation.name == "linear":
+        follower = graph.single_follower(last)
+        if follower is not None and layer_class(follower) == "BatchNormalization":
+            batch_norm = last = follower
+            follower = graph.single_follower(last)
+        if follower is not None and layer_class(follower) in _ACTIVATION_LAYERS:
+            activation = _layer_activation(follower)
+            activation_layer = last = follower
+    affine = _fold(affine_layer, padding, batch_norm)
+    head, head_layers = graph.head(last)
+    flattened, tokens = _flattened_shape(preprocessing)
+    return Stem(preprocessing, padding, affine_layer, batch_norm, activation_layer, affine, activation,
+                head, head_layers, flattened, tokens)
+
+
+class _Graph:
+    """Who consumes whose output, for a Sequential list or a functional graph."""
+
+    def __init__(self, model: Any, keras: Any) -> None:
+        self.model = model
+        self.keras = keras
+        self.sequential = isinstance(model, keras.Sequential)
+        try:
+            inputs, outputs = model.inputs, model.outputs
+        except (AttributeError, ValueError):
+            inputs = outputs = None
+        if self.sequential and not inputs:
+            raise ValueError(
+                f"Sequential model {model.name!r} has no known input shape; start it with "
+                "keras.Input(shape=...) or call model.build(input_shape)"
+            )
+        if not inputs or not outputs:
+            raise ValueError(
+                f"model {model.name!r} ({type(model).__name__}) is a subclassed model; only "
+                "Sequential and functional models are supported"
+            )
+        if len(inputs) != 1 or len(outputs) != 1:
+            raise ValueError(
+                f"model {model.name!r} has {len(inputs)} inputs and {len(outputs)} outputs; "
+                "only single-input, single-output models are supported"
+            )
+        self.layers = [layer for layer in model.layers if layer_class(layer) != "InputLayer"]
+        if not self.layers:
+            raise ValueError(f"model {model.name!r} has no layers")
+        self.consumers: dict[int, list] = {}
+        if self.sequential:
+            self._input_key = id(model)
+            for producer, layer in zip([model, *self.layers], self.layers, strict=False):
+                self.consumers[id(producer)] = [layer]
+        else:
+            self._input_key = id(inputs[0]._keras_history.operation)
+            for layer in model.layers:
+                for node in self._nodes(layer):
+                    for tensor in node.input_tensors:
+                        self.consumers.setdefault(id(tensor._keras_history.operation), []).append(layer)
+
+    def first(self) -> Any:
+        return self._only(self._input_key, "the model's input", _STEM_HELP)
+
+    def after(self, layer: Any, help_text: str) -> Any:
+        if self._is_output(layer):
+            raise ValueError(f"the model has no Dense, Conv1D or Conv2D layer; {help_text}")
+        return self._only(id(layer), describe(layer), help_text)
+
+    def single_follower(self, layer: Any) -> Any | None:
+        """The one layer that reads ``layer``'s output, if exactly one does (unshared)."""
+        users = self.consumers.get(id(layer), [])
+        if len(users) == 1 and len(self._nodes(users[0])) == 1 and not self._is_output(layer):
+            return users[0]
+        return None
+
+    def head(self, last: Any) -> tuple[Callable[[Any], Any], list]:
+        """Everything after ``last`` (the activation, or the affine layer/BN), as one callable."""
+        if self._is_output(last):
+            raise ValueError(
+                f"model {self.model.name!r} has no layers after the first layer's activation "
+                f"({describe(last)}); SMUG needs a head that scores classes"
+            )
+        if self.sequential:
+            layers = self.layers[self.layers.index(last) + 1 :]
+
+            def apply(value: Any) -> Any:
+                for layer in layers:
+                    value = layer(value, training=False)
+                return value
+
+            return apply, layers
+        try:
+            head = self.keras.Model(last.output, self.model.outputs[0], name=f"{self.model.name}_head")
+        except ValueError as error:
+            raise ValueError(
+                f"the layers after {describe(last)} do not form a head that reads only its "
+                f"output: {error}. SMUG needs every path from the input to the output to pass "
+                "through the first layer's activation (no skip connection around it)"
+            ) from error
+        return (lambda value: head(value, training=False)), list(head.layers[1:])
+
+    def _nodes(self, layer: Any) -> list:
+        """The calls of ``layer`` in this model's graph (one per layer in a Sequential)."""
+        if self.sequential:
+            return [None]
+        graph = getattr(self.model, "_nodes", None)  # keys "<id(layer)>_ib-<call index>"
+        return [node for index, node in enumerate(layer._inbound_nodes)
+                if graph is None or f"{id(layer)}_ib-{index}" in graph]
+
+    def _is_output(self, layer: Any) -> bool:
+        output = self.model.outputs[0]._keras_history.operation
+        return layer is output or (self.sequential and layer is self.layers[-1])
+
+    def _only(self, key: int, what: str, help_text: str) -> Any:
+        users = self.consumers.get(key, [])
+        if len(users) != 1:
+            names = ", ".join(describe(u) for u in users) or "nothing"
+            raise ValueError(
+                f"{what} feeds {len(users)} layers ({names}) before the first affine layer; {help_text}"
+            )
+        layer = users[0]
+        calls = len(self._nodes(layer))
+        if calls != 1:
+            raise ValueError(
+                f"{describe(layer)} is shared (called {calls} times) before "
+                f"the first affine layer's activation; {help_text}"
+            )
+        return layer
+
+
+def _activation_from_function(function: Callable, where: str) -> Activation:
+    name = import_keras().activations.serialize(function)
+    name = name if isinstance(name, str) else getattr(function, "__name__", repr(function))
+    if name not in SUPPORTED:
+        raise ValueError(
+            f"{where} has activation {name!r}; SMUG needs an element-wise activation that is "
+            f"non-decreasing on [0, inf): {', '.join(SUPPORTED)} (see smug_opt.models.activations)"
+        )
+    return Activation(name, negative_slope=0.2 if name == "leaky_relu" else 0.0)
+
+
+def _fused_activation(layer: Any) -> Activation:
+    return _activation_from_function(layer.activation, f"the first affine layer {describe(layer)}")
+
+
+def _layer_activation(layer: Any) -> Activation:
+    name = layer_class(layer)
+    if name == "Activation":
+        return _activation_from_function(layer.activation, describe(layer))
+    if name == "ELU":
+        return Activation("elu", alpha=float(layer.alpha))
+    slope = float(layer.negative_slope)
+    if name == "LeakyReLU":
+        return Activation("leaky_relu", negative_slope=slope)
+    if float(layer.threshold) != 0.0:
+        raise ValueError(f"{describe(layer)} has threshold {layer.threshold}; only threshold=0 is supported")
+    cap = None if layer.max_value is None else float(layer.max_value)
+    return Activation("relu" if slope == 0 else "leaky_relu", max_value=cap, negative_slope=slope)
+
+
+def _known_shape(shape: tuple, what: str) -> tuple[int, ...]:
+    if any(size is None for size in shape):
+        raise ValueError(f"{what} must have a fully known shape per example, got {shape}")
+    return tuple(int(size) for size in shape)
+
+
+def _kernel_and_bias(layer: Any) -> tuple[np.ndarray, np.ndarray]:
+    """A full (…, C, F) float64 kernel: depthwise kernels spread over their channels,
+    a separable convolution's depthwise and pointwise kernels multiplied out."""
+    name = layer_class(layer)
+    if name == "SeparableConv2D":
+        depthwise = np.asarray(layer.depthwise_kernel.numpy(), dtype=np.float64)
+        pointwise = np.asarray(layer.pointwise_kernel.numpy(), dtype=np.float64)
+        kh, kw, channels, multiplier = depthwise.shape
+        kernel = np.einsum("hwcm,cmf->hwcf", depthwise, pointwise.reshape(channels, multiplier, -1))
+    elif name == "DepthwiseConv2D":
+        depthwise = np.asarray(layer.kernel.numpy(), dtype=np.float64)
+        kh, kw, channels, multiplier = depthwise.shape
+        kernel = np.zeros((kh, kw, channels, channels * multiplier))
+        for c in range(channels):
+            kernel[:, :, c, c * multiplier : (c + 1) * multiplier] = depthwise[:, :, c, :]
+    else:
+        kernel = np.asarray(layer.kernel.numpy(), dtype=np.float64)
+    bias = np.zeros(kernel.shape[-1]) if layer.bias is None else np.asarray(layer.bias.numpy(), np.float64)
+    return kernel, bias
+
+
+def _fold(layer: Any, padding: list, batch_norm: Any | None) -> AffineLayer:
+    """The float64 affine layer with ZeroPadding and BatchNormalization folded in."""
+    name = layer_class(layer)
+    kind = AFFINE[name]
+    kernel, bias = _kernel_and_bias(layer)
+    if batch_norm is not None:
+        kernel, bias = _fold_batch_norm(batch_norm, kernel, bias)
+    source = padding[0] if padding else layer
+    input_shape = _known_shape(source.input.shape[1:], f"the input of {describe(source)}")
+    if kind == "dense":
+        if len(input_shape) != 1:
+            raise ValueError(
+                f"the first affine layer {describe(layer)} reads per-example inputs of shape "
+                f"{input_shape}; a first Dense layer needs a flat input (add a Flatten layer)"
+            )
+        return AffineLayer(kind, kernel, bias, (), (), (), input_shape, (kernel.shape[-1],))
+    if layer.data_format != "channels_last" or getattr(layer, "groups", 1) != 1:
+        raise ValueError(
+            f"the first affine layer {describe(layer)} must have data_format='channels_last' "
+            f"and groups=1, got {layer.data_format!r} and {getattr(layer, 'groups', 1)}"
+        )
+    rank = len(input_shape) - 1
+    extra = [(0, 0)] * rank
+    for pad in padding:
+        if getattr(pad, "data_format", "channels_last") != "channels_last":
+            raise ValueError(f"{describe(pad)}: only data_format='channels_last' is supported")
+        amounts = pad.padding if rank > 1 else (pad.padding,)
+        if len(amounts) != rank:
+            raise ValueError(f"{describe(pad)} pads {len(amounts)} axes but {describe(layer)} has {rank}")
+        extra = [(a + int(p[0]), b + int(p[1])) for (a, b), p in zip(extra, amounts, strict=True)]
+    padded = [size + a + b for size, (a, b) in zip(input_shape[:-1], extra, strict=True)]
+    own = [
+        resolve_padding(layer.padding, size, k, s, d)
+        for size, k, s, d in zip(padded, kernel.shape[:-2], layer.strides, layer.dilation_rate, strict=True)
+    ]
+    output_shape = _known_shape(layer.output.shape[1:], f"the output of {describe(layer)}")
+    return AffineLayer(
+        kind,
+        kernel,
+        bias,
+        tuple(layer.strides),
+        tuple(layer.dilation_rate),
+        tuple((a + c, b + d) for (a, b), (c, d) in zip(extra, own, strict=True)),
+        input_shape,
+        output_shape,
+    )
+
+
+def _fold_batch_norm(layer: Any, kernel: np.ndarray, bias: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """``BN(W·x + b)`` with inference statistics as one affine map ``W'·x + b'``."""
+    axis = layer.axis if isinstance(layer.axis, int) else tuple(layer.axis)
+    rank = len(layer.input.shape)
+    if axis not in (-1, rank - 1, (-1,), (rank - 1,)):
+        raise ValueError(
+            f"{describe(layer)} normalises axis {layer.axis}; only the channel axis (-1) can be "
+            "folded into the first affine layer"
+        )
+
+    def value(weight: Any, default: float) -> np.ndarray:
+        if weight is None:
+            return np.full(kernel.shape[-1], default)
+        return np.asarray(weight.numpy(), dtype=np.float64)
+
+    scale = value(layer.gamma, 1.0) / np.sqrt(value(layer.moving_variance, 1.0) + float(layer.epsilon))
+    shift = value(layer.beta, 0.0) - value(layer.moving_mean, 0.0) * scale
+    return kernel * scale, bias * scale + shift
+
+
+def _flattened_shape(preprocessing: list) -> tuple[tuple[int, ...] | None, bool]:
+    """The per-example shape a Flatten/Reshape made flat before a Dense layer (None if the
+    model's input is already flat), and whether the values are token embeddings."""
+    tokens = any(layer_class(layer) == "Embedding" for layer in preprocessing)
+    shape = None
+    for layer in preprocessing:
+        if layer_class(layer) in ("Flatten", "Reshape"):
+            before = tuple(int(s) for s in layer.input.shape[1:])
+            after = tuple(int(s) for s in layer.output.shape[1:])
+            if len(after) == 1 and len(before) >= 2:
+                shape = before
+    return shape, tokens
