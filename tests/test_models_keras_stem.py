@@ -187,3 +187,19 @@ def test_explain_draws_an_mlp_mask_on_the_picture():
     picture = np.random.default_rng(0).uniform(0, 1, size=(28, 28))
     e = explain(model, picture, k=8, cell=4, backend="highs", time_limit=30)
     assert e.ok and e.mask.shape == (28, 28) and e.grid.shape == (7, 7)
+
+
+@pytest.mark.slow
+def test_the_trained_bn_resnet_digit_model_end_to_end():
+    """The zoo's trained functional model (BN stem, residual block) on real digits."""
+    from smug_opt.data.mnist import load_digits
+    from smug_opt.models import zoo
+
+    adapter = KerasAdapter(zoo.load("mnist-resnet", progress=False))
+    digits = load_digits()
+    for index in range(3):
+        e = explain(adapter, digits.x_test[index], k=200, cell=2, backend="highs", time_limit=30)
+        assert e.ok and e.result.verified and e.result.status.name == "OPTIMAL"
+        masked = adapter.affine_input(digits.x_test[index]) * e.mask.reshape(28, 28, 1)
+        keras_o = adapter.stem_preactivation(masked[None])[0].reshape(-1)[e.neurons]
+        assert np.mean(keras_o > 0) > 0.99

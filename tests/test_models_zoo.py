@@ -11,7 +11,7 @@ import pytest
 
 from smug_opt.models import KerasAdapter, zoo
 
-NAMES = ("mnist-mlp", "mnist-mlp-deep", "mnist-cnn", "text-cnn")
+NAMES = ("mnist-mlp", "mnist-mlp-deep", "mnist-cnn", "mnist-resnet", "text-cnn")
 ROOT = Path(__file__).resolve().parents[1]
 
 
@@ -39,7 +39,8 @@ def test_cache_dir_resolution(monkeypatch, tmp_path):
 @pytest.mark.parametrize(
     ("name", "floor", "input_shape", "first_layer"),
     [("mnist-mlp", 0.88, (784,), (32,)), ("mnist-mlp-deep", 0.9, (784,), (64,)),
-     ("mnist-cnn", 0.95, (28, 28, 1), (14, 14, 16)), ("text-cnn", 0.93, (100,), (98, 64))],
+     ("mnist-cnn", 0.95, (28, 28, 1), (14, 14, 16)), ("text-cnn", 0.93, (100,), (98, 64)),
+     pytest.param("mnist-resnet", 0.88, (28, 28, 1), (14, 14, 16), marks=pytest.mark.slow)],
 )  # fmt: skip
 def test_models_are_accurate_and_fit_the_adapter(name, floor, input_shape, first_layer):
     info = zoo.model_info(name)

@@ -30,7 +30,7 @@ EMBEDDED_TEXT_MODEL = "text-cnn"
 # presets for the embedded models (a 28×28 digit, 100-token reviews): the paper's k = 3000
 # and 4×4 cells are sized for 224×224 ImageNet inputs
 EMBEDDED_PRESETS = {"mnist-cnn": (200, 2), "mnist-mlp": (32, 2), "mnist-mlp-deep": (64, 2),
-                    "text-cnn": (25, 1)}
+                    "mnist-resnet": (200, 2), "text-cnn": (25, 1)}
 PAPER_K, PAPER_CELL = 3000, 4
 
 
@@ -41,7 +41,7 @@ def add_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParse
                     "model trained on real MNIST digits explains a held-out digit.")
     src = p.add_argument_group("model and input")
     src.add_argument("--model", help="a .keras/.h5 file or an embedded model name "
-                     "(mnist-cnn, mnist-mlp, mnist-mlp-deep, text-cnn; default mnist-cnn)")
+                     "(mnist-cnn, mnist-mlp, mnist-mlp-deep, mnist-resnet, text-cnn; default mnist-cnn)")
     src.add_argument("--input", type=Path,
                      help="an image (.png/.jpg) or an array (.npy); a folder of them, or an .npy "
                           "holding one input per row, explains each (a batch run: records.jsonl, "

@@ -37,7 +37,8 @@ class _Recipe:
 
     version: str
     description: str
-    layers: Callable[[Any], list]
+    layers: Callable[[Any], list | Any]
+    """The model's layers (made a Sequential model), or a functional model itself."""
     data: Callable[[], tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]]
     loss: str
     epochs: int
@@ -89,6 +90,21 @@ def _cnn(keras: Any) -> list:
     ]
 
 
+def _bn_resnet(keras: Any) -> Any:
+    """A functional ResNet-style digit model: Conv→BN→ReLU stem (as ResNet50's), one
+    residual block, global average pooling."""
+    layers = keras.layers
+    inputs = keras.Input((28, 28, 1))
+    x = layers.Conv2D(16, 3, strides=2, padding="same", use_bias=False)(inputs)
+    stem = layers.ReLU()(layers.BatchNormalization()(x))
+    y = layers.Conv2D(16, 3, padding="same", activation="relu")(stem)
+    y = layers.BatchNormalization()(layers.Conv2D(16, 3, padding="same")(y))
+    x = layers.ReLU()(layers.Add()([stem, y]))
+    x = layers.Conv2D(32, 3, strides=2, padding="same", activation="relu")(x)
+    x = layers.GlobalAveragePooling2D()(x)
+    return keras.Model(inputs, layers.Dense(10, activation="softmax")(x), name="mnist_resnet")
+
+
 def _text_cnn(keras: Any) -> list:
     from smug_opt.data import default_vocabulary
 
@@ -124,6 +140,15 @@ _RECIPES = {
         description="28x28x1 digits: Conv2D(16, 5x5, stride 2, same, relu), "
         "Conv2D(32, 3x3, same, relu), MaxPooling2D(2), Dense(64, relu), Dense(10, softmax)",
         layers=_cnn,
+        data=_digits,
+        loss="sparse_categorical_crossentropy",
+        epochs=8,
+    ),
+    "mnist-resnet": _Recipe(
+        version="1",
+        description="28x28x1 digits, functional: Conv2D(16, 3x3, stride 2)→BatchNorm→ReLU stem, "
+        "a residual block, Conv2D(32, stride 2), global average pooling, Dense(10, softmax)",
+        layers=_bn_resnet,
         data=_digits,
         loss="sparse_categorical_crossentropy",
         epochs=8,
@@ -215,7 +240,8 @@ def _train(name: str) -> tuple[keras.Model, dict[str, Any]]:
     start = time.perf_counter()
     keras.utils.set_random_seed(_SEED)
     tf.config.experimental.enable_op_determinism()
-    model = keras.Sequential(recipe.layers(keras), name=name.replace("-", "_"))
+    built = recipe.layers(keras)
+    model = keras.Sequential(built, name=name.replace("-", "_")) if isinstance(built, list) else built
     _fit(model, recipe, x_train, y_train)
     seconds = time.perf_counter() - start
     outputs = np.asarray(model(x_test, training=False))
