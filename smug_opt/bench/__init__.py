@@ -6,7 +6,7 @@ draw.
 """
 
 from smug_opt.bench import builtin_suites  # noqa: F401  (registers the built-in suites)
-from smug_opt.bench.job import DEFAULT_GRACE, Job, run_job
+from smug_opt.bench.job import JOB_GRACE, Job, run_job
 from smug_opt.bench.metrics import (
     BackendSummary,
     JobOutcome,
@@ -32,7 +32,7 @@ from smug_opt.bench.suites import (
 )
 
 __all__ = [
-    "DEFAULT_GRACE",
+    "JOB_GRACE",
     "BackendSummary",
     "Instance",
     "InstanceSpec",

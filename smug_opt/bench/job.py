@@ -38,9 +38,9 @@ from smug_opt.bench.records import RecordKey, RunRecord, machine_info
 from smug_opt.bench.suites import Instance
 from smug_opt.spawn import POLL_SECONDS, MemoryWatch, kill_group, spawn
 
-__all__ = ["DEFAULT_GRACE", "START_TIMEOUT", "Job", "JobCancelled", "failed_record", "run_job"]
+__all__ = ["JOB_GRACE", "START_TIMEOUT", "Job", "JobCancelled", "failed_record", "run_job"]
 
-DEFAULT_GRACE = 5.0
+JOB_GRACE = 5.0  # not solve.DEFAULT_GRACE (1 s, a worker's): a job process is killed, not recycled
 """Seconds past the time limit before a job process that has not answered is killed."""
 
 START_TIMEOUT = 300.0
@@ -69,7 +69,7 @@ class Job:
     time_limit: float
     threads: int = 1
     seed: int = 0
-    grace: float = DEFAULT_GRACE
+    grace: float = JOB_GRACE
     memory_limit_mb: float | None = None
     strengthen: str = "off"  # or the strengthening pieces: "all", "cuts,tables", ...
     extras: Mapping[str, Any] = field(default_factory=dict)

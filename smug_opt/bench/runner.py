@@ -23,7 +23,7 @@ from typing import Any, ClassVar
 
 from smug_opt import __version__
 from smug_opt.backend import Status
-from smug_opt.bench.job import DEFAULT_GRACE, Job, failed_record, run_job
+from smug_opt.bench.job import JOB_GRACE, Job, failed_record, run_job
 from smug_opt.bench.records import (
     RESULTS_FILE,
     RunRecord,
@@ -73,7 +73,7 @@ class RunConfig:
     repeats: int = 1
     threads: int = 1
     seed: int = 0
-    grace: float = DEFAULT_GRACE
+    grace: float = JOB_GRACE
     memory_limit_mb: float | None = field(default_factory=default_memory_limit_mb)
     instance_filter: str | None = None
     strengthen: str = "off"

@@ -73,7 +73,7 @@ def _list(args: argparse.Namespace) -> int:
 
 
 def _run(args: argparse.Namespace) -> int:
-    from smug_opt.bench.job import DEFAULT_GRACE
+    from smug_opt.bench.job import JOB_GRACE
     from smug_opt.bench.runner import RunConfig, resolve_backends, run_benchmark
     from smug_opt.spawn import resolve_memory_limit
 
@@ -84,7 +84,7 @@ def _run(args: argparse.Namespace) -> int:
         backends=resolve_backends(args.backends), time_limit=args.time_limit,
         suites=tuple(args.suite), instance_dirs=tuple(str(d) for d in args.instances),
         repeats=args.repeats, threads=args.threads, seed=args.seed,
-        grace=DEFAULT_GRACE if args.grace is None else args.grace,
+        grace=JOB_GRACE if args.grace is None else args.grace,
         memory_limit_mb=resolve_memory_limit(args.memory_limit), instance_filter=args.filter,
         strengthen=_strengthen_text(args),
     )
