@@ -1,42 +1,23 @@
 """CBC through PuLP (``PULP_CBC_CMD``): the MILP lowering of :mod:`smug_opt.bridges.milp`.
 
-PuLP writes the model to an MPS file and runs its bundled CBC binary on it. Things this
-backend does on purpose:
+PuLP writes the model to an MPS file (13 significant digits) and runs its bundled CBC on
+it, in a private temporary directory. Choices made on purpose:
 
-* Status comes from CBC, not from PuLP's summary: PuLP calls a run stopped by the time
-  limit with a solution "Optimal"; its *solution* status (read from CBC's own solution
-  header) tells a proven optimum (``LpSolutionOptimal``) from a solution in hand
-  (``LpSolutionIntegerFeasible``) and from none (a stop without an integer solution, where
-  PuLP still loads CBC's continuous values: they are dropped here). CBC's ``Result -`` log
-  line names the reason.
-* The best bound is parsed from CBC's log (``Lower bound:``, printed with 3 decimals, so
-  it is lowered by 1e-3 to stay valid); it is printed only when CBC stops early.
+* The status comes from CBC's own solution header, not PuLP's summary (which calls a
+  time-limited run with a solution "Optimal"); continuous values CBC leaves without an
+  integer solution are dropped. The best bound is parsed from CBC's log (3 decimals, so
+  lowered by 1e-3 to stay valid).
 * ``ratio`` is the requested relative gap and ``allow`` 0: OPTIMAL means the tree was
-  exhausted. CBC detects an integral objective itself (its log says "Cutoff increment
-  increased ... to 0.9999") and prunes with it; correctness relies on nothing else.
-* ``preprocess off``: the bundled CBC 2.10.3's integer preprocessing gave wrong answers on
-  SMUG first-layer relaxations written by PuLP (13 significant digits): on 450 instances
-  of 2 x 2 cells it called 8 feasible ones infeasible and cut the optimum off 3 others
-  ("Pre-processing says infeasible"); with the exact digits, or without preprocessing, it
-  solves them all. Two are in the conformance suite. ``extras={"preprocess": "on"}``
-  brings it back.
-* ``threads`` 1 runs CBC serially: CBC's ``-threads 1`` switches on its threaded search
-  with one worker, and on a 4-binary SMUG instance (2 x 2 cells, optimum 2) 4 of 900
-  identical solves then stalled for ~10 s, past a 3 s limit (a lock wait; cf. coin-or/Cbc
-  #640); without the option none of 900 did. That was the "PuLP + CBC needed its whole
-  10 s limit on an easy 2 x 2-cell instance" of the solver notes. More threads are passed.
-* ``integerTolerance`` 1e-9 (CBC's default 1e-7); ``randomCbcSeed`` is passed only for a
-  seed > 0 (CBC reads 0 as "seed from the clock"). ``extras`` are further CBC options
-  (name: value); one CBC does not recognise makes the attempt an ERROR, not a no-op.
-* PuLP writes numbers with 13 significant digits (relative rounding <= 5e-13): far inside
-  CBC's primal tolerance (1e-7) and the level >= 1 margins (>= 1e-6), though enough to
-  trip the preprocessing above; every answer is verified exactly. Continuous values are
-  read back with ~8 digits, so a problem whose free continuous variables (other than ReLU
-  outputs, which the core recomputes) sit on tight rows may need a higher level to verify.
-* Model, solution and log files live in a private temporary directory, removed afterwards.
-
-Measured (2 loaded cores): on a dense 3,000 x 3,000 problem, building the PuLP model takes
-6 s and PuLP's MPS writer another 46 s before CBC starts.
+  exhausted.
+* ``preprocess off``: CBC 2.10's integer preprocessing called feasible SMUG relaxations
+  infeasible at PuLP's 13 digits (two such instances are in the conformance suite);
+  ``extras={"preprocess": "on"}`` brings it back.
+* ``threads`` 1 runs CBC serially (its ``-threads 1`` is a threaded search with one worker,
+  which stalled past the time limit on tiny instances); more threads are passed on.
+* ``integerTolerance`` 1e-9; ``randomCbcSeed`` only for a seed > 0 (CBC reads 0 as "from
+  the clock"); further ``extras`` are CBC options, an unknown one makes the attempt an ERROR.
+* Every answer is verified exactly; continuous values come back with ~8 digits, so free
+  continuous variables on tight rows may need a higher level to verify.
 """
 
 from __future__ import annotations

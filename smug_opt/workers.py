@@ -1,11 +1,12 @@
 """Warm worker processes that run one backend's solves in isolation.
 
 Each backend gets its own long-lived worker process (python-mip's CBC and OR-Tools cannot
-share a process; z3 overruns its own timeout), started with ``python -m smug_opt.workers``
-so a user's script is never re-imported. The parent talks to it over a socket pair with
-pickled messages, enforces a hard wall-clock deadline, and kills and replaces a worker that
-overruns it. Improving solutions a backend reports while it runs are streamed back, so a
-killed solve still hands over the best solution it had.
+share a process; z3 overruns its own timeout), started as ``python -m
+smug_opt.worker_main`` through :mod:`smug_opt.spawn`, so a user's script is never
+re-imported. The parent talks to it over a socket pair with pickled messages, enforces a
+hard wall-clock deadline, and kills and replaces a worker that overruns it. Improving
+solutions a backend reports while it runs are streamed back, so a killed solve still hands
+over the best solution it had.
 
 Memory: each solve runs under a budget (:mod:`smug_opt.spawn`): a worker whose process
 group passes it is killed like one that overruns its deadline. Between solves a worker
