@@ -50,7 +50,7 @@ OnError = Callable[[Any, BaseException], Any]
 worker may have died); without it, the exception propagates."""
 
 _cache: dict[Hashable, Any] = {}
-_cache_lock = threading.Lock()
+_cache_lock = threading.RLock()  # a factory may itself use the cache
 
 
 def worker_cache(key: Hashable, factory: Callable[[], R]) -> R:

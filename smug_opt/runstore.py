@@ -57,27 +57,30 @@ def _atomic_write_bytes(path: Path, write: Any) -> None:
 class RunFolder:
     """One run's folder (see the module docstring). Open it with :meth:`open`."""
 
-    def __init__(self, path: Path, config: Mapping[str, Any]) -> None:
+    def __init__(self, path: Path, config: Mapping[str, Any], records_name: str = RECORDS_FILE) -> None:
         self.path = path
+        self.records_file = path / records_name
         self.config = dict(config)
         self._records: list[dict[str, Any]] = []
         self._next_part = 0
 
     @classmethod
     def open(cls, path: str | os.PathLike[str], config: Mapping[str, Any], *, kind: str,
-             resume: bool, overwrite: bool, extra_files: Sequence[str] = ()) -> tuple[RunFolder, str]:
+             resume: bool, overwrite: bool, extra_files: Sequence[str] = (),
+             records_name: str = RECORDS_FILE) -> tuple[RunFolder, str]:
         """Open ``path`` for a run of ``kind`` with ``config``; returns the folder and what
         happened to a previous run there (a sentence, '' if there was none).
 
         A previous run of the same config is continued with ``resume``; with ``overwrite``
         its files (and ``extra_files``) are removed first; otherwise a ValueError says what to do.
+        ``records_name``: the records file's name (default ``records.jsonl``).
         """
         out = Path(path)
-        run_file, records_file = out / RUN_FILE, out / RECORDS_FILE
+        run_file, records_file = out / RUN_FILE, out / records_name
         note = ""
         previous = json.loads(run_file.read_text()) if run_file.is_file() else None
         if previous is None and records_file.exists():
-            raise RunMismatchError(f"{out} holds {RECORDS_FILE} but no {RUN_FILE}: not a smug-opt "
+            raise RunMismatchError(f"{out} holds {records_name} but no {RUN_FILE}: not a smug-opt "
                                    "run folder; choose another --out")
         if previous is not None and previous.get("kind") != kind:
             raise RunMismatchError(f"{out} holds a {previous.get('kind')!r} run, not {kind!r}; "
@@ -96,7 +99,7 @@ class RunFolder:
                 raise RunMismatchError(
                     f"{out} holds a previous {kind} run ({done} inputs done): add --resume to "
                     "continue it, --overwrite to replace it, or choose another --out")
-            for name in (RUN_FILE, RECORDS_FILE, PARTS_DIR, *extra_files):
+            for name in (RUN_FILE, records_name, PARTS_DIR, *extra_files):
                 target = out / name
                 if target.is_dir():
                     shutil.rmtree(target)
@@ -105,7 +108,7 @@ class RunFolder:
             note = f"replaced the previous {kind} run in {out}"
         out.mkdir(parents=True, exist_ok=True)
         (out / PARTS_DIR).mkdir(exist_ok=True)
-        folder = cls(out, config)
+        folder = cls(out, config, records_name)
         folder._repair()
         now = datetime.now(timezone.utc).isoformat(timespec="seconds")
         info = {"kind": kind, "config": dict(config),
@@ -115,7 +118,7 @@ class RunFolder:
 
     def _repair(self) -> None:
         """Drop a half-written last record, temporary files and parts no record points at."""
-        records_file = self.path / RECORDS_FILE
+        records_file = self.records_file
         if records_file.exists():
             data = records_file.read_bytes()
             end = data.rfind(b"\n") + 1
@@ -142,18 +145,17 @@ class RunFolder:
         return {r[key] for r in self._records}
 
     def add(self, records: Sequence[dict[str, Any]], arrays: Mapping[str, np.ndarray] | None) -> None:
-        """Record finished inputs; ``arrays`` (one row per record with ``"row"`` set) go to a
-        new part first, and each such record gets ``"part"``."""
+        """Record finished inputs; ``arrays`` go to a new part first, and each record gets
+        ``"part"`` (the rows of a part's stacked arrays are the records' ``"row"``)."""
         records = [dict(r) for r in records]
         if arrays:
             name = f"part-{self._next_part:06d}.npz"
             self._next_part += 1
             _atomic_write_bytes(self.path / PARTS_DIR / name, lambda f: np.savez(f, **arrays))
             for r in records:
-                if r.get("row") is not None:
-                    r["part"] = name
+                r["part"] = name
         text = "".join(json.dumps(r) + "\n" for r in records)
-        with open(self.path / RECORDS_FILE, "a", encoding="utf-8") as f:
+        with open(self.records_file, "a", encoding="utf-8") as f:
             f.write(text)
             f.flush()
             os.fsync(f.fileno())
@@ -164,7 +166,7 @@ class RunFolder:
         out: dict[Any, np.ndarray] = {}
         by_part: dict[str, list[dict[str, Any]]] = {}
         for r in self._records:
-            if r.get("part") is not None:
+            if r.get("part") is not None and r.get("row") is not None:
                 by_part.setdefault(r["part"], []).append(r)
         for part, rows in by_part.items():
             with np.load(self.path / PARTS_DIR / part, allow_pickle=False) as data:

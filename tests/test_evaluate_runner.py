@@ -72,11 +72,54 @@ def test_groundtruth_defaults_to_the_tightest_box_of_non_zero_pixels():
 
 
 def test_parallel_workers_give_the_same_results():
+    from smug_opt.executors import LocalPoolExecutor
+
     images, _ = squares(4)
     a = evaluate(fill_detector, images, [1] * 4, ["centerbox", "optbox"], progress=False)
-    b = evaluate(fill_detector, images, [1] * 4, ["centerbox", "optbox"], workers=3, progress=False)
+    with LocalPoolExecutor(2) as pool:
+        b = evaluate(fill_detector, images, [1] * 4, ["centerbox", "optbox"], executor=pool,
+                     chunk_size=1, progress=False)
     untimed = [[replace(s, median_seconds=0.0) for s in r.summaries] for r in (a, b)]
     assert untimed[0] == untimed[1]
+
+
+class _Interrupt:
+    """fill_detector that is interrupted (as by Ctrl-C) on its ``after``-th call."""
+
+    def __init__(self, after: int) -> None:
+        self.calls, self.after = 0, after
+
+    def __call__(self, batch: np.ndarray) -> np.ndarray:
+        self.calls += 1
+        if self.calls == self.after:
+            raise KeyboardInterrupt
+        return fill_detector(batch)
+
+
+def test_interrupted_evaluation_resumes_without_redoing_finished_inputs(tmp_path):
+    images, boxes = squares(5)
+    methods = ["centerbox", "optbox", "groundtruth"]
+    full = _Interrupt(after=10**9)
+    clean = evaluate(full, images, [1] * 5, methods, boxes=boxes, progress=False,
+                     out_dir=tmp_path / "clean")
+    interrupted = _Interrupt(after=40)  # 16 predict calls per input: stops in the third
+    with pytest.raises(KeyboardInterrupt):
+        evaluate(interrupted, images, [1] * 5, methods, boxes=boxes, progress=False, chunk_size=1,
+                 out_dir=tmp_path / "run")
+    stored = (tmp_path / "run" / "inputs.jsonl").read_text().splitlines()
+    assert 1 <= len(stored) < 5
+    with pytest.raises(ValueError, match="--resume"):
+        evaluate(fill_detector, images, [1] * 5, methods, boxes=boxes, progress=False,
+                 out_dir=tmp_path / "run")
+    counting = _Interrupt(after=10**9)
+    resumed = evaluate(counting, images, [1] * 5, methods, boxes=boxes, progress=False,
+                       out_dir=tmp_path / "run", resume=True)
+    assert counting.calls < full.calls  # finished inputs were not redone
+    untimed = [[replace(s, median_seconds=0.0) for s in r.summaries] for r in (clean, resumed)]
+    assert untimed[0] == untimed[1]
+    records = [json.loads(line) for line in (tmp_path / "run" / "records.jsonl").read_text().splitlines()]
+    assert sorted((r["input"], r["method"]) for r in records) == sorted(
+        (i, m) for i in range(5) for m in methods)
 
 
 def test_text_methods_score_against_rationales():

@@ -8,6 +8,9 @@ from pathlib import Path
 
 import numpy as np
 
+from smug_opt.cli.options import add_executor_options, check_executor_options, executor_from_args
+from smug_opt.outputs import check_out_dir
+
 __all__ = ["add_parser", "run"]
 
 SUITES = ("mnist-cnn", "text")
@@ -36,10 +39,41 @@ def add_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParse
     p.add_argument("--gamma", type=float, default=0.5, help="SMUG γ (default 0.5)")
     p.add_argument("--cell", type=int, default=2, help="SMUG cell size (default 2)")
     p.add_argument("--time-limit", type=float, default=60.0, help="seconds per solve (default 60)")
-    p.add_argument("--workers", type=int, default=1, help="inputs evaluated in parallel (default 1)")
-    p.add_argument("--out", type=Path, default=Path("eval"), help="output folder (default eval/)")
+    p.add_argument("--out", type=Path, default=Path("eval"),
+                   help="output folder (default eval/); each finished input is kept there")
+    p.add_argument("--resume", action="store_true",
+                   help="continue an interrupted run in --out (same flags), skipping finished inputs")
+    p.add_argument("--overwrite", action="store_true", help="replace a previous run in --out")
+    p.add_argument("--chunk", type=int, default=4, help="inputs per task (default 4)")
+    add_executor_options(p, what="tasks (chunks of inputs)")
     p.add_argument("--quiet", action="store_true", help="no progress bar")
     return p
+
+
+def _check_args(args: argparse.Namespace) -> None:
+    """Reject bad flags before any model loads."""
+    checks = [
+        (args.n < 1, f"--n must be at least 1, got {args.n}"),
+        (args.k < 1, f"--k must be at least 1, got {args.k}"),
+        (args.cell < 1, f"--cell must be at least 1, got {args.cell}"),
+        (not args.gamma >= 0, f"--gamma must be at least 0, got {args.gamma:g}"),
+        (not args.time_limit > 0, f"--time-limit must be positive, got {args.time_limit:g}"),
+        (not args.pixel_scale > 0, f"--pixel-scale must be positive, got {args.pixel_scale:g}"),
+        (args.chunk < 1, f"--chunk must be at least 1, got {args.chunk}"),
+        ((args.images is None) != (args.model is None), "--model and --images go together"),
+        (args.suite is not None and args.model is not None, "give --suite or --model/--images, not both"),
+        (args.images is not None and not (args.images or Path()).is_dir(),
+         f"--images {args.images} is not a folder"),
+    ]
+    for bad, message in checks:
+        if bad:
+            raise ValueError(message)
+    if args.methods is None or "smug" in args.methods.split(","):
+        from smug_opt.registry import backend_class
+
+        backend_class(args.backend)
+    check_executor_options(args)
+    check_out_dir(args.out)
 
 
 def _methods(text: str | None, default: str) -> list[str]:
@@ -53,25 +87,30 @@ def _methods(text: str | None, default: str) -> list[str]:
 
 
 def run(args: argparse.Namespace) -> int:
+    _check_args(args)
     from smug_opt.evaluate import evaluate
     from smug_opt.evaluate.report import table_markdown
     from smug_opt.models import zoo
 
     extra: dict[str, object] = {}
-    if args.images is not None or args.model is not None:
-        if args.images is None or args.model is None:
-            raise ValueError("--model and --images go together")
+    if args.images is not None:
         from smug_opt.evaluate import align_boxes, load_boxes_csv, load_image_folder
         from smug_opt.explain import as_adapter
 
-        model = as_adapter(args.model)
-        images, names = load_image_folder(args.images, size=model.input_shape[:2])
+        adapter = as_adapter(args.model)
+        methods = _methods(args.methods, DEFAULT_METHODS["images"])
+        images, names = load_image_folder(args.images, size=adapter.input_shape[:2])
         inputs = images.astype(np.float64) / args.pixel_scale
-        labels = np.argmax(model.predict(inputs), axis=1)  # explain what the model predicts
+        outputs = np.asarray(adapter.predict(inputs))
+        labels = np.argmax(outputs, axis=1)  # explain what the model predicts
+        if outputs.ndim == 2 and outputs.shape[1] > 1 and not _probabilities(outputs):
+            extra["softmax"] = True
+            print("smug-opt evaluate: the model outputs logits (rows are not probabilities); "
+                  "confidences are their softmax", file=sys.stderr)
         if args.boxes is not None:
             extra["boxes"] = align_boxes(names, load_boxes_csv(args.boxes))
-        methods = _methods(args.methods, DEFAULT_METHODS["images"])
-        target = model
+        extra["names"] = names
+        model = str(args.model)
     else:
         suite = args.suite or "mnist-cnn"
         methods = _methods(args.methods, DEFAULT_METHODS[suite])
@@ -82,16 +121,26 @@ def run(args: argparse.Namespace) -> int:
             n = min(args.n, len(reviews.x_test))
             inputs, labels = reviews.x_test[:n], reviews.y_test[:n]
             extra |= {"rationales": reviews.rationale_test[:n], "mask_id": PAD_ID}
-            target = zoo.load("text-cnn", progress=not args.quiet)
+            model = "text-cnn"
         else:
             from smug_opt.data.mnist import pick_test_digits
 
-            _, inputs, labels = pick_test_digits(args.n)
-            target = zoo.load("mnist-cnn", progress=not args.quiet)
-    result = evaluate(target, inputs, labels, methods, backend=args.backend, k=args.k,
-                      gamma=args.gamma, cell=args.cell, time_limit=args.time_limit,
-                      workers=args.workers, out_dir=args.out, progress=not args.quiet, **extra)
+            indices, inputs, labels = pick_test_digits(args.n)
+            extra["names"] = [f"test digit #{int(i)}" for i in indices]
+            model = "mnist-cnn"
+        zoo.load(model, progress=not args.quiet)  # trains and caches it on first use
+    with executor_from_args(args) as executor:
+        result = evaluate(model, inputs, labels, methods, backend=args.backend, k=args.k,
+                          gamma=args.gamma, cell=args.cell, time_limit=args.time_limit,
+                          executor=executor, chunk_size=args.chunk, out_dir=args.out,
+                          resume=args.resume, overwrite=args.overwrite, progress=not args.quiet,
+                          **extra)
     print(table_markdown(result.summaries))
     for name, path in result.files.items():
         print(f"wrote {name}: {path}", file=sys.stderr)
     return 0
+
+
+def _probabilities(outputs: np.ndarray) -> bool:
+    """Whether every row of a (N, K) output is a probability vector."""
+    return bool(np.all((outputs >= 0) & (outputs <= 1)) and np.allclose(outputs.sum(axis=1), 1.0, atol=1e-3))

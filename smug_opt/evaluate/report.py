@@ -96,8 +96,10 @@ def plot_examples(
     path: str | Path,
     *,
     max_examples: int = 6,
+    names: Sequence[str] | None = None,
 ) -> Path:
     """A PNG grid: one row per input (up to ``max_examples``), the input then each method's map.
+    ``names`` label the inputs (default ``input 0``, ``input 1``...).
 
     Each map carries its best LSC box (green) and ``LSC, a, c`` in its title. Drawn on a
     bare matplotlib ``Figure`` (Agg canvas): no display and no global pyplot state.
@@ -116,7 +118,7 @@ def plot_examples(
     axes = fig.subplots(rows, cols, squeeze=False)
     for r in range(rows):
         _show_input(axes[r, 0], inputs[r])
-        axes[r, 0].set_title(f"input {r}", fontsize=8)
+        axes[r, 0].set_title(f"input {r}" if names is None else str(names[r]), fontsize=8)
         for c, method in enumerate(methods, start=1):
             ax, outcome = axes[r, c], outcomes[r][method]
             if outcome.saliency is None:

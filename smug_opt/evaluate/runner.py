@@ -10,12 +10,13 @@ into modules of their own is planned (issue 13).
 
 from __future__ import annotations
 
+import hashlib
 import json
+import pickle
 import sys
 import time
-from collections.abc import Callable, Sequence
-from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
@@ -35,6 +36,8 @@ from smug_opt.evaluate.metrics import (
 from smug_opt.evaluate.report import plot_examples, table_json, table_markdown
 from smug_opt.evaluate.results import EvaluationResult, MethodOutcome, MethodSummary, Modality
 from smug_opt.evaluate.sis import sufficient_input_subset
+from smug_opt.executors import Executor, SequentialExecutor, worker_cache
+from smug_opt.runstore import RunFolder
 
 
 @dataclass(frozen=True)
@@ -49,6 +52,7 @@ class Settings:
     sis_threshold: float
     mask_id: int
     ig_steps: int
+    softmax: bool = False
 
 
 @dataclass(frozen=True, eq=False)
@@ -347,10 +351,11 @@ def summarize(
     return tuple(summaries)
 
 
-def _record(index: int, method: str, o: MethodOutcome) -> dict[str, Any]:
+def _record(index: int, name: str, method: str, o: MethodOutcome) -> dict[str, Any]:
     lsc = o.lsc
     return {
         "input": index,
+        "name": name,
         "method": method,
         "lsc": None if lsc is None or not np.isfinite(lsc.lsc) else lsc.lsc,
         "a": None if lsc is None else lsc.a,
@@ -367,7 +372,8 @@ def _record(index: int, method: str, o: MethodOutcome) -> dict[str, Any]:
     }
 
 
-def _write(out_dir: Path, inputs: np.ndarray, result: EvaluationResult) -> dict[str, Path]:
+def _write(out_dir: Path, inputs: np.ndarray, result: EvaluationResult, names: Sequence[str]
+           ) -> dict[str, Path]:
     out_dir.mkdir(parents=True, exist_ok=True)
     files = {"markdown": out_dir / "table.md", "json": out_dir / "table.json"}
     files["markdown"].write_text(table_markdown(result.summaries))
@@ -375,14 +381,101 @@ def _write(out_dir: Path, inputs: np.ndarray, result: EvaluationResult) -> dict[
     files["json"].write_text(json.dumps(payload, indent=2) + "\n")
     files["records"] = out_dir / "records.jsonl"
     lines = [
-        json.dumps(_record(i, m, o))
+        json.dumps(_record(i, names[i], m, o))
         for i, per_input in enumerate(result.outcomes)
         for m, o in per_input.items()
     ]
     files["records"].write_text("\n".join(lines) + "\n")
     if result.modality == "image":
-        files["examples"] = plot_examples(inputs, result.outcomes, result.methods, out_dir / "examples.png")
+        files["examples"] = plot_examples(inputs, result.outcomes, result.methods, out_dir / "examples.png",
+                                          names=names)
     return files
+
+
+def _softmax(predict: PredictFn) -> PredictFn:
+    def probabilities(batch: np.ndarray) -> np.ndarray:
+        z = np.asarray(predict(batch), dtype=np.float64)
+        z = np.exp(z - z.max(axis=-1, keepdims=True))
+        return z / z.sum(axis=-1, keepdims=True)
+
+    return probabilities
+
+
+def _load_subject(model: Any) -> Subject:
+    if isinstance(model, Subject):
+        return model
+    if isinstance(model, str):
+        from smug_opt.batch import ModelRef
+
+        return as_subject(ModelRef(model).load()[0])
+    return as_subject(model)
+
+
+@dataclass(frozen=True, eq=False)
+class _Chunk:
+    model: Any  # a model name/path (loaded once per worker) or, in this process, any model
+    settings: Settings
+    methods: tuple[str, ...]
+    items: tuple[tuple[int, np.ndarray, int, Any], ...]  # (index, input, label, annotation)
+
+
+def evaluate_chunk(chunk: _Chunk) -> list[tuple[int, dict[str, MethodOutcome]]]:
+    """Evaluate every input of a chunk (a task: runs wherever the executor puts it)."""
+    model = chunk.model
+    subject = (worker_cache(("evaluate", model), lambda: _load_subject(model)) if isinstance(model, str)
+               else _load_subject(model))
+    if chunk.settings.softmax:
+        subject = Subject(subject.target, _softmax(subject.predict_fn), subject.keras_model)
+    return [(i, _evaluate_one(subject, chunk.settings, chunk.methods, x, label, note))
+            for i, x, label, note in chunk.items]
+
+
+_STORE_FILE = "inputs.jsonl"
+_OUTPUT_FILES = ("table.md", "table.json", "records.jsonl", "examples.png")
+
+
+def _stored(index: int, name: str, per_method: dict[str, MethodOutcome]) -> dict[str, Any]:
+    methods = {}
+    for m, o in per_method.items():
+        d = {k: v for k, v in asdict(o).items() if k not in ("saliency", "mask", "lsc")}
+        d["lsc"] = None if o.lsc is None else {**asdict(o.lsc), "box": list(o.lsc.box)}
+        methods[m] = d
+    return {"index": index, "name": name, "methods": methods}
+
+
+def _stored_arrays(done: list[tuple[int, dict[str, MethodOutcome]]]) -> dict[str, np.ndarray]:
+    arrays = {}
+    for i, per_method in done:
+        for m, o in per_method.items():
+            for key in ("saliency", "mask"):
+                value = getattr(o, key)
+                if value is not None:
+                    arrays[f"{i}.{m}.{key}"] = np.asarray(value)
+    return arrays
+
+
+def _restore(folder: RunFolder) -> dict[int, dict[str, MethodOutcome]]:
+    """The outcomes a previous (interrupted) run recorded, by input index."""
+    arrays: dict[str, np.ndarray] = {}
+    for part in {r.get("part") for r in folder.records()} - {None}:
+        with np.load(folder.path / "arrays" / part, allow_pickle=False) as data:
+            arrays.update({k: data[k] for k in data.files})
+    restored = {}
+    for r in folder.records():
+        i = r["index"]
+        per_method = {}
+        for m, d in r["methods"].items():
+            lsc = d.pop("lsc")
+            per_method[m] = MethodOutcome(
+                saliency=arrays.get(f"{i}.{m}.saliency"), mask=arrays.get(f"{i}.{m}.mask"),
+                lsc=None if lsc is None else LSCResult(lsc["lsc"], lsc["a"], lsc["c"], Box(*lsc["box"]),
+                                                        lsc["threshold"]), **d)
+        restored[i] = per_method
+    return restored
+
+
+def _model_label(model: Any) -> str:
+    return model if isinstance(model, str) else type(model).__name__
 
 
 def evaluate(
@@ -401,26 +494,45 @@ def evaluate(
     sis_threshold: float = 0.5,
     mask_id: int = 0,
     ig_steps: int = 64,
-    workers: int = 1,
+    softmax: bool = False,
+    names: Sequence[str] | None = None,
+    executor: Executor | None = None,
+    chunk_size: int = 4,
     out_dir: str | Path | None = None,
+    resume: bool = False,
+    overwrite: bool = False,
     progress: bool = True,
 ) -> EvaluationResult:
     """Evaluate ``methods`` (names from :data:`METHODS`) on ``inputs`` with true ``labels``.
 
-    ``inputs``: images (N, H, W, C) or token ids (N, T). ``adapter_or_model``: a Keras model,
-    an adapter with ``.predict``/``.model``, or a bare predict function (then only the
-    model-agnostic methods work). ``backend, k, gamma, cell, time_limit`` go to SMUG;
-    ``cell`` is also the deletion/insertion grid. ``boxes``: one ground-truth box (or
-    ``None``) per image; ``rationales``: one boolean token mask per text. ``sis_threshold``
-    and ``mask_id`` (the pad/mask token, also the text deletion baseline) are for SIS.
-    ``workers`` inputs are evaluated in parallel threads. With ``out_dir``, writes
-    ``table.md``, ``table.json``, ``records.jsonl`` and (images) ``examples.png``.
-    A method that fails on an input (ValueError) is recorded there, not raised.
+    ``inputs``: images (N, H, W, C) or token ids (N, T). ``adapter_or_model``: an embedded
+    model's name or a .keras path (loaded once per worker), a Keras model, an adapter with
+    ``.predict``/``.model``, or a bare predict function (then only the model-agnostic
+    methods work). ``softmax``: the model outputs logits; confidences are their softmax.
+    ``backend, k, gamma, cell, time_limit`` go to SMUG; ``cell`` is also the
+    deletion/insertion grid. ``boxes``: one ground-truth box (or ``None``) per image;
+    ``rationales``: one boolean token mask per text. ``sis_threshold`` and ``mask_id`` (the
+    pad/mask token, also the text deletion baseline) are for SIS. ``names`` label the inputs
+    in records and figures (default: their indices). ``executor`` runs chunks of
+    ``chunk_size`` inputs (default: in this process; worker processes and Dask need the
+    model as a name or path, or a picklable predict function). With ``out_dir``, every
+    finished input is kept there as it finishes (``resume`` continues an interrupted run,
+    ``overwrite`` replaces one) and ``table.md``, ``table.json``, ``records.jsonl`` and
+    (images) ``examples.png`` are written at the end. A method that fails on an input
+    (ValueError) is recorded there, not raised.
     """
-    subject = as_subject(adapter_or_model)
+    local = executor is None or isinstance(executor, SequentialExecutor)
+    model = str(adapter_or_model) if isinstance(adapter_or_model, Path) else adapter_or_model
+    if not local and not isinstance(model, str):
+        try:
+            pickle.dumps(model)
+        except Exception:
+            raise ValueError("worker processes and Dask load the model themselves: pass its name or "
+                             "a saved .keras path (or a picklable predict function)") from None
+    subject = _load_subject(model) if not isinstance(model, str) or local else None
     inputs = np.asarray(inputs)
     modality = _modality(inputs)
-    names = _check_methods(methods, modality, subject)
+    names_checked = _check_methods(methods, modality, subject or Subject(model, lambda b: b, model))
     labels = np.asarray(labels)
     if labels.shape != (len(inputs),) or not np.issubdtype(labels.dtype, np.integer):
         raise ValueError(
@@ -428,22 +540,50 @@ def evaluate(
         )
     if len(inputs) == 0:
         raise ValueError("inputs is empty: nothing to evaluate")
-    if workers < 1:
-        raise ValueError(f"workers must be >= 1; got {workers}")
+    if chunk_size < 1:
+        raise ValueError(f"chunk_size must be at least 1; got {chunk_size}")
+    input_names = [str(i) for i in range(len(inputs))] if names is None else [str(n) for n in names]
+    if len(input_names) != len(inputs):
+        raise ValueError(f"names must have one entry per input ({len(inputs)}); got {len(input_names)}")
     notes = _annotations(inputs, modality, boxes, rationales)
-    settings = Settings(backend, k, gamma, cell, time_limit, sis_threshold, mask_id, ig_steps)
-
-    def one(i: int) -> dict[str, MethodOutcome]:
-        return _evaluate_one(subject, settings, names, inputs[i], int(labels[i]), notes[i])
-
-    with ThreadPoolExecutor(max_workers=workers) as pool:
-        results = pool.map(one, range(len(inputs)))
-        if progress:
-            from tqdm.auto import tqdm
-
-            results = tqdm(results, total=len(inputs), desc="evaluate", unit="input")
-        outcomes = tuple(results)
-    result = EvaluationResult(modality, names, outcomes, summarize(outcomes, names))
+    settings = Settings(backend, k, gamma, cell, time_limit, sis_threshold, mask_id, ig_steps, softmax)
+    folder = None
     if out_dir is not None:
-        result.files.update(_write(Path(out_dir), inputs, result))
+        config = {"model": _model_label(model), "methods": list(names_checked), "n": len(inputs),
+                  "inputs_sha1": hashlib.sha1(np.ascontiguousarray(inputs).tobytes()).hexdigest(),
+                  "labels": labels.tolist(), **asdict(settings)}
+        folder, note = RunFolder.open(out_dir, config, kind="evaluate", resume=resume,
+                                      overwrite=overwrite, records_name=_STORE_FILE,
+                                      extra_files=_OUTPUT_FILES)
+        if note:
+            print(f"smug-opt: {note}", file=sys.stderr)
+    elif resume or overwrite:
+        raise ValueError("resume and overwrite need an output folder (--out)")
+    outcomes: dict[int, dict[str, MethodOutcome]] = _restore(folder) if folder is not None else {}
+    pending = [i for i in range(len(inputs)) if i not in outcomes]
+    task_model = model if isinstance(model, str) or not local else subject
+    chunks: Iterator[_Chunk] = (
+        _Chunk(task_model, settings, names_checked, tuple(
+            (i, inputs[i], int(labels[i]), notes[i]) for i in pending[s:s + chunk_size]))
+        for s in range(0, len(pending), chunk_size))
+    executor = executor or SequentialExecutor()
+    bar = None
+    if progress:
+        from tqdm.auto import tqdm
+
+        bar = tqdm(total=len(inputs), initial=len(inputs) - len(pending), desc="evaluate", unit="input")
+    try:
+        for _, done in executor.map(evaluate_chunk, chunks):
+            if folder is not None:
+                folder.add([_stored(i, input_names[i], o) for i, o in done], _stored_arrays(done))
+            outcomes.update(done)
+            if bar is not None:
+                bar.update(len(done))
+    finally:
+        if bar is not None:
+            bar.close()
+    ordered = tuple(outcomes[i] for i in range(len(inputs)))
+    result = EvaluationResult(modality, names_checked, ordered, summarize(ordered, names_checked))
+    if out_dir is not None:
+        result.files.update(_write(Path(out_dir), inputs, result, input_names))
     return result
