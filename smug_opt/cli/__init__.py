@@ -8,10 +8,24 @@ from __future__ import annotations
 
 import argparse
 import importlib
+import os
+import re
 import sys
 from collections.abc import Sequence
 
-__all__ = ["build_parser", "main"]
+from smug_opt.console import one_line_warnings, results_only_stdout
+
+__all__ = ["EXIT_ERROR", "EXIT_INTERRUPTED", "EXIT_NO_ANSWER", "EXIT_OK", "build_parser", "flag_names",
+           "main"]
+
+EXIT_OK = 0
+"""The command did what was asked (a solve: a verified answer, OPTIMAL or FEASIBLE)."""
+EXIT_ERROR = 1
+"""Bad arguments or input (the message names the flag), or a wrong answer caught by a check."""
+EXIT_NO_ANSWER = 3
+"""The work ran but gave no answer: INFEASIBLE (proven), NO_SOLUTION (limit hit), solver ERROR."""
+EXIT_INTERRUPTED = 130
+"""Interrupted (Ctrl-C); resumable commands keep what finished."""
 
 _COMMANDS = ("backends", "solve", "export", "explain", "stress", "bench", "evaluate")
 
@@ -45,11 +59,25 @@ def main(argv: Sequence[str] | None = None) -> int:
     if not hasattr(args, "_run"):
         parser.print_help()
         return 2
+    os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+    one_line_warnings()
     try:
-        return int(args._run(args) or 0)
+        with results_only_stdout():
+            return int(args._run(args) or 0)
     except KeyboardInterrupt:
         print("interrupted", file=sys.stderr)
-        return 130
-    except (ValueError, FileNotFoundError, RuntimeError) as exc:
-        print(f"smug-opt {args.command}: error: {exc}", file=sys.stderr)
-        return 1
+        return EXIT_INTERRUPTED
+    except (ValueError, FileNotFoundError, NotADirectoryError, IsADirectoryError, RuntimeError) as exc:
+        print(f"smug-opt {args.command}: error: {flag_names(str(exc))}", file=sys.stderr)
+        return EXIT_ERROR
+
+
+_FLAG_NAMES = {"time_limit": "--time-limit", "relative_gap": "--gap", "memory_limit": "--memory-limit",
+               "mlp_layers": "--model (its layers)", "grid_shape": "--grid", "pixel_scale": "--pixel-scale"}
+
+
+def flag_names(message: str) -> str:
+    """``message`` with the Python argument names a user never typed replaced by their flags."""
+    for name, flag in _FLAG_NAMES.items():
+        message = re.sub(rf"(?<![-\w]){name}(?!\w)", flag, message)
+    return message

@@ -264,10 +264,18 @@ def _run_single(args: argparse.Namespace, name: str, settings: ExplainSettings, 
         _say(args, f"replaced the previous run's files in {out}/ ({', '.join(removed)})")
     r = e.result
     status = "no solver" if r is None else f"{r.status.name} ({r.verification})"
-    print(f"{args.method} on {name}: target {e.target}, {e.neurons.size} neurons, "
-          f"mask {e.mask_size}/{e.grid.num_cells} cells, status {status}")
+    mask = (f"mask {e.mask_size}/{e.grid.num_cells} cells" if e.ok
+            else f"no mask (of {e.grid.num_cells} cells)")
+    print(f"{args.method} on {name}: target {_class_name(name, e.target)}, {e.neurons.size} neurons, "
+          f"{mask}, status {status}")
     print(f"wrote {out}/")
-    return 0 if e.ok else 1
+    if not e.ok:
+        from smug_opt.cli import EXIT_NO_ANSWER
+
+        print(f"no mask: the solver's status is {status}"
+              + (f" ({r.message})" if r is not None and r.message else ""), file=sys.stderr)
+        return EXIT_NO_ANSWER
+    return 0
 
 
 def _ig_progress() -> Any:
@@ -327,3 +335,10 @@ def _grid(text: str | None) -> tuple[int, ...] | None:
         return tuple(int(v) for v in text.lower().split("x"))
     except ValueError:
         raise ValueError(f"--grid expects e.g. 28x28, got {text!r}") from None
+
+
+def _class_name(model: str, target: int) -> str:
+    """The class with its name where the embedded model has one (text: negative/positive)."""
+    if model == EMBEDDED_TEXT_MODEL:
+        return f"{target} ({('negative', 'positive')[target]})"
+    return str(target)

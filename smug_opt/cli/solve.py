@@ -89,7 +89,11 @@ def proof_line(result: SolveResult) -> str:
 
 
 def add_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParser:
-    p = subparsers.add_parser("solve", help="solve a saved .smug problem on one backend")
+    p = subparsers.add_parser(
+        "solve", help="solve a saved .smug problem on one backend",
+        description="Solve a saved problem and print the verified result. Exit status: 0 a "
+                    "verified solution (OPTIMAL or FEASIBLE), 3 no solution (INFEASIBLE, "
+                    "NO_SOLUTION, solver ERROR), 1 bad arguments or input, 130 interrupted.")
     p.add_argument("problem", type=Path, help="a problem file written by save_problem (.smug)")
     add_solver_options(p)
     certify = p.add_mutually_exclusive_group()
@@ -107,6 +111,12 @@ def add_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParse
 
 
 def run(args: argparse.Namespace) -> int:
+    from smug_opt.cli import EXIT_NO_ANSWER
+
+    if args.problem.is_dir():
+        raise ValueError(f"{args.problem} is a folder; give a problem file (.smug)")
+    if not args.problem.is_file():
+        raise FileNotFoundError(f"{args.problem}: no such problem file")
     from smug_opt import load_problem, solve
 
     problem = load_problem(args.problem)
@@ -137,5 +147,8 @@ def run(args: argparse.Namespace) -> int:
             print(f"note       {result.message}")
     if result.status.name == "ERROR":
         print(f"solver error: {result.message}", file=sys.stderr)
-        return 1
+        return EXIT_NO_ANSWER
+    if result.x is None:  # INFEASIBLE (proven) or NO_SOLUTION (limit hit): no answer to use
+        print(f"no solution: {result.status.name}", file=sys.stderr)
+        return EXIT_NO_ANSWER
     return 0

@@ -12,8 +12,11 @@ def import_keras() -> ModuleType:
     """Import and return ``keras`` (TensorFlow backend), with TensorFlow's C++ logs quieted."""
     os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
     os.environ.setdefault("KERAS_BACKEND", "tensorflow")
+    from smug_opt.console import silenced_stderr
+
     try:
-        import keras
+        with silenced_stderr():  # TensorFlow's absl/oneDNN lines bypass TF_CPP_MIN_LOG_LEVEL
+            import keras
     except ImportError as error:
         raise ImportError(
             "Keras models need TensorFlow and Keras 3: pip install 'smug-opt[keras]'"
