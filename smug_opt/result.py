@@ -35,7 +35,7 @@ class Attempt:
     """One tightening level tried during a solve."""
 
     level: int
-    status: str  # the solver's claim about the lowered model
+    status: Status  # the solver's claim about the lowered model
     solver_status: str
     objective: float | None
     verified: bool | None  # None: nothing to verify
@@ -109,6 +109,7 @@ class SolveResult:
         """A JSON-ready dictionary (the solution as a list of numbers when asked)."""
         out = asdict(self)
         out["status"] = self.status.name
+        out["attempts"] = [{**a, "status": a["status"].name} for a in out["attempts"]]
         out["x"] = None if self.x is None or not include_x else _json_numbers(self.x)
         for key in ("objective", "bound", "gap"):
             value = out[key]

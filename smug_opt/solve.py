@@ -27,7 +27,7 @@ from smug_opt.registry import backend_class
 from smug_opt.result import Attempt, SolveResult, Timings
 from smug_opt.spawn import resolve_memory_limit
 from smug_opt.strengthen.presolve import Pieces
-from smug_opt.verify import Verification, snap_binaries, verify
+from smug_opt.verify import Verification, ViolationKind, snap_binaries, verify
 from smug_opt.workers import AttemptOutcome, run_attempt
 
 __all__ = ["DEFAULT_GRACE", "OBJECTIVE_TOLERANCE", "PROBLEM_START", "objective_tolerance", "solve",
@@ -313,11 +313,11 @@ class _Solve:
         if not verified.ok:
             self.rejected = True
             strict = (Sense.GT, Sense.LT)
-            self.strict_ties |= any(v.kind == "row" and self.problem.senses[v.index] in strict
+            self.strict_ties |= any(v.kind is ViolationKind.ROW and self.problem.senses[v.index] in strict
                                     for v in verified.violations)
             self._adopt_incumbents(out, level)
             # only an exactly 0/1 assignment is known infeasible and may be cut off
-            integral = not any(v.kind == "binary" for v in verified.violations)
+            integral = not any(v.kind is ViolationKind.BINARY for v in verified.violations)
             return (Status.FEASIBLE if self.best else Status.NO_SOLUTION), False, (
                 raw.x if integral else None)
         self._offer(verified, level)
@@ -372,7 +372,7 @@ class _Solve:
         elif message and raw.status is not Status.NO_SOLUTION:
             self.messages.append(message)
         self.attempts.append(Attempt(
-            level=level, status=raw.status.name, solver_status=raw.solver_status,
+            level=level, status=raw.status, solver_status=raw.solver_status,
             objective=raw.objective, verified=None if v is None else v.ok, message=message,
             lower_seconds=out.lower_seconds, solve_seconds=out.solve_seconds,
         ))

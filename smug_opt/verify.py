@@ -9,6 +9,7 @@ bound cannot decide is evaluated in exact dyadic arithmetic (:mod:`smug_opt.exac
 
 from __future__ import annotations
 
+import enum
 from collections.abc import Callable
 from dataclasses import dataclass
 from fractions import Fraction
@@ -18,23 +19,33 @@ import numpy as np
 from smug_opt import exact
 from smug_opt.ir import Problem, Sense, VarKind
 
-__all__ = ["Verification", "Violation", "snap_binaries", "verify"]
+__all__ = ["Verification", "Violation", "ViolationKind", "snap_binaries", "verify"]
 
 _U = 2.0**-53
 _TINY = 2.0**-1060
+
+
+@enum.unique
+class ViolationKind(enum.Enum):
+    """What a violation breaks; ``index`` then names the variable, row or ReLU."""
+
+    BINARY = "binary"  # a binary variable is not 0 or 1
+    BOUND = "bound"  # a variable is outside its bounds
+    ROW = "row"  # a linear row does not hold
+    RELU_BOUND = "relu-bound"  # a ReLU's pre-activation is outside its declared bounds
 
 
 @dataclass(frozen=True)
 class Violation:
     """One failed requirement: which kind, which index, and by how much (approximately)."""
 
-    kind: str  # "binary", "bound", "row", "relu-bound"
+    kind: ViolationKind
     index: int
     amount: float
     detail: str
 
     def __str__(self) -> str:
-        return f"{self.kind} {self.index}: {self.detail}"
+        return f"{self.kind.value} {self.index}: {self.detail}"
 
 
 @dataclass(frozen=True)
@@ -119,7 +130,7 @@ def verify(problem: Problem, x: np.ndarray, *, max_listed: int = 20) -> Verifica
 
     binary = problem.kinds == VarKind.BINARY
     for j in np.flatnonzero(binary & (x != 0) & (x != 1)).tolist():
-        report(Violation("binary", j, abs(x[j] - round(x[j])), f"value {x[j]!r} is not 0 or 1"))
+        report(Violation(ViolationKind.BINARY, j, abs(x[j] - round(x[j])), f"value {x[j]!r} is not 0 or 1"))
 
     exact_vals = _complete(problem, x)
     xf = x.copy()
@@ -132,13 +143,13 @@ def verify(problem: Problem, x: np.ndarray, *, max_listed: int = 20) -> Verifica
     # bounds: plain variables exactly as given, relu outputs by their exact value
     plain = ~binary & ~is_relu_out
     for j in np.flatnonzero(plain & ((x < problem.lb) | (x > problem.ub))).tolist():
-        report(Violation("bound", j, float(max(problem.lb[j] - x[j], x[j] - problem.ub[j])),
+        report(Violation(ViolationKind.BOUND, j, float(max(problem.lb[j] - x[j], x[j] - problem.ub[j])),
                          f"value {x[j]!r} outside [{problem.lb[j]!r}, {problem.ub[j]!r}]"))
     for r, j in enumerate(problem.relu_out.tolist()):
         y = exact.to_fraction(exact_vals[j])
         z = exact.to_fraction(exact_vals[-1 - r])
         if y < Fraction(problem.lb[j]) or y > Fraction(problem.ub[j]):
-            report(Violation("bound", j, float(max(Fraction(problem.lb[j]) - y,
+            report(Violation(ViolationKind.BOUND, j, float(max(Fraction(problem.lb[j]) - y,
                                                    y - Fraction(problem.ub[j]))),
                              f"relu output {float(y)!r} outside [{problem.lb[j]!r}, "
                              f"{problem.ub[j]!r}]"))
@@ -146,7 +157,8 @@ def verify(problem: Problem, x: np.ndarray, *, max_listed: int = 20) -> Verifica
         below = np.isfinite(zlo) and z < Fraction(zlo)
         above = np.isfinite(zhi) and z > Fraction(zhi)
         if below or above:
-            report(Violation("relu-bound", r, float(Fraction(zlo) - z if below else z - Fraction(zhi)),
+            amount = float(Fraction(zlo) - z if below else z - Fraction(zhi))
+            report(Violation(ViolationKind.RELU_BOUND, r, amount,
                              f"pre-activation {float(z)!r} outside the declared bounds "
                              f"[{zlo!r}, {zhi!r}]"))
 
@@ -200,7 +212,7 @@ def _check_rows(
 
 def _row_violation(problem: Problem, i: int, diff: float) -> Violation:
     sense = Sense(problem.senses[i])
-    return Violation("row", i, abs(diff),
+    return Violation(ViolationKind.ROW, i, abs(diff),
                      f"activity - rhs = {diff!r}, required {sense.symbol} 0")
 
 

@@ -42,7 +42,7 @@ def test_time_limit_with_a_solution_is_feasible_never_optimal(backend: str) -> N
     start = time.monotonic()
     result = solve(_cover(0), backend, time_limit=1.5)
     wall = time.monotonic() - start
-    assert [a.status for a in result.attempts] == ["FEASIBLE"], result.attempts
+    assert [a.status for a in result.attempts] == [Status.FEASIBLE], result.attempts
     assert result.status is Status.FEASIBLE and not result.killed
     assert result.bound is not None and result.bound <= result.objective
     assert 0 < result.gap < 1
@@ -52,7 +52,7 @@ def test_time_limit_with_a_solution_is_feasible_never_optimal(backend: str) -> N
 
 def test_time_limit_without_a_solution_is_no_solution(backend: str) -> None:
     result = solve(hard_instance(), backend, time_limit=1.5)
-    assert [a.status for a in result.attempts] == ["NO_SOLUTION"], result.attempts
+    assert [a.status for a in result.attempts] == [Status.NO_SOLUTION], result.attempts
     assert result.status is Status.NO_SOLUTION and result.x is None and not result.killed
 
 

@@ -8,7 +8,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from smug_opt import Problem, ProblemBuilder, exact, verify
-from smug_opt.verify import snap_binaries
+from smug_opt.verify import ViolationKind, snap_binaries
 
 floats = st.floats(min_value=-1e6, max_value=1e6, allow_nan=False, allow_infinity=False,
                    allow_subnormal=True)
@@ -59,7 +59,7 @@ def test_declared_relu_bounds_are_checked():
     y = b.add_continuous(1, 0.0, 5.0)
     b.add_relus(y, [[3.0]], m, 0.0, lo=-1.0, hi=2.0)  # wrong: z reaches 3
     v = verify(b.build(), np.array([1.0, 0.0]))
-    assert not v.ok and v.violations[0].kind == "relu-bound"
+    assert not v.ok and v.violations[0].kind is ViolationKind.RELU_BOUND
 
 
 def test_non_binary_values_fail_and_snap_rounds_close_ones():
