@@ -10,7 +10,7 @@ import numpy as np
 
 from smug_opt.backend import Status
 
-__all__ = ["PROOFS", "Attempt", "SolveResult", "Timings"]
+__all__ = ["PROOFS", "Attempt", "RaceEntry", "SolveResult", "Timings"]
 
 PROOFS = ("exact", "solver")
 """Values of :attr:`SolveResult.proof` (None for statuses that claim no proof)."""
@@ -42,6 +42,21 @@ class Attempt:
     message: str
     lower_seconds: float
     solve_seconds: float
+
+
+@dataclass(frozen=True)
+class RaceEntry:
+    """One backend's part in a race (``backend="auto"`` or ``"a,b,c"``): how its own solve
+    ended, when (seconds since the race began), and what it contributed to the result."""
+
+    backend: str
+    status: str
+    objective: float | None
+    bound: float | None
+    seconds: float
+    proved: bool  # its proof (or its bound meeting the best solution) decided the race
+    best_solution: bool  # it found the solution returned
+    best_bound: bool  # it proved the bound returned
 
 
 @dataclass(frozen=True)
@@ -86,6 +101,7 @@ class SolveResult:
     proof: str | None = None
     numeric_issues: tuple[str, ...] = ()  # inputs outside the float-faithful range (smug_opt.numeric_range)
     metadata: dict[str, Any] = field(default_factory=dict)
+    race: tuple[RaceEntry, ...] = ()  # the raced backends, for backend "auto" or "a,b,c"
     strengthening: dict[str, Any] | None = None
 
     @property

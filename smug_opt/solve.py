@@ -13,16 +13,18 @@ claim (bounds, objective tolerances, proofs) are one contract.
 from __future__ import annotations
 
 import math
+import threading
 import time
 from collections.abc import Mapping
 from dataclasses import replace
-from typing import Any
+from typing import Any, Protocol
 
 import numpy as np
 
 from smug_opt.backend import RawResult, SolveOptions, Status
 from smug_opt.ir import Problem, Sense
 from smug_opt.numeric_range import numeric_issues
+from smug_opt.portfolio import is_race
 from smug_opt.registry import backend_class
 from smug_opt.result import Attempt, SolveResult, Timings
 from smug_opt.spawn import resolve_memory_limit
@@ -83,6 +85,7 @@ def solve(
     strengthen: bool | Pieces = False,
     certify: bool | None = None,
     start: Any = PROBLEM_START,
+    workers: int | None = None,
 ) -> SolveResult:
     """Minimise ``problem`` on ``backend`` and return a verified :class:`SolveResult`.
 
@@ -108,15 +111,21 @@ def solve(
     and is handed to the backend. The default takes the start an encoder attached to the
     problem (``metadata["start"]``, e.g. a greedy mask); None solves without one.
     With ``strengthen`` the parts solved are other problems: the start is not used.
+
+    ``backend="auto"`` races the backends measured best for the problem's class, and
+    ``"a,b,c"`` races those (:mod:`smug_opt.portfolio`): up to ``workers`` (default the CPU
+    count) at once, always in isolated workers, sharing verified incumbents; the first
+    proof ends the race and ``result.race`` says what each backend contributed.
     """
     started = time.monotonic()
     result = _solve(problem, backend, time_limit=time_limit, threads=threads, seed=seed,
                     relative_gap=relative_gap, verbose=verbose, extras=extras, isolate=isolate,
-                    grace=grace, memory_limit=memory_limit, strengthen=strengthen, start=start)
+                    grace=grace, memory_limit=memory_limit, strengthen=strengthen, start=start,
+                    workers=workers)
     issues = numeric_issues(problem)
     if issues:
         result = replace(result, numeric_issues=tuple(map(str, issues)))
-        if not backend_class(backend).capabilities.exact:
+        if is_race(backend) or not backend_class(backend).capabilities.exact:
             note = ("input outside the float-faithful range, so a floating-point solver saw an "
                     "approximation: " + "; ".join(map(str, issues)))
             result = replace(result, message="; ".join(m for m in (result.message, note) if m))
@@ -134,10 +143,19 @@ def solve(
 def _solve(problem: Problem, backend: str, *, time_limit: float | None, threads: int, seed: int,
            relative_gap: float, verbose: bool, extras: Mapping[str, Any] | None, isolate: bool,
            grace: float, memory_limit: float | None, strengthen: bool | Pieces,
-           start: Any) -> SolveResult:
+           start: Any, workers: int | None) -> SolveResult:
     if not isinstance(problem, Problem):
         raise TypeError(f"problem must be a smug_opt.Problem, got {type(problem).__name__}")
     memory_limit_mb = resolve_memory_limit(memory_limit)
+    if is_race(backend):
+        if strengthen is not False:
+            raise ValueError("strengthen is not supported with a race (backend 'auto' or 'a,b,c')")
+        from smug_opt.portfolio import race
+
+        options = SolveOptions(time_limit=time_limit, threads=threads, seed=seed,
+                               relative_gap=relative_gap, verbose=verbose, extras=dict(extras or {}))
+        return race(problem, backend, options, grace=grace, memory_limit_mb=memory_limit_mb,
+                    start=start_values(problem, start), workers=workers)
     cls = backend_class(backend)
     cls.check_extras(extras or {})
     options = SolveOptions(time_limit=time_limit, threads=threads, seed=seed,
@@ -184,13 +202,30 @@ def start_values(problem: Problem, start: Any = PROBLEM_START) -> np.ndarray | N
     return x
 
 
+class RaceLink(Protocol):
+    """What a solve in a race (:mod:`smug_opt.portfolio`) shares with the others."""
+
+    cancel: threading.Event  # set when the race is decided: stop at once
+
+    def best(self) -> Verification | None:
+        """The best verified solution any backend has found so far."""
+
+    def incumbent(self, x: np.ndarray, objective: float) -> None:
+        """An improving solution streamed by this solve's worker (not yet verified)."""
+
+    def report(self, best: Verification | None, bound: float | None) -> None:
+        """This solve's verified best and certified bound after an attempt."""
+
+
 class _Solve:
     """The state of one solve across tightening levels."""
 
     def __init__(self, problem: Problem, backend: str, solver: str, levels: int,
                  options: SolveOptions, isolate: bool, grace: float, *, exact_backend: bool,
-                 memory_limit_mb: float | None = None, start: np.ndarray | None = None) -> None:
+                 memory_limit_mb: float | None = None, start: np.ndarray | None = None,
+                 race: RaceLink | None = None) -> None:
         self.problem = problem
+        self.race = race
         self.memory_limit_mb = memory_limit_mb
         self.exact_backend = exact_backend
         self.backend = backend
@@ -225,6 +260,18 @@ class _Solve:
         self.incumbents.append((time.monotonic() - self.start, float(v.objective)))
         self.options = replace(self.options, start=v.x)
 
+    def _join_race(self) -> bool:
+        """Before an attempt in a race: False when the race is decided; else take the best
+        verified incumbent any backend has shared, if it beats this solve's own."""
+        assert self.race is not None
+        if self.race.cancel.is_set():
+            self.messages.append("stopped: the race was decided by another backend")
+            return False
+        shared = self.race.best()
+        if shared is not None and (self.best is None or shared.objective < self.best[1].objective):
+            self._take_start(shared.x)
+        return True
+
     def _proven(self) -> bool:
         """The incumbent meets the proven bound: nothing left to search."""
         if self.best is None or not math.isfinite(self.lower_bound):
@@ -249,12 +296,18 @@ class _Solve:
             if remaining is not None and remaining <= 0:
                 self.messages.append("time limit reached")
                 break
+            if self.race is not None and not self._join_race():
+                break
             opts = self.options if remaining is None else _with_limit(self.options, remaining)
             hard = None if self.deadline is None else self.deadline + self.grace
             outcome = run_attempt(self.backend, attempt_problem, opts, level,
                                   hard_deadline=hard, isolate=self.isolate,
-                                  memory_limit_mb=self.memory_limit_mb)
+                                  memory_limit_mb=self.memory_limit_mb,
+                                  cancel=None if self.race is None else self.race.cancel,
+                                  on_incumbent=None if self.race is None else self.race.incumbent)
             status, done, rejected = self._absorb(level, outcome)
+            if self.race is not None:
+                self.race.report(self.best[1] if self.best else None, self._certified()[1])
             if done:
                 break
             if (level == 0 and rejected is not None and cuts < MAX_NOGOOD_CUTS
@@ -276,6 +329,10 @@ class _Solve:
         elapsed_at = time.monotonic() - self.start - out.wall_seconds
         self.incumbents.extend((elapsed_at + t, obj) for t, obj, _ in out.incumbents)
         raw = out.raw
+        if out.cancelled:
+            self.messages.append("stopped: the race was decided by another backend")
+            self._adopt_incumbents(out, level)
+            return (Status.FEASIBLE if self.best else Status.NO_SOLUTION), True, None
         if raw is None:
             why = (f"killed {self.grace:g}s past the time limit" if out.killed
                    else out.crash or "worker failed")

@@ -29,6 +29,7 @@ import threading
 import time
 import traceback
 import weakref
+from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from multiprocessing.connection import Connection
 from typing import Any
@@ -39,7 +40,13 @@ from smug_opt.backend import Backend, RawResult, SolveOptions, Status
 from smug_opt.ir import Problem
 from smug_opt.spawn import POLL_SECONDS, MemoryWatch, kill_group, resident_mb, spawn
 
-__all__ = ["RECYCLE_MB", "AttemptOutcome", "child_main", "run_attempt", "shutdown_workers"]
+IncumbentListener = Callable[[np.ndarray, float], None]
+"""Told of each improving solution a worker streams back: ``(x, objective)``."""
+
+__all__ = ["RECYCLE_MB", "AttemptOutcome", "child_main", "run_attempt", "shutdown_workers",
+           "warm_workers"]
+
+CANCELLED = "cancelled"
 
 RECYCLE_MB = 256.0
 """A worker still this many MB above its idle footprint after a solve is replaced."""
@@ -58,6 +65,7 @@ class AttemptOutcome:
     crash: str | None = None  # the worker died (segfault, ...) or passed its memory limit
     peak_rss_mb: float | None = None
     memory_exceeded: bool = False  # killed for passing its memory limit (``crash`` says so)
+    cancelled: bool = False  # stopped because the caller's ``cancel`` event was set
 
 
 # ------------------------------------------------------------------ child side
@@ -157,10 +165,13 @@ class _Worker:
         self.idle_mb: float | None = None
         self.cached_token = None
 
-    def _await_ready(self, deadline: float | None, watch: MemoryWatch) -> str | None:
+    def _await_ready(self, deadline: float | None, watch: MemoryWatch,
+                     cancel: threading.Event | None = None) -> str | None:
         while not self.ready:
             if watch.over():
                 return watch.message()
+            if cancel is not None and cancel.is_set():
+                return CANCELLED
             timeout = POLL_SECONDS
             if deadline is not None:
                 timeout = min(timeout, deadline - time.monotonic())
@@ -197,10 +208,14 @@ class _Worker:
             self.kill()
 
     def run(self, token: int, problem: Problem, options: SolveOptions, level: int,
-            hard_deadline: float | None, memory_limit_mb: float | None) -> AttemptOutcome:
+            hard_deadline: float | None, memory_limit_mb: float | None,
+            cancel: threading.Event | None = None,
+            on_incumbent: IncumbentListener | None = None) -> AttemptOutcome:
         start = time.monotonic()
         watch = MemoryWatch(self.proc.pid, memory_limit_mb)
-        failure = self._await_ready(hard_deadline, watch)
+        failure = self._await_ready(hard_deadline, watch, cancel)
+        if failure == CANCELLED:  # still starting: left to finish, warm for the next solve
+            return AttemptOutcome(None, cancelled=True, wall_seconds=time.monotonic() - start)
         if failure is not None:
             killed = hard_deadline is not None and time.monotonic() >= hard_deadline
             self.restart()
@@ -223,6 +238,10 @@ class _Worker:
                         outcome.killed = True
                         self.restart()
                         break
+                if cancel is not None and cancel.is_set():
+                    outcome.cancelled = True
+                    self.restart()  # the replacement warms up while the caller goes on
+                    break
                 if not self.conn.poll(timeout):
                     if watch.over():
                         outcome.crash, outcome.memory_exceeded = watch.message(), True
@@ -233,6 +252,8 @@ class _Worker:
                 msg = self.conn.recv()
                 if msg[0] == "incumbent":
                     outcome.incumbents.append(msg[1:])
+                    if on_incumbent is not None:
+                        on_incumbent(msg[3], msg[2])
                     continue
                 _, outcome.raw, outcome.lower_seconds, outcome.solve_seconds, peak, now = msg
                 outcome.peak_rss_mb = max(peak, watch.peak_mb)
@@ -277,11 +298,16 @@ def run_attempt(
     hard_deadline: float | None,
     isolate: bool = True,
     memory_limit_mb: float | None = None,
+    cancel: threading.Event | None = None,
+    on_incumbent: IncumbentListener | None = None,
 ) -> AttemptOutcome:
     """Run one tightening level of one solve; ``hard_deadline`` is a ``time.monotonic()``
     instant after which an isolated worker is killed (None: no hard limit), as is one whose
     process group holds more than ``memory_limit_mb`` resident (None: no budget; not
-    enforced with ``isolate=False``, where the caller's own process would be the victim)."""
+    enforced with ``isolate=False``, where the caller's own process would be the victim).
+    An isolated worker is also killed as soon as ``cancel`` is set (a race was decided
+    elsewhere), and each improving solution it streams goes to ``on_incumbent(x, objective)``
+    as it arrives."""
     if not isolate:
         from smug_opt.registry import backend_class
 
@@ -293,7 +319,18 @@ def run_attempt(
                               peak_rss_mb=_peak_rss_mb())
     worker = _worker(backend_name)
     with worker.lock:
-        return worker.run(_token(problem), problem, options, level, hard_deadline, memory_limit_mb)
+        return worker.run(_token(problem), problem, options, level, hard_deadline, memory_limit_mb,
+                          cancel, on_incumbent)
+
+
+def warm_workers(backend_names: list[str], timeout: float = 60.0) -> None:
+    """Start (if needed) and wait for the workers of ``backend_names``, so that a race's
+    first solve is not charged their start-up (imports), as a single backend's is not."""
+    deadline = time.monotonic() + timeout
+    for name in backend_names:
+        worker = _worker(name)
+        with worker.lock:
+            worker._await_ready(deadline, MemoryWatch(worker.proc.pid, None))
 
 
 def shutdown_workers() -> None:

@@ -87,13 +87,20 @@ def main(fd: int, parent_pid: int) -> None:
     job = conn.recv()
     try:
         from smug_opt import load_problem, solve, verify
+        from smug_opt.portfolio import AUTO, race_backends
         from smug_opt.registry import backend_class
         from smug_opt.strengthen import Pieces
+        from smug_opt.workers import warm_workers
 
         problem = load_problem(job.instance.problem_path)
-        cls = backend_class(backend_name(job.backend))
-        cls.warm_up()  # the backend's own start-up imports are not solve time
-        version = cls.solver_version()
+        if backend_name(job.backend) == AUTO:  # a race: its workers' start-up is not solve time
+            raced = race_backends(problem, AUTO)
+            warm_workers(raced)
+            version = "race of " + ", ".join(backend_class(name).solver_version() for name in raced)
+        else:
+            cls = backend_class(backend_name(job.backend))
+            cls.warm_up()  # the backend's own start-up imports are not solve time
+            version = cls.solver_version()
     except Exception as exc:
         conn.send(("failed", f"before the solve: {_describe(exc)}"))
         return

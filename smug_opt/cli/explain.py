@@ -132,9 +132,12 @@ def _check_args(args: argparse.Namespace) -> None:
         if bad:
             raise ValueError(message)
     if args.method == "smug":
+        from smug_opt.portfolio import is_race
         from smug_opt.registry import backend_class
 
-        backend_class(args.backend)  # an unknown or unusable backend: the installed ones are named
+        for name in ([] if args.backend == "auto" else args.backend.split(",") if is_race(args.backend)
+                     else [args.backend]):
+            backend_class(name.strip())  # an unknown or unusable backend: the installed ones are named
     check_executor_options(args)
     if args.input is not None and not args.input.exists():
         raise FileNotFoundError(f"--input {args.input}: no such file or folder")

@@ -18,7 +18,10 @@ __all__ = ["add_parser", "add_solver_options", "add_strengthen_options", "proof_
 def add_solver_options(p: argparse.ArgumentParser, *, default_backend: str = "highs") -> None:
     """The flags every solving command shares."""
     p.add_argument("--backend", default=default_backend,
-                   help=f"backend name (see `smug-opt backends`; default {default_backend})")
+                   help=f"backend name (see `smug-opt backends`; default {default_backend}), 'auto' "
+                        f"(race the backends measured best for the problem) or a race 'a,b,c'")
+    p.add_argument("--race-workers", type=int, default=None, metavar="N",
+                   help="with a race: backends run at once (default: the CPU count)")
     p.add_argument("--time-limit", type=float, default=60.0,
                    help="seconds for the whole solve, lowering included (default 60)")
     p.add_argument("--threads", type=int, default=1, help="solver threads (default 1)")
@@ -73,7 +76,8 @@ def solver_kwargs(args: argparse.Namespace) -> dict[str, object]:
         extras[key.strip()] = _parse_value(value.strip())
     return {"backend": args.backend, "time_limit": args.time_limit, "threads": args.threads,
             "seed": args.seed, "relative_gap": args.gap, "extras": extras,
-            "memory_limit": args.memory_limit, "strengthen": strengthen_setting(args)}
+            "memory_limit": args.memory_limit, "strengthen": strengthen_setting(args),
+            "workers": args.race_workers}
 
 
 def proof_line(result: SolveResult) -> str:
@@ -141,6 +145,10 @@ def run(args: argparse.Namespace) -> int:
                      f"{st['cuts']} cuts, {st['clauses']} clauses, {st['rows_removed']} rows "
                      f"removed, {st['fixed_on']} fixed on, {st['fixed_off']} fixed off, "
                      f"{st['parts']} part(s)") + f" ({t.strengthen:.3f}s)")
+        from smug_opt.portfolio import describe
+
+        for line in describe(result):
+            print(f"race       {line}")
         for issue in result.numeric_issues:
             print(f"numeric    {issue}")
         if result.message:

@@ -1,0 +1,96 @@
+"""The racing portfolio (backend "auto" and "a,b,c"): proofs, kills, shared incumbents,
+the measured choice of backends, and agreement with brute force."""
+
+from __future__ import annotations
+
+import time
+
+import numpy as np
+import pytest
+
+from smug_opt import Problem, ProblemBuilder, Status, solve, verify
+from smug_opt.portfolio import LARGE_ROWS, auto_backends, describe, race_backends
+from smug_opt.testing import brute_force
+from smug_opt.testing.instances import mixed, relu_network
+
+
+def _cover() -> Problem:
+    return Problem.from_arrays([[1, 1, 0, 0, 1], [0, 1, 1, 0, 0], [0, 0, 1, 1, 1], [1, 0, 0, 1, 0]],
+                               ">=", 1.0)
+
+
+def test_the_first_proof_ends_the_race_and_the_rest_are_killed(toy_plugin: str) -> None:
+    start = time.monotonic()
+    r = solve(_cover(), "toy-bruteforce,toy-hang", time_limit=30)
+    wall = time.monotonic() - start
+    assert r.status is Status.OPTIMAL and r.objective == 2.0 and verify(_cover(), r.x).ok
+    assert wall < 15, f"the hanging backend was not stopped ({wall:.1f}s)"
+    entries = {e.backend: e for e in r.race}
+    assert entries["toy-bruteforce"].proved and entries["toy-bruteforce"].best_solution
+    assert not entries["toy-hang"].proved and entries["toy-hang"].status in ("NO_SOLUTION", "FEASIBLE")
+    assert r.backend == "toy-bruteforce,toy-hang"
+    assert any("proved it" in line for line in describe(r))
+
+
+def test_a_start_and_a_bound_from_different_backends_prove_together(toy_plugin: str) -> None:
+    # toy-hang never answers; HiGHS proves the bound 2; the optimal start is the solution
+    r = solve(_cover(), "highs,toy-hang", time_limit=30, start=[0, 1, 0, 1, 0])
+    assert r.status is Status.OPTIMAL and r.objective == 2.0 and r.bound == 2.0
+
+
+def test_a_race_without_a_proof_keeps_the_best_solution_and_bound(toy_plugin: str) -> None:
+    start = np.ones(5)
+    r = solve(_cover(), "toy-hang,toy-crash", time_limit=1.0, grace=0.5, start=start)
+    assert r.status is Status.FEASIBLE and r.objective == 5.0 and r.bound is None
+    assert len(r.race) == 2
+
+
+@pytest.mark.parametrize("seed", [1, 2, 3, 4])
+def test_auto_agrees_with_brute_force(seed: int) -> None:
+    for problem in (mixed(seed), relu_network(seed)):
+        expected = brute_force(problem)
+        r = solve(problem, "auto", time_limit=30)
+        assert r.status is Status.OPTIMAL and r.objective == float(expected.objective), r.message
+        assert verify(problem, r.x).ok
+
+
+def test_auto_chooses_by_problem_class() -> None:
+    assert auto_backends(relu_network(1))[:2] == ("cpsat", "highs")
+    assert auto_backends(mixed(1))[:2] == ("highs", "mip-cbc")
+    big = Problem.from_arrays(np.ones((LARGE_ROWS, 3)), ">", 0.5)
+    assert auto_backends(big)[:2] == ("highs", "z3")
+    assert race_backends(mixed(1), "auto", workers=2) == ["highs", "mip-cbc"]
+    assert race_backends(mixed(1), "auto", workers=1) == ["highs"]
+    assert race_backends(mixed(1), "scip, z3") == ["scip", "z3"]
+
+
+@pytest.mark.parametrize(("backend", "error"), [("highs,nope", "nope"), ("highs,highs", "distinct"),
+                                                (",", "distinct")])
+def test_bad_races_are_named(backend: str, error: str) -> None:
+    with pytest.raises(ValueError, match=error):
+        solve(_cover(), backend)
+
+
+def test_strengthening_is_refused_in_a_race() -> None:
+    with pytest.raises(ValueError, match="race"):
+        solve(_cover(), "auto", strengthen=True)
+
+
+def test_race_result_is_json_ready() -> None:
+    import json
+
+    r = solve(_cover(), "highs,mip-cbc", time_limit=20)
+    out = json.loads(json.dumps(r.to_dict()))
+    assert {e["backend"] for e in out["race"]} == {"highs", "mip-cbc"}
+
+
+def test_builder_problem_with_relus_races_cpsat_first() -> None:
+    b = ProblemBuilder()
+    m = b.add_binaries(2)
+    y = b.add_continuous(1, 0.0, 10.0)
+    b.add_relus(y, np.array([[1.0, 1.0]]), m, np.array([-0.5]), lo=-0.5, hi=1.5)
+    b.add_constraints(np.array([[1.0]]), y, ">", 0.7)
+    b.set_objective(m, 1.0)
+    r = solve(b.build(), "auto", time_limit=20)
+    assert r.status is Status.OPTIMAL and r.objective == 2.0
+    assert r.race[0].backend == "cpsat"
