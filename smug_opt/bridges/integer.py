@@ -223,7 +223,7 @@ class _RealRows:
 
 def _big_m_rows(problem: Problem) -> _RealRows:
     """``to_milp`` at level 0: ReLUs as big-M rows with phase binaries."""
-    form = to_milp(problem, 0)
+    form = to_milp(problem, 0, widen=False)
     z_lo, z_hi, _, _ = relu_preactivation_bounds(problem)
     defines, at = [], problem.num_rows
     for y, lo, hi in zip(problem.relu_out.tolist(), z_lo.tolist(), z_hi.tolist(), strict=True):

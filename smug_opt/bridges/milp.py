@@ -35,12 +35,13 @@ __all__ = ["MAX_SOLVER_COST", "MilpForm", "SolverObjective", "big_m_relus", "sol
 _MARGIN_BASE = 1e-7
 
 LEVEL0_WIDENING = 1e-7
-"""At level 0, when the binaries determine every other variable, each of the problem's
-(scaled) rows is widened outward by ``1e-7·(1 + ||a||_1)``, the solvers' primal
-feasibility tolerance: a binary assignment that meets a row exactly (a tie) is then
-strictly inside the solver's model rather than on its tolerance edge, where HiGHS and CBC
-were seen to declare feasible ties infeasible (issue 9, R1/R4/R14). Still a relaxation;
-the exact check decides every assignment the solver returns."""
+"""At level 0, when the binaries determine every other variable, every (scaled) row, the
+big-M ReLU rows included, is widened outward by ``1e-7·(1 + ||a||_1)``, the solvers'
+primal feasibility tolerance: a binary assignment that meets a row exactly (a tie, or a
+ReLU at its bound) is then strictly inside the solver's model rather than on its
+tolerance edge, where HiGHS and CBC were seen to call feasible ties infeasible or cut
+off the optimum (issue 9, R1/R4/R14, campaign F2). Still a relaxation: the exact check
+recomputes ReLU outputs from the binaries and decides every assignment returned."""
 
 
 def strict_margin(level: int, row_norm1: np.ndarray | float) -> np.ndarray | float:
@@ -254,8 +255,9 @@ def big_m_relus(problem: Problem, z_lo: np.ndarray, z_hi: np.ndarray, lb: np.nda
     return block, np.array(blo, dtype=np.float64), np.array(bhi, dtype=np.float64), n_phase
 
 
-def to_milp(problem: Problem, level: int = 0) -> MilpForm:
-    """Lower ``problem`` to a :class:`MilpForm` at tightening ``level``."""
+def to_milp(problem: Problem, level: int = 0, *, widen: bool = True) -> MilpForm:
+    """Lower ``problem`` to a :class:`MilpForm` at tightening ``level``; ``widen=False``
+    leaves out the level-0 widening (:data:`LEVEL0_WIDENING`), for exact integer solvers."""
     n = problem.num_vars
     z_lo, z_hi, lb, ub = relu_preactivation_bounds(problem)
     rows, lo_parts, hi_parts = [problem.A], [], []
@@ -287,10 +289,10 @@ def to_milp(problem: Problem, level: int = 0) -> MilpForm:
                                                         np.zeros(A.shape[0] - problem.num_rows, bool)]))
     m = problem.num_rows
     norm1 = np.asarray(abs(A[:m]).sum(axis=1)).ravel()
-    if level == 0 and problem.determined_by_binaries:
-        tighten = -LEVEL0_WIDENING * (1.0 + norm1)
-        row_lo[:m] = np.where(np.isfinite(row_lo[:m]), row_lo[:m] + tighten, row_lo[:m])
-        row_hi[:m] = np.where(np.isfinite(row_hi[:m]), row_hi[:m] - tighten, row_hi[:m])
+    if level == 0 and widen and problem.determined_by_binaries:
+        widening = LEVEL0_WIDENING * (1.0 + np.asarray(abs(A).sum(axis=1)).ravel())
+        row_lo = np.where(np.isfinite(row_lo), row_lo - widening, row_lo)
+        row_hi = np.where(np.isfinite(row_hi), row_hi + widening, row_hi)
     if level > 0:
         tighten = np.where(strict, strict_margin(level, norm1),
                            np.where(nonstrict, strict_margin(level - 1, norm1), 0.0))
