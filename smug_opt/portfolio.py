@@ -28,7 +28,9 @@ import math
 import os
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, replace
+from typing import Any
 
 import numpy as np
 
@@ -179,25 +181,26 @@ class _Link:
 
 
 def race(problem: Problem, backend: str, options: SolveOptions, *, grace: float,
-         memory_limit_mb: float | None, start: np.ndarray | None,
-         workers: int | None = None) -> SolveResult:
+         memory_limit_mb: float | None, start: np.ndarray | None, solve_loop: Callable[..., Any],
+         tolerance: float, workers: int | None = None) -> SolveResult:
     """Race the backends ``backend`` names (see :func:`race_backends`) on ``problem`` and
-    return one verified result. Always runs in isolated workers (a race needs kills)."""
-    from smug_opt.solve import _Solve, objective_tolerance
-
+    return one verified result. Always runs in isolated workers (a race needs kills).
+    ``solve_loop`` is the core's per-backend solve loop and ``tolerance`` the problem's
+    objective tolerance, both handed in by :mod:`smug_opt.solve` (which this module must
+    not import: it calls this one)."""
     names = race_backends(problem, backend, workers)
     started = time.monotonic()
-    board = _Board(problem, objective_tolerance(problem))
+    board = _Board(problem, tolerance)
     entries = [_Entry(name) for name in names]
 
     def run(entry: _Entry) -> None:
         cls = backend_class(entry.name)
         try:
             cls.check_extras(options.extras)
-            solve = _Solve(problem, entry.name, cls.solver_version(), cls.levels, options,
-                           True, grace, exact_backend=cls.capabilities.exact,
-                           memory_limit_mb=memory_limit_mb, start=start,
-                           race=_Link(board, entry.name))
+            solve = solve_loop(problem, entry.name, cls.solver_version(), cls.levels, options,
+                               True, grace, exact_backend=cls.capabilities.exact,
+                               memory_limit_mb=memory_limit_mb, start=start,
+                               race=_Link(board, entry.name))
             entry.result = solve.run()
         except Exception as exc:  # one failing backend must not end the race
             entry.result = _failed(problem, entry.name, options, f"{type(exc).__name__}: {exc}")

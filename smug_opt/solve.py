@@ -155,7 +155,8 @@ def _solve(problem: Problem, backend: str, *, time_limit: float | None, threads:
         options = SolveOptions(time_limit=time_limit, threads=threads, seed=seed,
                                relative_gap=relative_gap, verbose=verbose, extras=dict(extras or {}))
         return race(problem, backend, options, grace=grace, memory_limit_mb=memory_limit_mb,
-                    start=start_values(problem, start), workers=workers)
+                    start=start_values(problem, start), solve_loop=_Solve,
+                    tolerance=objective_tolerance(problem), workers=workers)
     cls = backend_class(backend)
     cls.check_extras(extras or {})
     options = SolveOptions(time_limit=time_limit, threads=threads, seed=seed,
