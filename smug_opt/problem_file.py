@@ -68,8 +68,10 @@ def load_problem(path: str | os.PathLike[str]) -> Problem:
         raise FileNotFoundError(f"no problem file at {target}")
     try:
         arrays = np.load(target, allow_pickle=False)
-    except (zipfile.BadZipFile, ValueError, OSError) as exc:
-        raise ValueError(f"{target} is not a smug-opt problem file ({exc})") from None
+    except (zipfile.BadZipFile, ValueError, OSError):
+        raise ValueError(f"{target} is not a smug-opt problem file (those are written by "
+                         "save_problem or `smug-opt bench`: a numpy .npz archive with a header)"
+                         ) from None
     with arrays:
         if "header" not in arrays.files:
             raise ValueError(f"{target} is not a smug-opt problem file (no header)")

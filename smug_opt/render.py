@@ -87,7 +87,10 @@ def text_html(tokens: Sequence[str], saliency: np.ndarray, path: str | Path, *,
     return out
 
 
-def text_terminal(tokens: Sequence[str], saliency: np.ndarray) -> str:
-    """The tokens with kept ones on a green background (ANSI colours)."""
+def text_terminal(tokens: Sequence[str], saliency: np.ndarray, *, colour: bool = True) -> str:
+    """The tokens with kept ones on a green background (ANSI colours), or in [brackets]
+    without ``colour`` (for pipes and files)."""
     scores = np.asarray(saliency, dtype=np.float64).reshape(-1)
+    if not colour:
+        return " ".join(f"[{t}]" if scores[i] > 0 else t for i, t in enumerate(tokens))
     return " ".join(f"\033[42;30m{t}\033[0m" if scores[i] > 0 else t for i, t in enumerate(tokens))

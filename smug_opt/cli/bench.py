@@ -8,6 +8,7 @@ from pathlib import Path
 
 from smug_opt.cli.options import add_executor_options, check_executor_options, executor_from_args
 from smug_opt.cli.solve import add_strengthen_options, strengthen_setting
+from smug_opt.outputs import check_out_dir
 
 __all__ = ["add_parser", "run"]
 
@@ -17,7 +18,9 @@ def add_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParse
                               description="Benchmark backends on suites of saved problems.")
     sub = p.add_subparsers(dest="bench_command", metavar="{list,run,report}", required=True)
 
-    sub.add_parser("list", help="the registered suites, their instance counts and readiness")
+    sub.add_parser("list", help="the registered suites, their instance counts and readiness",
+                   description="List the registered benchmark suites: instances, how many are "
+                               "cached, whether each is ready to run, and what it holds.")
 
     r = sub.add_parser("run", help="run backends on suites; resumable, results appended as JSONL")
     source = r.add_argument_group("instances (at least one)")
@@ -25,14 +28,15 @@ def add_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParse
                         help="a registered suite (repeatable; see `smug-opt bench list`)")
     source.add_argument("--instances", action="append", default=[], metavar="DIR", type=Path,
                         help="a folder of .smug problem files (repeatable)")
-    r.add_argument("--backends", default="all",
+    r.add_argument("--backend", "--backends", dest="backends", default="all",
                    help="'all' (every usable backend) or names separated by commas (default all)")
     r.add_argument("--time-limit", type=float, default=60.0, help="seconds per job (default 60)")
     r.add_argument("--repeats", type=int, default=1, help="runs of each job (default 1)")
     r.add_argument("--threads", type=int, default=1, help="solver threads (default 1)")
     r.add_argument("--seed", type=int, default=0, help="solver seed, the same for every repeat (default 0)")
     r.add_argument("--grace", type=float, default=None,
-                   help="seconds past the limit before a job is killed (default 5)")
+                   help="seconds past the limit before a job process is killed (default 5: a "
+                        "whole job process, unlike solve's warm worker, whose grace is 1 s)")
     r.add_argument("--memory-limit", type=float, default=None, metavar="MB",
                    help="kill a job whose resident memory passes MB (default: 1/8 of the "
                         "machine's RAM, at least 1024; inf: no limit)")
@@ -44,7 +48,10 @@ def add_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParse
     r.add_argument("--retry-errors", action="store_true", help="also re-run jobs recorded as ERROR")
     r.add_argument("--quiet", action="store_true", help="no progress bar")
 
-    rep = sub.add_parser("report", help="markdown + JSON + PNG figures for a run directory")
+    rep = sub.add_parser("report", help="markdown + JSON + PNG figures for a run directory",
+                         description="Summarise a benchmark run: per-backend solved counts, times, "
+                                     "performance profiles and the virtual best, as markdown, JSON "
+                                     "and PNG figures (optionally compared with an earlier run).")
     rep.add_argument("run_dir", type=Path, help="a directory written by `smug-opt bench run`")
     rep.add_argument("--compare", type=Path, default=None, metavar="RUN_DIR",
                      help="an earlier run: show per-backend deltas")
@@ -80,6 +87,12 @@ def _run(args: argparse.Namespace) -> int:
     if not (args.suite or args.instances):
         raise ValueError("give --suite NAME or --instances DIR (see `smug-opt bench list`)")
     check_executor_options(args)
+    if not args.time_limit > 0:
+        raise ValueError(f"--time-limit must be positive, got {args.time_limit:g}")
+    if args.repeats < 1:
+        raise ValueError(f"--repeats must be at least 1, got {args.repeats}")
+    if args.out is not None:
+        check_out_dir(args.out)
     config = RunConfig(
         backends=resolve_backends(args.backends), time_limit=args.time_limit,
         suites=tuple(args.suite), instance_dirs=tuple(str(d) for d in args.instances),
@@ -89,6 +102,7 @@ def _run(args: argparse.Namespace) -> int:
         strengthen=_strengthen_text(args),
     )
     out = args.out or Path("bench") / "+".join([*args.suite, *(d.resolve().name for d in args.instances)])
+    check_out_dir(out)
     with executor_from_args(args) as executor:
         try:
             outcome = run_benchmark(config, out, executor=executor, quiet=args.quiet,
@@ -113,6 +127,10 @@ def _strengthen_text(args: argparse.Namespace) -> str:
 def _report(args: argparse.Namespace) -> int:
     from smug_opt.bench.report import write_report
 
+    if not args.run_dir.is_dir():
+        raise ValueError(f"{args.run_dir} is not a run folder (written by `smug-opt bench run`)")
+    if args.out is not None:
+        check_out_dir(args.out)
     files = write_report(args.run_dir, compare_with=args.compare, out_dir=args.out)
     if not args.quiet:
         print(files.markdown.read_text())

@@ -8,7 +8,12 @@ from pathlib import Path
 
 import numpy as np
 
-from smug_opt.cli.options import add_executor_options, check_executor_options, executor_from_args
+from smug_opt.cli.options import (
+    add_executor_options,
+    check_executor_options,
+    check_model_arg,
+    executor_from_args,
+)
 from smug_opt.outputs import check_out_dir
 
 __all__ = ["add_parser", "run"]
@@ -73,6 +78,8 @@ def _check_args(args: argparse.Namespace) -> None:
 
         backend_class(args.backend)
     check_executor_options(args)
+    if args.model is not None:
+        check_model_arg(args.model)
     check_out_dir(args.out)
 
 

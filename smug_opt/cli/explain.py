@@ -5,17 +5,25 @@ from __future__ import annotations
 import argparse
 import json
 import math
+import re
 import shutil
 import sys
 import tempfile
+import warnings
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
 from smug_opt.batch import ExplainSettings
-from smug_opt.cli.options import add_executor_options, check_executor_options, executor_from_args
+from smug_opt.cli.options import (
+    add_executor_options,
+    check_executor_options,
+    check_model_arg,
+    executor_from_args,
+)
 from smug_opt.cli.solve import add_solver_options, solver_kwargs
+from smug_opt.console import use_colour
 from smug_opt.inputs import PREPROCESSING
 from smug_opt.outputs import check_out_dir, replace_run_files
 
@@ -47,7 +55,10 @@ def add_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParse
                           "holding one input per row, explains each (a batch run: records.jsonl, "
                           "arrays/*.npz, summary.md). Images of another size are resized to the "
                           "model's input (bilinear); arrays never are")
-    src.add_argument("--tokens", help="a text to explain (embedded text model's vocabulary)")
+    src.add_argument("--tokens", help="a text to explain (embedded text model's vocabulary: "
+                     "see --list-vocab; unknown words become <unk>, with a warning)")
+    src.add_argument("--list-vocab", action="store_true",
+                     help="print the embedded text model's vocabulary and exit")
     src.add_argument("--index", type=int, default=0,
                      help="which held-out example of the embedded data (default 0)")
     src.add_argument("--pixel-scale", type=float, default=255.0,
@@ -93,11 +104,16 @@ def _say(args: argparse.Namespace, message: str) -> None:
 
 def _embedded_example(name: str, index: int, tokens: str | None) -> tuple[np.ndarray, dict[str, Any]]:
     if name == EMBEDDED_TEXT_MODEL:
-        from smug_opt.data.text import default_vocabulary, load_reviews
+        from smug_opt.data.text import UNK_ID, default_vocabulary, load_reviews
 
         vocab = default_vocabulary()
         if tokens is not None:
-            return vocab.encode(tokens), {"text": tokens}
+            ids = vocab.encode(tokens)
+            unknown = [w for w in re.findall(r"[\w']+", tokens.lower()) if vocab.id(w) == UNK_ID]
+            if unknown:
+                warnings.warn(f"{len(unknown)} word(s) not in the vocabulary become <unk>: "
+                              f"{', '.join(dict.fromkeys(unknown))} (see --list-vocab)", stacklevel=2)
+            return ids, {"text": tokens, "unknown_words": unknown}
         reviews = load_reviews()
         if not 0 <= index < len(reviews.x_test):
             raise ValueError(f"--index must be in [0, {len(reviews.x_test)}), got {index}")
@@ -139,10 +155,14 @@ def _check_args(args: argparse.Namespace) -> None:
                      else [args.backend]):
             backend_class(name.strip())  # an unknown or unusable backend: the installed ones are named
     check_executor_options(args)
+    if args.model is not None:
+        check_model_arg(args.model)
     if args.input is not None and not args.input.exists():
         raise FileNotFoundError(f"--input {args.input}: no such file or folder")
     if args.input is not None and args.tokens is not None:
         raise ValueError("give --input or --tokens, not both")
+    if args.tokens is not None and not re.findall(r"[\w']+", args.tokens):
+        raise ValueError(f"--tokens {args.tokens!r} holds no word to explain")
     check_out_dir(args.out)
 
 
@@ -169,7 +189,21 @@ def _npy_rows(path: Path) -> tuple[int, ...] | None:
         raise ValueError(f"--input {path} is not a numeric .npy array ({exc})") from None
 
 
+def _list_vocab() -> int:
+    from smug_opt.data.text import NEGATIVE_WORDS, POSITIVE_WORDS, default_vocabulary
+
+    vocab = default_vocabulary()
+    print(f"positive words: {' '.join(POSITIVE_WORDS)}")
+    print(f"negative words: {' '.join(NEGATIVE_WORDS)}")
+    fillers = [w for w in vocab.words[2:] if w not in POSITIVE_WORDS and w not in NEGATIVE_WORDS]
+    print(f"neutral filler words ({len(fillers)}): {' '.join(fillers)}")
+    print(f"special: <pad> (id 0, fills the {vocab.seq_len} positions), <unk> (id 1, any other word)")
+    return 0
+
+
 def run(args: argparse.Namespace) -> int:
+    if args.list_vocab:
+        return _list_vocab()
     _check_args(args)
     name = args.model or (EMBEDDED_TEXT_MODEL if args.tokens else EMBEDDED_IMAGE_MODEL)
     settings = _settings(args, name)
@@ -324,7 +358,7 @@ def _render(e: Any, x: np.ndarray, name: str, info: dict[str, Any], out: Path) -
                      title=f"SMUG explanation (target {e.target})")
     kept = e.saliency.reshape(-1) > 0
     shown = [w for w, pad in zip(words, np.asarray(x).reshape(-1) == 0, strict=True) if not pad]
-    print(render.text_terminal(shown, e.saliency.reshape(-1)[: len(shown)]))
+    print(render.text_terminal(shown, e.saliency.reshape(-1)[: len(shown)], colour=use_colour()))
     if rationale is not None:
         hits = int((kept & rationale).sum())
         print(f"planted rationale: {hits}/{int(rationale.sum())} recalled, "

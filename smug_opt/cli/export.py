@@ -37,7 +37,8 @@ def add_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParse
                               formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("problem", type=Path, help="a problem file (.smug)")
     p.add_argument("--to", dest="fmt", required=True, choices=FORMATS, help="output format")
-    p.add_argument("-o", "--output", type=Path, required=True, help="output file")
+    p.add_argument("--out", "-o", "--output", dest="output", type=Path, required=True,
+                   help="output file (-o/--output: older spellings of --out)")
     p.add_argument("--level", type=int, default=None,
                    help=f"lp/mps: strict-row margin level (default {DEFAULT_LEVEL}; 0: no margin, a "
                         "relaxation)")
@@ -51,6 +52,7 @@ def add_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParse
 def run(args: argparse.Namespace) -> int:
     from smug_opt import load_problem
     from smug_opt.export import DEFAULT_LEVEL, export
+    from smug_opt.outputs import check_out_file
 
     if args.fmt == "smt2" and args.level is not None:
         raise ValueError("--level applies to lp and mps; smt2 is exact (strict rows stay strict)")
@@ -58,6 +60,7 @@ def run(args: argparse.Namespace) -> int:
         raise ValueError("--dialect and --bound apply to --to smt2")
     if args.bound is not None and args.dialect != "standard":
         raise ValueError("--bound needs --dialect standard (the z3 dialect minimises)")
+    check_out_file(args.output)
     problem = load_problem(args.problem)
     export(problem, args.fmt, args.output, level=DEFAULT_LEVEL if args.level is None else args.level,
            dialect=args.dialect or "z3", bound=args.bound)

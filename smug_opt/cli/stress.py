@@ -14,9 +14,11 @@ def add_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParse
                     "mask exactly and in the model, and write results.jsonl, table.md and table.json.")
     p.add_argument("suite", choices=["mnist"], help="the instance suite")
     p.add_argument("--n", type=int, default=100, help="number of held-out digits (default 100)")
-    p.add_argument("--backends", default="highs",
-                   help="comma-separated backend names (default highs; see `smug-opt backends`)")
-    p.add_argument("--time-limit", type=float, default=600.0, help="seconds per solve (default 600)")
+    p.add_argument("--backend", "--backends", dest="backends", default="highs",
+                   help="backend names separated by commas (default highs; see `smug-opt backends`)")
+    p.add_argument("--time-limit", type=float, default=600.0,
+                   help="seconds per solve (default 600: the whole network is a much harder problem "
+                        "than explain's first layer, whose default is 60)")
     p.add_argument("--out", default="stress", help="output directory (default ./stress)")
     p.add_argument("--bounds", choices=["lp", "interval", "none"], default="lp",
                    help="pre-activation bounds: interval then LP (default), interval, or none")
@@ -31,7 +33,30 @@ def add_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParse
     return p
 
 
+def _check_args(args: argparse.Namespace) -> None:
+    """Reject bad flags before any model loads."""
+    from smug_opt.cli.options import check_model_arg
+    from smug_opt.outputs import check_out_dir
+    from smug_opt.registry import backend_class
+
+    for bad, message in [
+        (args.n < 1, f"--n must be at least 1, got {args.n}"),
+        (not args.time_limit > 0, f"--time-limit must be positive, got {args.time_limit:g}"),
+        (args.cell < 1, f"--cell must be at least 1, got {args.cell}"),
+    ]:
+        if bad:
+            raise ValueError(message)
+    names = [b.strip() for b in args.backends.split(",") if b.strip()]
+    if not names:
+        raise ValueError("--backend: give at least one backend name")
+    for name in names:
+        backend_class(name)
+    check_model_arg(args.model)
+    check_out_dir(args.out)
+
+
 def run(args: argparse.Namespace) -> int:
+    _check_args(args)
     from smug_opt.stress import run_stress, stress_markdown
 
     table = run_stress(

@@ -1,0 +1,211 @@
+"""The command line as a new user meets it (issue 12's polish list): the real ``smug-opt``
+command in a subprocess, bad input caught before any model loads, clear messages, no noise."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+SMUG_OPT = shutil.which("smug-opt")
+pytestmark = pytest.mark.skipif(SMUG_OPT is None, reason="the smug-opt command is not installed")
+
+
+def smug(*args: str, env: dict[str, str] | None = None, timeout: float = 600) -> subprocess.CompletedProcess:
+    return subprocess.run([SMUG_OPT, *args], capture_output=True, text=True, timeout=timeout,
+                          env={**os.environ, **(env or {})})
+
+
+def cheap(*args: str) -> subprocess.CompletedProcess:
+    """Run a command that must fail fast, and check it failed before TensorFlow was imported."""
+    done = smug(*args, env={"PYTHONPROFILEIMPORTTIME": "1"})
+    imported = [line for line in done.stderr.splitlines() if line.startswith("import time:")]
+    assert imported, "PYTHONPROFILEIMPORTTIME gave no import lines"
+    assert not [line for line in imported if line.split("|")[-1].strip() in ("tensorflow", "keras")], \
+        f"{args} imported TensorFlow before rejecting its arguments"
+    done.stderr = "\n".join(line for line in done.stderr.splitlines() if not line.startswith("import time:"))
+    assert done.returncode == 1, (args, done.returncode, done.stderr[-2000:])
+    assert "Traceback" not in done.stderr, done.stderr[-2000:]
+    return done
+
+
+@pytest.fixture
+def a_file(tmp_path) -> Path:
+    path = tmp_path / "taken"
+    path.write_text("not a folder\n")
+    return path
+
+
+@pytest.fixture
+def problem_file(tmp_path) -> Path:
+    from smug_opt import Problem, save_problem
+
+    path = tmp_path / "p.smug"
+    save_problem(Problem.from_arrays(np.array([[1.0, 1.0]]), [">="], [1.0]), path)
+    return path
+
+
+# item 2: an --out that is a file (or under one) is refused before any work, naming --out
+@pytest.mark.parametrize("command", [
+    ["explain"], ["explain", "--method", "smug_base"], ["stress", "mnist", "--n", "1"],
+    ["evaluate", "--n", "1"], ["bench", "run", "--suite", "synthetic"],
+])
+@pytest.mark.parametrize("under", [False, True])
+def test_out_that_is_a_file_is_refused_before_work(command, under, a_file):
+    out = a_file / "sub" if under else a_file
+    done = cheap(*command, "--out", str(out))
+    assert ("--out" in done.stderr and "is a file" in done.stderr) or "is under" in done.stderr
+
+
+def test_export_and_bench_report_refuse_a_file_out(a_file, problem_file, tmp_path):
+    done = cheap("export", str(problem_file), "--to", "lp", "--out", str(a_file / "x.lp"))
+    assert "--out" in done.stderr
+    done = cheap("export", str(problem_file), "--to", "lp", "-o", str(tmp_path))  # the old spelling
+    assert "is a folder" in done.stderr
+    done = cheap("bench", "report", str(tmp_path), "--out", str(a_file))
+    assert "--out" in done.stderr
+
+
+# item 7 (and 13's --gamma -1): bad arguments are rejected before the model loads
+@pytest.mark.parametrize("args, message", [
+    (["--k", "-3"], "--k must be at least 1"),
+    (["--time-limit", "0"], "--time-limit must be positive"),
+    (["--backend", "nosuch"], "nosuch"),
+    (["--cell", "0"], "--cell must be at least 1"),
+    (["--gamma", "-1"], "--gamma must be at least 0"),
+    (["--target", "-1"], "--target"),
+    (["--tokens", ""], "holds no word"),
+    (["--model", "no-such-model"], "not an embedded model"),
+    (["--workers", "0", "--input", "."], "--workers must be at least 1"),
+    (["--executor", "dask", "--input", "."], "--scheduler"),
+])
+def test_explain_rejects_bad_arguments_before_loading(args, message):
+    assert message in cheap("explain", *args).stderr
+
+
+def test_stress_and_evaluate_reject_bad_arguments_before_loading():
+    assert "--n must be at least 1" in cheap("stress", "mnist", "--n", "0").stderr
+    assert "nosuch" in cheap("stress", "mnist", "--backend", "nosuch").stderr
+    assert "--n must be at least 1" in cheap("evaluate", "--n", "0").stderr
+    assert "--gamma must be at least 0" in cheap("evaluate", "--gamma", "-1").stderr
+
+
+# item 8: misleading errors
+def test_errors_name_the_real_problem(tmp_path):
+    junk = tmp_path / "junk.smug"
+    junk.write_bytes(b"\x93NUMPY junk")
+    done = cheap("solve", str(junk))
+    assert "not a smug-opt problem file" in done.stderr and "allow_pickle" not in done.stderr
+    assert "is a folder" in cheap("solve", str(tmp_path)).stderr
+    fake = tmp_path / "model.keras"
+    fake.write_text("not a model")
+    done = cheap("explain", "--model", str(fake), "--input", str(fake))
+    assert "is not a Keras model file" in done.stderr and "not found" not in done.stderr.lower()
+
+
+def test_python_names_are_shown_as_flags():
+    from smug_opt.cli import flag_names
+
+    assert flag_names("time_limit must be positive; relative_gap too") == \
+        "--time-limit must be positive; --gap too"
+    assert flag_names("my_time_limit_x") == "my_time_limit_x"
+
+
+# item 13: an infeasible solve exits non-zero (3: no solution), a failed bench run leaves nothing
+def test_infeasible_solve_exits_with_no_solution_code(tmp_path):
+    from smug_opt import Problem, save_problem
+
+    path = tmp_path / "infeasible.smug"
+    save_problem(Problem.from_arrays(np.array([[1.0, 1.0]]), [">"], [2.0]), path)
+    done = smug("solve", str(path), "--time-limit", "20")
+    assert done.returncode == 3 and "INFEASIBLE" in done.stdout, done.stderr[-2000:]
+    assert "Exit status" in smug("solve", "--help").stdout
+
+
+def test_bench_run_with_an_unknown_backend_leaves_no_folder(tmp_path):
+    out = tmp_path / "run"
+    done = cheap("bench", "run", "--suite", "synthetic", "--backend", "nosuch", "--out", str(out))
+    assert "nosuch" in done.stderr and not out.exists()
+
+
+# item 11: one spelling per flag, old ones kept as aliases; help says why defaults differ
+def test_flags_are_spelled_alike_everywhere():
+    for command in (["stress", "mnist"], ["bench", "run"], ["explain"], ["evaluate"]):
+        assert "--backend" in smug(*command, "--help").stdout, command
+    assert "--out" in smug("export", "--help").stdout
+    stress_help = " ".join(smug("stress", "mnist", "--help").stdout.split())
+    assert "explain's first layer" in stress_help
+    for sub in ("list", "report"):
+        text = smug("bench", sub, "--help").stdout
+        assert len(text.split("\n\n")) >= 3, f"bench {sub} --help has no description"
+    for command in (["explain"], ["evaluate"], ["bench", "run"]):
+        text = smug(*command, "--help").stdout
+        assert all(flag in text for flag in ("--workers", "--executor", "--scheduler")), command
+
+
+# item 6: the vocabulary can be listed
+def test_list_vocab_is_instant_and_complete():
+    done = smug("explain", "--list-vocab", env={"PYTHONPROFILEIMPORTTIME": "1"})
+    assert done.returncode == 0 and "superb" in done.stdout and "<unk>" in done.stdout
+    assert "tensorflow" not in done.stderr
+
+
+def test_overlay_has_a_title_and_a_legend(tmp_path):
+    from PIL import Image
+
+    from smug_opt import render
+
+    image = np.zeros((28, 28))
+    saliency = np.zeros((28, 28))
+    saliency[10:12, 10:12] = 1.0
+    bare = Image.open(render.overlay_png(image, saliency, tmp_path / "a.png", title=""))
+    titled = Image.open(render.overlay_png(image, saliency, tmp_path / "b.png", title="smug: class 3"))
+    assert titled.height > bare.height  # a title band above the legend band
+    legend_band = np.asarray(bare.convert("RGB"))[-14:]
+    assert (legend_band != 255).any()  # the legend is written, not blank
+
+
+def test_text_without_a_terminal_has_no_ansi():
+    from smug_opt import render
+
+    assert render.text_terminal(["a", "b"], np.array([1.0, 0.0]), colour=False) == "[a] b"
+    assert "\033[" in render.text_terminal(["a", "b"], np.array([1.0, 0.0]), colour=True)
+
+
+# items 3, 5, 6, 10: one real model per run (slower)
+def test_text_explain_is_quiet_plain_and_warns_about_unknown_words(tmp_path):
+    done = smug("explain", "--tokens", "a superb balanced beer", "--out", str(tmp_path / "t"), "--quiet")
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert "\033[" not in done.stdout  # a pipe gets no colours
+    assert "positive" in done.stdout or "negative" in done.stdout  # the class by name
+    lines = [line for line in done.stderr.splitlines() if line.strip()]
+    assert lines == ["smug-opt: warning: 2 word(s) not in the vocabulary become <unk>: a, beer "
+                     "(see --list-vocab)"], lines  # nothing else: no absl/oneDNN, no source lines
+    record = json.loads((tmp_path / "t" / "record.json").read_text())
+    assert record["unknown_words"] == ["a", "beer"]
+
+
+def test_rerun_into_one_folder_replaces_the_previous_run_and_resizes_images(tmp_path):
+    from PIL import Image
+
+    from smug_opt.data.mnist import load_digits
+
+    out = tmp_path / "results"
+    text = smug("explain", "--tokens", "superb beer", "--method", "smug_base", "--out", str(out))
+    assert text.returncode == 0 and (out / "explanation.html").exists(), text.stderr[-2000:]
+    big = tmp_path / "big.png"
+    digit = (load_digits().x_test[0][..., 0] * 255).astype(np.uint8)
+    Image.fromarray(digit).resize((100, 100)).save(big)
+    image = smug("explain", "--input", str(big), "--method", "smug_base", "--out", str(out))
+    assert image.returncode == 0, image.stderr[-2000:]
+    assert "resized" in image.stderr and "100x100" in image.stderr
+    assert "replaced the previous run's files" in image.stderr and "explanation.html" in image.stderr
+    assert sorted(p.name for p in out.iterdir()) == ["cell_mask.npy", "mask.npy", "overlay.png",
+                                                     "record.json", "saliency.npy"]
+    assert json.loads((out / "record.json").read_text())["resized_from"] == [100, 100]
+    assert not [p for p in tmp_path.iterdir() if p.name.startswith(".results")]  # no staging left
