@@ -65,7 +65,7 @@ class CpSatBackend(Backend):
     name: ClassVar[str] = "cpsat"
     description: ClassVar[str] = "OR-Tools CP-SAT (rows scaled to integers by powers of two, native max ReLU)"
     requires: ClassVar[tuple[str, ...]] = ("ortools",)
-    extra: ClassVar[str] = "cpsat"
+    pip_extra: ClassVar[str] = "cpsat"
     capabilities: ClassVar[Capabilities] = Capabilities(relu=True, incumbents=True)
     levels: ClassVar[int] = 4
     options: ClassVar[Mapping[str, str]] = MappingProxyType({

@@ -32,7 +32,7 @@ class HighsBackend(Backend):
     name: ClassVar[str] = "highs"
     description: ClassVar[str] = "HiGHS MILP via highspy (margins for strict rows, big-M ReLU)"
     requires: ClassVar[tuple[str, ...]] = ("highspy",)
-    extra: ClassVar[str] = "highs"
+    pip_extra: ClassVar[str] = "highs"
     capabilities: ClassVar[Capabilities] = Capabilities(relu=True, incumbents=True)
     levels: ClassVar[int] = 4
     options: ClassVar[Mapping[str, str]] = MappingProxyType({

@@ -77,7 +77,7 @@ class MipCbcBackend(Backend):
     name: ClassVar[str] = "mip-cbc"
     description: ClassVar[str] = "CBC via python-mip (shared library; margins, big-M ReLU)"
     requires: ClassVar[tuple[str, ...]] = ("mip",)
-    extra: ClassVar[str] = "mip"
+    pip_extra: ClassVar[str] = "mip"
     capabilities: ClassVar[Capabilities] = Capabilities(relu=True)
     levels: ClassVar[int] = 4
     options: ClassVar[Mapping[str, str]] = MappingProxyType({name: "python-mip Model setting" for name in (

@@ -74,7 +74,7 @@ class PulpCbcBackend(Backend):
     name: ClassVar[str] = "pulp-cbc"
     description: ClassVar[str] = "CBC bundled with PuLP (PULP_CBC_CMD, MPS file; margins, big-M ReLU)"
     requires: ClassVar[tuple[str, ...]] = ("pulp",)
-    extra: ClassVar[str] = "pulp"
+    pip_extra: ClassVar[str] = "pulp"
     capabilities: ClassVar[Capabilities] = Capabilities(relu=True)
     levels: ClassVar[int] = 4
     options: ClassVar[Mapping[str, str]] = MappingProxyType({name: "CBC command-line option" for name in (

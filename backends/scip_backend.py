@@ -66,7 +66,7 @@ class ScipBackend(Backend):
     name: ClassVar[str] = "scip"
     description: ClassVar[str] = "SCIP via PySCIPOpt (margins for strict rows, big-M ReLU)"
     requires: ClassVar[tuple[str, ...]] = ("pyscipopt",)
-    extra: ClassVar[str] = "scip"
+    pip_extra: ClassVar[str] = "scip"
     capabilities: ClassVar[Capabilities] = Capabilities(relu=True, incumbents=True)
     levels: ClassVar[int] = 4
     options: ClassVar[Mapping[str, str]] = MappingProxyType({

@@ -84,7 +84,7 @@ class Z3Backend(Backend):
     name: ClassVar[str] = "z3"
     description: ClassVar[str] = "z3 Optimize: exact rationals and strict inequalities, or pseudo-Boolean"
     requires: ClassVar[tuple[str, ...]] = ("z3",)
-    extra: ClassVar[str] = "z3"
+    pip_extra: ClassVar[str] = "z3"
     capabilities: ClassVar[Capabilities] = Capabilities(strict_inequalities=True, relu=True,
                                                         incumbents=True, exact=True)
     levels: ClassVar[int] = 4

@@ -121,7 +121,7 @@ class Backend(ABC):
     name: ClassVar[str]
     description: ClassVar[str] = ""
     requires: ClassVar[tuple[str, ...]] = ()  # import names of the solver packages
-    extra: ClassVar[str] = ""  # pip extra that installs them: smug-opt[extra]
+    pip_extra: ClassVar[str] = ""  # the pip extra that installs them: smug-opt[pip_extra]
     capabilities: ClassVar[Capabilities] = Capabilities()
     levels: ClassVar[int] = 1  # tightening levels the backend implements
     # the ``extras`` keys the backend accepts: name -> what it does. The core rejects any
@@ -140,7 +140,7 @@ class Backend(ABC):
         missing = [m for m in cls.requires if importlib.util.find_spec(m) is None]
         if not missing:
             return None
-        hint = f'pip install "smug-opt[{cls.extra}]"' if cls.extra else f"pip install {missing[0]}"
+        hint = f'pip install "smug-opt[{cls.pip_extra}]"' if cls.pip_extra else f"pip install {missing[0]}"
         return f"missing Python package(s) {', '.join(missing)}: {hint}"
 
     @classmethod

@@ -136,4 +136,4 @@ class ToyMissingSolver(ToyBruteForce):
 
     name: ClassVar[str] = "toy-missing-solver"
     requires: ClassVar[tuple[str, ...]] = ("smug_opt_toy_solver_not_installed",)
-    extra: ClassVar[str] = "toy-solver"
+    pip_extra: ClassVar[str] = "toy-solver"
