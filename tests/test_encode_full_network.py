@@ -4,6 +4,7 @@ bounds that never cut off a feasible mask; the real-model check; clear errors.""
 from __future__ import annotations
 
 import itertools
+import math
 import sys
 from fractions import Fraction
 
@@ -176,8 +177,9 @@ def test_bounds_hold_for_every_feasible_mask(seed: int, max_cells: str | None) -
         lo[kept] = problem.relu_lo[: kept.size]
         hi[kept] = problem.relu_hi[: kept.size]
         assert np.all(z >= lo) and np.all(z <= hi), bounds
-        if previous is not None:
-            assert np.all(lo >= previous[0]) and np.all(hi <= previous[1])
+        if previous is not None:  # (an eliminated neuron's lo is -inf here: no claim)
+            both = np.isfinite(lo) & np.isfinite(previous[0])
+            assert np.all(lo[both] >= previous[0][both]) and np.all(hi <= previous[1])
         previous = (lo, hi)
 
 
@@ -363,3 +365,37 @@ def test_the_greedy_mask_is_attached_as_a_verified_start() -> None:
     full[problem.binary] = start
     assert smug_opt.verify(problem, full).ok
     assert "start" not in full_network(layers, x, bounds="interval", max_cells=None).metadata
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_enumerated_bounds_contain_every_small_mask_that_keeps_the_label(seed: int) -> None:
+    from smug_opt.encode.bounds import enumerated_bounds
+
+    layers, x, label, masks, feasible = _instance(seed, (8, 8))
+    (W1, b1), hidden, (W_out, b_out) = layers[0], layers[1:-1], layers[-1]
+    nz = np.flatnonzero(x)
+    A1 = x[nz, None] * W1[nz]
+    others = np.delete(np.arange(W_out.shape[1]), label)
+    D, d = (W_out[:, label][None, :] - W_out[:, others].T), -(b_out[label] - b_out[others])
+    for max_ones in (1, 2, 3):
+        out = enumerated_bounds(A1, b1, hidden, D, d, max_ones)
+        small = feasible & (masks[:, nz].sum(axis=1) <= max_ones)
+        if out is None:
+            assert not small.any()
+            continue
+        lo, hi = out
+        z = (masks[small] * x) @ W1 + b1
+        for k in range(len(lo)):
+            assert np.all(z >= lo[k]) and np.all(z <= hi[k]), (seed, max_ones, k)
+            W, b = hidden[k] if k < len(hidden) else (None, None)
+            if W is not None:
+                z = np.maximum(z, 0.0) @ W + b
+
+
+def test_enumeration_gives_way_to_lps_beyond_its_cap() -> None:
+    from smug_opt.encode.bounds import MAX_ENUMERATED_MASKS, enumerated_bounds
+
+    rng = np.random.default_rng(0)
+    A1 = rng.normal(size=(600, 4))
+    assert sum(math.comb(600, k) for k in range(3)) > MAX_ENUMERATED_MASKS
+    assert enumerated_bounds(A1, np.zeros(4), [], np.ones((1, 4)), np.zeros(1), 2) is None

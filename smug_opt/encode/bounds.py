@@ -18,6 +18,8 @@ interval bounds, valid for every mask).
 
 from __future__ import annotations
 
+import itertools
+import math
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -105,6 +107,73 @@ def _cardinality_bounds(A1: np.ndarray, b1: np.ndarray, max_ones: int, lo: np.nd
     return np.maximum(lo, low - slack), np.minimum(hi, high + slack)
 
 
+MAX_ENUMERATED_MASKS = 150_000
+"""Masks of at most ``max_ones`` ones are enumerated for bounds when there are no more than
+this many (e.g. up to 2 of 500 cells); beyond, LPs bound the ambiguous neurons."""
+
+_CHUNK = 8192
+
+
+def enumerated_bounds(A1: np.ndarray, b1: np.ndarray, layers: Sequence[tuple[np.ndarray, np.ndarray]],
+                      out_rows: np.ndarray, out_rhs: np.ndarray, max_ones: int
+                      ) -> tuple[list[np.ndarray], list[np.ndarray]] | None:
+    """Bounds of every hidden layer over the masks with at most ``max_ones`` ones that may
+    satisfy the output rows, by evaluating each such mask; None when there are more than
+    :data:`MAX_ENUMERATED_MASKS` or none may satisfy the rows.
+
+    Rigorous: each layer's float64 values carry a bound ``eps`` on their distance to the
+    exact values (rounding of the sums, ``2(n+3)u·magnitude``, plus the previous layer's
+    ``eps`` through ``|W|``), bounds are widened by it, and a mask is dropped only when its
+    output rows fail by more than their own error bound.
+    """
+    m = A1.shape[0]
+    if max_ones < 0 or sum(math.comb(m, k) for k in range(min(max_ones, m) + 1)) > MAX_ENUMERATED_MASKS:
+        return None
+    D = np.asarray(out_rows, dtype=np.float64)
+    abs_D = np.abs(D)
+    widths = [A1.shape[1], *(W.shape[1] for W, _ in layers)]
+    lo = [np.full(w, np.inf) for w in widths]
+    hi = [np.full(w, -np.inf) for w in widths]
+    top = np.sort(np.abs(A1), axis=0)[::-1][:max(max_ones, 1)].sum(axis=0)
+    eps1 = 2.0 * (max_ones + 3) * _U * (np.abs(b1) + top) + _TINY
+    kept = 0
+    for k in range(min(max_ones, m) + 1):
+        for idx in _combination_chunks(m, k):
+            z = b1 + A1[idx].sum(axis=1) if k else np.broadcast_to(b1, (1, b1.size))
+            values, eps = [z], [eps1]
+            for W, b in layers:  # float values, and a bound on their error for this chunk
+                h = np.maximum(values[-1], 0.0)
+                magnitude = (np.abs(b) + h @ np.abs(W)).max(axis=0)
+                eps.append(np.abs(W).T @ eps[-1] + 2.0 * (W.shape[0] + 3) * _U * magnitude + _TINY)
+                values.append(h @ W + b)
+            h_last = np.maximum(values[-1], 0.0)
+            magnitude_out = (np.abs(out_rhs) + h_last @ abs_D.T).max(axis=0)
+            err = abs_D @ eps[-1] + 2.0 * (D.shape[1] + 3) * _U * magnitude_out + _TINY
+            ok = np.all(h_last @ D.T - out_rhs >= -err, axis=1)  # may satisfy the output rows
+            if not ok.any():
+                continue
+            kept += int(ok.sum())
+            for layer, (z_layer, e) in enumerate(zip(values, eps, strict=True)):
+                lo[layer] = np.minimum(lo[layer], z_layer[ok].min(axis=0) - e)
+                hi[layer] = np.maximum(hi[layer], z_layer[ok].max(axis=0) + e)
+    return (lo, hi) if kept else None
+
+
+def _combination_chunks(m: int, k: int) -> list[np.ndarray]:
+    """All ``k``-subsets of ``range(m)`` as index arrays of shape ``(count, k)``, in chunks."""
+    if k == 0:
+        return [np.zeros((1, 0), dtype=np.int64)]
+    out, buffer = [], []
+    for combo in itertools.combinations(range(m), k):
+        buffer.append(combo)
+        if len(buffer) == _CHUNK:
+            out.append(np.array(buffer, dtype=np.int64))
+            buffer = []
+    if buffer:
+        out.append(np.array(buffer, dtype=np.int64))
+    return out
+
+
 def _intersect(old_lo: list[np.ndarray], old_hi: list[np.ndarray], lo: np.ndarray, hi: np.ndarray
                ) -> tuple[list[np.ndarray], list[np.ndarray]]:
     if not old_lo:
@@ -128,7 +197,13 @@ def network_bounds(A1: np.ndarray, b1: np.ndarray, layers: Sequence[tuple[np.nda
     lo, hi = interval_bounds(A1, b1, layers, max_ones=max_ones)
     t1 = time.perf_counter()
     lps = failures = 0
-    if mode == "lp":
+    enumerated = None
+    if mode == "lp" and max_ones is not None:
+        enumerated = enumerated_bounds(A1, b1, layers, out_rows, out_rhs, max_ones)
+    if enumerated is not None:  # as tight as bounds over the feasible masks can be: no LPs
+        for k, (e_lo, e_hi) in enumerate(zip(*enumerated, strict=True)):
+            lo[k], hi[k] = np.maximum(lo[k], e_lo), np.minimum(hi[k], e_hi)
+    elif mode == "lp":
         for k in range(len(lo)):
             ambiguous = np.flatnonzero((lo[k] < 0) & (hi[k] > 0))
             if ambiguous.size == 0:
