@@ -209,3 +209,28 @@ def test_rerun_into_one_folder_replaces_the_previous_run_and_resizes_images(tmp_
                                                      "record.json", "saliency.npy"]
     assert json.loads((out / "record.json").read_text())["resized_from"] == [100, 100]
     assert not [p for p in tmp_path.iterdir() if p.name.startswith(".results")]  # no staging left
+
+
+# items 4 and 10: evaluate takes the model explain takes (logits too), names inputs by file,
+# and resizes images by the same stated rule
+def test_evaluate_reads_a_logits_model_and_names_inputs_by_file(tmp_path):
+    import keras
+    from PIL import Image
+
+    keras.utils.set_random_seed(0)
+    model = keras.Sequential([keras.Input((28, 28, 1)), keras.layers.Conv2D(4, 3, activation="relu"),
+                              keras.layers.Flatten(), keras.layers.Dense(3)])  # logits: no softmax
+    model.save(tmp_path / "logits.keras")
+    images = tmp_path / "images"
+    images.mkdir()
+    rng = np.random.default_rng(0)
+    Image.fromarray(rng.integers(0, 255, (28, 28), dtype=np.uint8)).save(images / "cat.png")
+    Image.fromarray(rng.integers(0, 255, (40, 40), dtype=np.uint8)).save(images / "dog.png")
+    out = tmp_path / "eval"
+    done = smug("evaluate", "--model", str(tmp_path / "logits.keras"), "--images", str(images),
+                "--methods", "centerbox,maxbox", "--out", str(out), "--quiet")
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert "softmax" in done.stderr and "dog.png (40x40)" in done.stderr
+    records = [json.loads(line) for line in (out / "records.jsonl").read_text().splitlines()]
+    assert sorted({r["name"] for r in records}) == ["cat", "dog"]
+    assert all(r["lsc"] is not None for r in records)

@@ -107,6 +107,7 @@ def run(args: argparse.Namespace) -> int:
         adapter = as_adapter(args.model)
         methods = _methods(args.methods, DEFAULT_METHODS["images"])
         images, names = load_image_folder(args.images, size=adapter.input_shape[:2])
+        _say_resized(args.images, adapter.input_shape[:2])
         inputs = images.astype(np.float64) / args.pixel_scale
         outputs = np.asarray(adapter.predict(inputs))
         labels = np.argmax(outputs, axis=1)  # explain what the model predicts
@@ -146,6 +147,24 @@ def run(args: argparse.Namespace) -> int:
     for name, path in result.files.items():
         print(f"wrote {name}: {path}", file=sys.stderr)
     return 0
+
+
+def _say_resized(folder: Path, size: tuple[int, int]) -> None:
+    """One line naming the images resized to the model's input (the rule explain follows too)."""
+    from PIL import Image
+
+    from smug_opt.inputs import IMAGE_SUFFIXES
+
+    resized = []
+    for path in sorted(folder.iterdir()):
+        if path.suffix.lower() in IMAGE_SUFFIXES:
+            with Image.open(path) as img:
+                if (img.height, img.width) != tuple(size):
+                    resized.append(f"{path.name} ({img.height}x{img.width})")
+    if resized:
+        print(f"smug-opt evaluate: resized {len(resized)} image(s) to the model's {size[0]}x{size[1]} "
+              f"input (bilinear): {', '.join(resized[:5])}{' ...' if len(resized) > 5 else ''}",
+              file=sys.stderr)
 
 
 def _probabilities(outputs: np.ndarray) -> bool:

@@ -425,7 +425,7 @@ def evaluate_chunk(chunk: _Chunk) -> list[tuple[int, dict[str, MethodOutcome]]]:
     subject = (worker_cache(("evaluate", model), lambda: _load_subject(model)) if isinstance(model, str)
                else _load_subject(model))
     if chunk.settings.softmax:
-        subject = Subject(subject.target, _softmax(subject.predict_fn), subject.keras_model)
+        subject = Subject(subject.model, _softmax(subject.predict_fn), subject.keras_model)
     return [(i, _evaluate_one(subject, chunk.settings, chunk.methods, x, label, note))
             for i, x, label, note in chunk.items]
 
