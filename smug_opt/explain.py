@@ -11,7 +11,7 @@ import json
 import time
 import weakref
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -57,6 +57,8 @@ class Explanation:
     result: SolveResult | None
     params: Mapping[str, Any]
     times: Mapping[str, float] = field(default_factory=dict)
+    fixed: np.ndarray | None = None
+    """Cells kept by construction and not counted (``always_keep``, e.g. text padding)."""
 
     @property
     def ok(self) -> bool:
@@ -64,8 +66,11 @@ class Explanation:
 
     @property
     def mask_size(self) -> int | None:
-        """Kept cells (None without a mask)."""
-        return None if self.cell_mask is None else int(self.cell_mask.sum())
+        """Kept cells, not counting the ``fixed`` ones (None without a mask)."""
+        if self.cell_mask is None:
+            return None
+        free = self.cell_mask if self.fixed is None else self.cell_mask[~self.fixed]
+        return int(free.sum())
 
     @property
     def sparsity(self) -> float | None:
@@ -78,6 +83,7 @@ class Explanation:
         return {
             "method": self.method, "target": self.target, **dict(self.params),
             "neurons_used": int(self.neurons.size), "cells": int(self.grid.num_cells),
+            "cells_always_kept": 0 if self.fixed is None else int(self.fixed.sum()),
             "mask_size": self.mask_size, "sparsity": self.sparsity,
             "ig_completeness_error": float(self.attributions.completeness_error),
             "backend": None if r is None else r.backend,
@@ -148,6 +154,7 @@ def explain(
     solver_options: Mapping[str, Any] | None = None,
     ig_batch: int | None = None,
     progress: Callable[[int, int], None] | None = None,
+    always_keep: np.ndarray | None = None,
 ) -> Explanation:
     """Explain ``model``'s prediction on one input ``x`` with SMUG (or SMUG_base).
 
@@ -158,7 +165,9 @@ def explain(
     ``x`` has the model's input shape, or holds as many values in the shape the data came
     in (a 28×28 picture for an ``Input(784)`` MLP); the adapter draws the mask grid from
     the model and that shape, unless ``grid_shape`` says it. ``solver_options`` go to
-    :func:`smug_opt.solve` (threads, seed, relative_gap, extras, ...).
+    :func:`smug_opt.solve` (threads, seed, relative_gap, extras, ...). ``always_keep``
+    (bool, the mask grid's shape): positions that are not part of the input proper (text
+    padding); a cell made only of them is kept by construction and not counted.
     """
     from smug_opt.encode.first_layer import encode_first_layer
     from smug_opt.models.integrated_gradients import integrated_gradients, top_k_neurons
@@ -189,15 +198,43 @@ def explain(
               "steps": int(steps)}
     times = {"ig": t1 - t0, "encode": t2 - t1}
     result = None
+    fixed = None if always_keep is None else _fixed_cells(encoding.grid, always_keep)
+    problem = encoding.problem if fixed is None else _keep_cells(encoding.problem, fixed)
     if method == "smug_base":
         cell_mask = (np.asarray(encoding.receptive.sum(axis=0)).ravel() > 0).astype(np.float64)
+        if fixed is not None:
+            cell_mask[fixed] = 1.0
     else:
         from smug_opt.solve import solve
 
-        result = solve(encoding.problem, backend, time_limit=time_limit, **dict(solver_options or {}))
+        result = solve(problem, backend, time_limit=time_limit, **dict(solver_options or {}))
         cell_mask = None if result.x is None else np.round(result.x[: encoding.grid.num_cells])
-    return _explanation(method, attribution, neurons, encoding, cell_scores, cell_mask, result,
-                        params, times)
+    return replace(_explanation(method, attribution, neurons, encoding, cell_scores, cell_mask, result,
+                                params, times), problem=problem, fixed=fixed)
+
+
+def _fixed_cells(grid: CellGrid, always_keep: np.ndarray) -> np.ndarray:
+    """The cells made only of ``always_keep`` positions."""
+    keep = np.asarray(always_keep, dtype=bool)
+    if keep.shape != tuple(grid.spatial_shape):
+        raise ValueError(f"always_keep must have the mask grid's shape {tuple(grid.spatial_shape)}, "
+                         f"got {keep.shape}")
+    cell_of = np.asarray(grid.cell_of).reshape(-1)
+    return np.bincount(cell_of[~keep.reshape(-1)], minlength=grid.num_cells) == 0
+
+
+def _keep_cells(problem: Problem, fixed: np.ndarray) -> Problem:
+    """``problem`` with the ``fixed`` cells forced to 1 and left out of the objective."""
+    import scipy.sparse as sp
+
+    cells = np.flatnonzero(fixed)
+    if cells.size == 0:
+        return problem
+    rows = sp.csr_matrix((np.ones(cells.size), (np.arange(cells.size), cells)),
+                         shape=(cells.size, problem.num_vars))
+    objective = np.array(problem.objective, dtype=np.float64)
+    objective[cells] = 0.0
+    return replace(problem.with_constraints(rows, ">=", np.ones(cells.size)), objective=objective)
 
 
 def _explanation(

@@ -188,6 +188,9 @@ def test_text_explain_is_quiet_plain_and_warns_about_unknown_words(tmp_path):
                      "(see --list-vocab)"], lines  # nothing else: no absl/oneDNN, no source lines
     record = json.loads((tmp_path / "t" / "record.json").read_text())
     assert record["unknown_words"] == ["a", "beer"]
+    # padding is no part of the text: kept by construction, never selected or counted
+    assert "/4 tokens" in done.stdout and record["cells_always_kept"] == 96
+    assert 1 <= record["mask_size"] <= 4 and record["verified"] is True
 
 
 def test_rerun_into_one_folder_replaces_the_previous_run_and_resizes_images(tmp_path):

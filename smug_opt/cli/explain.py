@@ -284,7 +284,13 @@ def _run_single(args: argparse.Namespace, name: str, settings: ExplainSettings, 
         raise ValueError("--model was given without --input (or --tokens)")
     _say(args, f"{s.method}: k={s.k}, gamma={s.gamma}, cell={s.cell}"
                + ("" if s.method == "smug_base" else f", backend {s.backend} (limit {s.time_limit:g}s)"))
-    e = explain(adapter, x, **s.explain_kwargs(), progress=None if args.quiet else _ig_progress())
+    padding = None
+    if name == EMBEDDED_TEXT_MODEL:  # padding is no part of the text: always kept, never counted
+        from smug_opt.data.text import PAD_ID
+
+        padding = np.asarray(x).reshape(-1) == PAD_ID
+    e = explain(adapter, x, **s.explain_kwargs(), progress=None if args.quiet else _ig_progress(),
+                always_keep=padding)
     out = args.out
     out.parent.mkdir(parents=True, exist_ok=True)
     staged = Path(tempfile.mkdtemp(prefix=f".{out.name}.", dir=out.parent))
@@ -301,8 +307,9 @@ def _run_single(args: argparse.Namespace, name: str, settings: ExplainSettings, 
         _say(args, f"replaced the previous run's files in {out}/ ({', '.join(removed)})")
     r = e.result
     status = "no solver" if r is None else f"{r.status.name} ({r.verification})"
-    mask = (f"mask {e.mask_size}/{e.grid.num_cells} cells" if e.ok
-            else f"no mask (of {e.grid.num_cells} cells)")
+    cells = e.grid.num_cells - (0 if e.fixed is None else int(e.fixed.sum()))
+    unit = "tokens" if padding is not None and e.grid.cell == (1,) else "cells"
+    mask = f"mask {e.mask_size}/{cells} {unit}" if e.ok else f"no mask (of {cells} {unit})"
     print(f"{args.method} on {name}: target {_class_name(name, e.target)}, {e.neurons.size} neurons, "
           f"{mask}, status {status}")
     print(f"wrote {out}/")
