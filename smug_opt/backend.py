@@ -21,9 +21,10 @@ from abc import ABC, abstractmethod
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from types import MappingProxyType
-from typing import Any, ClassVar
+from typing import Any, ClassVar, Protocol
 
 import numpy as np
+import scipy.sparse as sp
 
 from smug_opt.ir import Problem
 
@@ -31,6 +32,7 @@ __all__ = [
     "Backend",
     "Capabilities",
     "IncumbentCallback",
+    "LpSolver",
     "RawResult",
     "SolveOptions",
     "Status",
@@ -107,6 +109,21 @@ class RawResult:
     message: str = ""
 
 
+class LpSolver(Protocol):
+    """A linear-programming solver a backend may provide (:meth:`Backend.lp_solver`) for the
+    core's bound LPs (:mod:`smug_opt.encode.bounds`): one LP whose objective changes."""
+
+    def load(self, A: sp.csr_matrix, row_lo: np.ndarray, row_hi: np.ndarray,
+             col_lb: np.ndarray, col_ub: np.ndarray) -> bool:
+        """Take ``row_lo <= A v <= row_hi``, ``col_lb <= v <= col_ub`` (±inf: no side) and
+        solve it with a zero objective; True when it is feasible."""
+
+    def minimize(self, col: int, sign: float, time_limit: float) -> np.ndarray | None:
+        """Minimise ``sign · v[col]`` (warm-started from the previous solve) within
+        ``time_limit`` seconds; the row multipliers of an optimal answer, or None. The
+        core turns any multipliers into a rigorous bound, so they need not be exact."""
+
+
 IncumbentCallback = Callable[[np.ndarray, float], None]
 """Called by a backend with each improving solution (values of the problem's variables)."""
 
@@ -159,6 +176,11 @@ class Backend(ABC):
         so that import time is not spent from a time limit. Never called in the parent."""
         for module in cls.requires:
             importlib.import_module(module)
+
+    @classmethod
+    def lp_solver(cls) -> LpSolver | None:
+        """An LP solver for the core's bound LPs, or None (the default) if the backend has none."""
+        return None
 
     @classmethod
     def solver_version(cls) -> str:

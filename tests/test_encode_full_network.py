@@ -399,3 +399,15 @@ def test_enumeration_gives_way_to_lps_beyond_its_cap() -> None:
     A1 = rng.normal(size=(600, 4))
     assert sum(math.comb(600, k) for k in range(3)) > MAX_ENUMERATED_MASKS
     assert enumerated_bounds(A1, np.zeros(4), [], np.ones((1, 4)), np.zeros(1), 2) is None
+
+
+def test_bound_lps_come_from_a_backend_s_lp_solver() -> None:
+    from smug_opt.encode.bounds import _lp_solver
+
+    solver = _lp_solver("highs")  # the default: HiGHS, through its backend
+    A = sp.csr_matrix(np.array([[1.0, 1.0]]))
+    assert solver.load(A, np.array([1.0]), np.array([np.inf]), np.zeros(2), np.ones(2))
+    y = solver.minimize(0, 1.0, 5.0)  # min v0 s.t. v0 + v1 >= 1: 0, multiplier 0
+    assert y is not None and y.shape == (1,)
+    with pytest.raises(ValueError, match="provides no LP solver"):
+        _lp_solver("z3")

@@ -27,12 +27,17 @@ from dataclasses import dataclass
 import numpy as np
 import scipy.sparse as sp
 
+from smug_opt.backend import LpSolver
+
 __all__ = ["NetworkBounds", "interval_bounds", "network_bounds"]
 
 _U = 2.0**-53
 _TINY = 2.0**-1000
 LP_SECONDS = 5.0
 """Time limit of each bound LP; one that hits it keeps the bound it had."""
+
+LP_BACKEND = "highs"
+"""The backend whose LP solver (:meth:`smug_opt.backend.Backend.lp_solver`) bounds neurons."""
 
 
 @dataclass(frozen=True, eq=False)
@@ -230,7 +235,8 @@ def network_bounds(A1: np.ndarray, b1: np.ndarray, layers: Sequence[tuple[np.nda
 
 
 class _RelaxationLP:
-    """The LP relaxation of the masked network, solved by HiGHS for one bound at a time.
+    """The LP relaxation of the masked network, solved for one bound at a time by the LP
+    solver a backend provides (``lp_backend``, HiGHS by default).
 
     Columns: ``M`` (the binaries), then per hidden layer ``z`` (pre-activations, within
     their bounds), ``h`` (outputs) and ``a`` (phase, relaxed to [0, 1], one per unstable
@@ -242,13 +248,8 @@ class _RelaxationLP:
 
     def __init__(self, A1: np.ndarray, b1: np.ndarray, layers: Sequence[tuple[np.ndarray, np.ndarray]],
                  lo: Sequence[np.ndarray], hi: Sequence[np.ndarray],
-                 out_rows: np.ndarray, out_rhs: np.ndarray, max_ones: int | None) -> None:
-        try:
-            import highspy
-        except ImportError as error:
-            raise ImportError("bounds='lp' solves its LPs with HiGHS: pip install 'smug-opt[highs]', "
-                              "or use bounds='interval'") from error
-
+                 out_rows: np.ndarray, out_rhs: np.ndarray, max_ones: int | None,
+                 lp_backend: str = LP_BACKEND) -> None:
         row_lo: list[np.ndarray] = []
         row_hi: list[np.ndarray] = []
         col_lb: list[np.ndarray] = [np.zeros(A1.shape[0])]
@@ -321,54 +322,37 @@ class _RelaxationLP:
         self.col_ub = np.concatenate(col_ub)
         self._abs_At = abs(self.A).T.tocsr()
         self._At = self.A.T.tocsr()
-
-        self._h = highspy.Highs()
-        self._h.setOptionValue("output_flag", False)
-        self._h.setOptionValue("threads", 1)
-        # only the objective changes between LPs: restart from the last basis (no presolve).
-        # Dual simplex: primal simplex was faster on 784-32-10 but stalled for minutes on
-        # one 784-64-64-10 LP; the time limit per LP is a guard (a miss keeps the bound).
-        self._h.setOptionValue("presolve", "off")
-        self._h.setOptionValue("simplex_strategy", 1)
-        inf_h = highspy.kHighsInf
-        lp = highspy.HighsLp()
-        lp.num_col_, lp.num_row_ = n, n_rows
-        lp.col_cost_ = np.zeros(n)
-        lp.col_lower_, lp.col_upper_ = self.col_lb, self.col_ub
-        lp.row_lower_ = np.where(np.isinf(self.row_lo), -inf_h, self.row_lo)
-        lp.row_upper_ = np.where(np.isinf(self.row_hi), inf_h, self.row_hi)
-        csc = self.A.tocsc()
-        lp.a_matrix_.format_ = highspy.MatrixFormat.kColwise
-        lp.a_matrix_.start_ = csc.indptr.astype(np.int32)
-        lp.a_matrix_.index_ = csc.indices.astype(np.int32)
-        lp.a_matrix_.value_ = csc.data
-        self._h.passModel(lp)
-        self._h.run()
-        self._optimal = highspy.HighsModelStatus.kOptimal
-        self.feasible = self._h.getModelStatus() == self._optimal
-        self._col: int | None = None
+        self._lp = _lp_solver(lp_backend)
+        self.feasible = self._lp.load(self.A, self.row_lo, self.row_hi, self.col_lb, self.col_ub)
 
     def bound(self, layer: int, neuron: int, *, maximise: bool) -> tuple[float, bool]:
         """A rigorous bound on ``z[layer][neuron]`` (upper if ``maximise``) and whether the
         LP answered (when it did not, the returned bound is the column's own bound)."""
         col = int(self._z_cols[layer][neuron])
         sign = -1.0 if maximise else 1.0
-        h = self._h
-        if self._col is not None and self._col != col:
-            h.changeColCost(self._col, 0.0)
-        h.changeColCost(col, sign)
-        self._col = col
-        h.setOptionValue("time_limit", h.getRunTime() + LP_SECONDS)  # HiGHS's clock runs on
-        h.run()
+        y = self._lp.minimize(col, sign, LP_SECONDS)
         fallback = float(self.col_ub[col] if maximise else self.col_lb[col])
-        if h.getModelStatus() != self._optimal:
+        if y is None:
             return fallback, False
-        y = np.asarray(h.getSolution().row_dual, dtype=np.float64)
         c = np.zeros(self.A.shape[1])
         c[col] = sign
         safe = _safe_min(c, self._At, self._abs_At, self.row_lo, self.row_hi, self.col_lb, self.col_ub, y)
         value = -safe if maximise else safe
         return (min(value, fallback), True) if maximise else (max(value, fallback), True)
+
+
+def _lp_solver(backend: str) -> LpSolver:
+    """The LP solver ``backend`` provides (:meth:`smug_opt.backend.Backend.lp_solver`)."""
+    from smug_opt.registry import backend_class
+
+    try:
+        solver = backend_class(backend).lp_solver()
+    except (ImportError, RuntimeError, ValueError) as error:
+        raise ImportError(f"bounds='lp' solves its LPs with backend {backend!r}, which is not usable "
+                          f"here ({error}); install it or use bounds='interval'") from error
+    if solver is None:
+        raise ValueError(f"backend {backend!r} provides no LP solver for bounds='lp'")
+    return solver
 
 
 def _safe_min(c: np.ndarray, At: sp.csr_matrix, abs_At: sp.csr_matrix, row_lo: np.ndarray,
