@@ -17,7 +17,7 @@ import numpy as np
 
 from smug_opt import available_backends
 from smug_opt.data.mnist import pick_test_digits
-from smug_opt.explain import explain
+from smug_opt.explanation import explain
 from smug_opt.models import zoo
 
 BACKENDS = ("highs", "cpsat", "mip-cbc", "pulp-cbc", "z3")

@@ -6,13 +6,13 @@ imported when they are used.
 
 from smug_opt.backend import Backend, Capabilities, RawResult, SolveOptions, Status
 from smug_opt.batch import explain_many
-from smug_opt.explain import Explanation, explain
+from smug_opt.explanation import Explanation, explain
 from smug_opt.ir import Problem, ProblemBuilder, Sense, VarKind
 from smug_opt.problem_file import load_problem, save_problem
 from smug_opt.registry import available_backends, backend_infos
 from smug_opt.result import SolveResult
-from smug_opt.solve import solve
-from smug_opt.verify import Verification, verify
+from smug_opt.solving import solve
+from smug_opt.verification import Verification, verify
 
 __all__ = [
     "Backend",

@@ -44,7 +44,7 @@ class ModelRef:
 
     def _load(self) -> Any:
         global _loads
-        from smug_opt.explain import as_adapter
+        from smug_opt.explanation import as_adapter
         from smug_opt.models import zoo
 
         embedded = self.name in zoo.available_models()
@@ -128,7 +128,7 @@ class _ChunkFailed:
 def _adapter(model: Any) -> tuple[Any, dict[str, Any]]:
     if isinstance(model, ModelRef):
         return model.load()
-    from smug_opt.explain import as_adapter
+    from smug_opt.explanation import as_adapter
 
     return as_adapter(model), {"model": getattr(getattr(model, "model", model), "name", "model")}
 
@@ -149,7 +149,7 @@ def _read(source: Any, adapter: Any, settings: ExplainSettings) -> tuple[np.ndar
 
 def explain_chunk(chunk: _Chunk) -> _ChunkDone:
     """Explain every input of a chunk (a task: runs wherever the executor puts it)."""
-    from smug_opt.explain import explain
+    from smug_opt.explanation import explain
 
     adapter, info = _adapter(chunk.model)
     done = []

@@ -28,7 +28,7 @@ import numpy as np
 from smug_opt.backend import Status
 from smug_opt.ir import Problem, Sense
 from smug_opt.result import SolveResult
-from smug_opt.verify import Verification, verify
+from smug_opt.verification import Verification, verify
 
 __all__ = ["ENUMERATION_BINARIES", "ENUMERATION_RELU_BINARIES", "EXACT_BACKEND", "certify"]
 
@@ -48,9 +48,9 @@ def certify(problem: Problem, result: SolveResult, *, solve: Callable[..., Solve
             memory_limit: float | None) -> SolveResult:
     """``result`` with its claim proven exactly, corrected, or downgraded (see module doc).
     Results whose claim is already exact, or that claim nothing provable, pass through.
-    ``solve`` runs the residual questions (:func:`smug_opt.solve.solve`, handed in so
+    ``solve`` runs the residual questions (:func:`smug_opt.solving.solve`, handed in so
     that this module does not import the one that calls it); ``tolerance`` is the
-    problem's :func:`~smug_opt.solve.objective_tolerance`."""
+    problem's :func:`~smug_opt.solving.objective_tolerance`."""
     if result.proof == "exact" or not (
             result.status in (Status.OPTIMAL, Status.INFEASIBLE)
             or (result.status is Status.FEASIBLE and result.x is not None)):

@@ -2,7 +2,7 @@
 with strict senses, ReLU constraints and a linear objective to minimise.
 
 Every float64 in a :class:`Problem` means the exact rational it represents; backends and
-bridges decide how to honour that on their solver, and :mod:`smug_opt.verify` checks it.
+bridges decide how to honour that on their solver, and :mod:`smug_opt.verification` checks it.
 A Problem is immutable (read-only arrays and metadata, see :mod:`smug_opt.frozen`), so it
 can be cached by identity. Its file format lives in :mod:`smug_opt.problem_file`, which
 depends on this module, not the other way round.

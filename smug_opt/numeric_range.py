@@ -2,7 +2,7 @@
 
 Every float in a problem is the exact rational it is; the exact backend (z3) and the
 exact check read it so. A float solver works to tolerances of about 1e-7 relative to a
-row's largest coefficient and 1e-9 of the objective's scale (see ``smug_opt.solve``), and
+row's largest coefficient and 1e-9 of the objective's scale (see :mod:`smug_opt.solving`), and
 the bridges rewrite what it cannot take (scaling by powers of two, dropping coefficients
 under 1e-7 of their row's largest with their mass moved to the bounds). Past the
 thresholds below, a float backend's OPTIMAL or INFEASIBLE rests on that approximation:

@@ -38,7 +38,7 @@ from smug_opt.backend import SolveOptions, Status
 from smug_opt.ir import Problem
 from smug_opt.registry import BackendUnavailableError, UnknownBackendError, backend_class
 from smug_opt.result import RaceEntry, SolveResult
-from smug_opt.verify import Verification, snap_binaries, verify
+from smug_opt.verification import Verification, snap_binaries, verify
 
 __all__ = ["AUTO", "auto_backends", "describe", "is_race", "race", "race_backends"]
 
@@ -154,7 +154,7 @@ class _Board:
 
 
 class _Link:
-    """One backend's view of the board (the core's :class:`smug_opt.solve.RaceLink`)."""
+    """One backend's view of the board (the core's :class:`smug_opt.solving.RaceLink`)."""
 
     def __init__(self, board: _Board, name: str) -> None:
         self.board = board
@@ -186,7 +186,7 @@ def race(problem: Problem, backend: str, options: SolveOptions, *, grace: float,
     """Race the backends ``backend`` names (see :func:`race_backends`) on ``problem`` and
     return one verified result. Always runs in isolated workers (a race needs kills).
     ``solve_loop`` is the core's per-backend solve loop and ``tolerance`` the problem's
-    objective tolerance, both handed in by :mod:`smug_opt.solve` (which this module must
+    objective tolerance, both handed in by :mod:`smug_opt.solving` (which this module must
     not import: it calls this one)."""
     names = race_backends(problem, backend, workers)
     started = time.monotonic()

@@ -9,7 +9,7 @@ from typing import Any
 
 import numpy as np
 
-from smug_opt.explain import display_scale
+from smug_opt.explanation import display_scale
 
 __all__ = ["overlay_png", "overlay_title", "text_html", "text_terminal"]
 

@@ -16,7 +16,7 @@ from conftest import skip_unless_usable
 
 from smug_opt import Problem, SolveOptions, Status, solve
 from smug_opt.bridges import to_milp
-from smug_opt.solve import DEFAULT_GRACE
+from smug_opt.solving import DEFAULT_GRACE
 from smug_opt.testing.instances import FIRST_LAYER, hard_instance
 
 CBC = ["pulp-cbc", "mip-cbc"]

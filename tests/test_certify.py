@@ -13,7 +13,7 @@ from test_solve_claims import _Scripted
 
 from smug_opt import Problem, RawResult, Status, registry, solve, verify
 from smug_opt.certify import ENUMERATION_BINARIES, certify
-from smug_opt.solve import objective_tolerance
+from smug_opt.solving import objective_tolerance
 
 pytestmark = pytest.mark.skipif("z3" not in registry.available_backends(), reason="needs z3")
 

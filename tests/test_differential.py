@@ -22,7 +22,7 @@ from hypothesis import HealthCheck, Phase, event, given, settings
 from hypothesis import strategies as st
 
 from smug_opt import Problem, Sense, Status, solve
-from smug_opt.solve import objective_tolerance
+from smug_opt.solving import objective_tolerance
 from smug_opt.testing import brute_force
 
 BACKENDS = [*FIRST_PARTY, "toy-bruteforce"]

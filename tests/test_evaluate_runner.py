@@ -237,7 +237,7 @@ def test_gradient_methods_run_with_a_keras_cnn():
 def test_smug_and_smug_base_flow_through_the_runner():
     os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
     keras = pytest.importorskip("keras")
-    pytest.importorskip("smug_opt.explain")
+    pytest.importorskip("smug_opt.explanation")
     pytest.importorskip("highspy")
     keras.utils.set_random_seed(0)
     model = keras.Sequential(

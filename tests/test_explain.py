@@ -9,7 +9,7 @@ import pytest
 
 from smug_opt import available_backends
 from smug_opt.data.mnist import pick_test_digits
-from smug_opt.explain import display_scale, explain
+from smug_opt.explanation import display_scale, explain
 from smug_opt.models import zoo
 
 

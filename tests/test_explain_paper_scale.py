@@ -21,7 +21,7 @@ def _inception_v1_stem():
 
 @pytest.mark.parametrize("k", [pytest.param(500), pytest.param(3000, marks=pytest.mark.slow)])
 def test_paper_scale_end_to_end(k):
-    from smug_opt.explain import explain
+    from smug_opt.explanation import explain
 
     model = _inception_v1_stem()
     x = np.random.default_rng(0).random((224, 224, 3))

@@ -16,7 +16,7 @@ from smug_opt.bridges import to_milp
 from smug_opt.export import FORMATS, export, export_margins, write_lp, write_mps
 from smug_opt.testing import brute_force
 from smug_opt.testing.instances import ALL_ZERO, EQUALITY, INFEASIBLE, mixed, relu_network
-from smug_opt.verify import snap_binaries
+from smug_opt.verification import snap_binaries
 
 highspy = pytest.importorskip("highspy")
 

@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 from smug_opt.encode.first_layer import encode_first_layer
-from smug_opt.explain import explain
+from smug_opt.explanation import explain
 from smug_opt.models import KerasAdapter
 from smug_opt.models._keras import import_keras
 

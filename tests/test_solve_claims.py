@@ -173,7 +173,7 @@ def test_unknown_options_are_rejected_before_a_worker_starts(
         backend: str, monkeypatch: pytest.MonkeyPatch) -> None:
     import sys
 
-    solve_module = sys.modules["smug_opt.solve"]
+    solve_module = sys.modules["smug_opt.solving"]
 
     def no_worker(*args: Any, **kwargs: Any) -> None:
         raise AssertionError("a worker was asked to run")

@@ -8,7 +8,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from smug_opt import Problem, ProblemBuilder, exact, verify
-from smug_opt.verify import ViolationKind, snap_binaries
+from smug_opt.verification import ViolationKind, snap_binaries
 
 floats = st.floats(min_value=-1e6, max_value=1e6, allow_nan=False, allow_infinity=False,
                    allow_subnormal=True)

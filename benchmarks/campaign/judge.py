@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from fractions import Fraction
 
 from smug_opt import Problem, SolveResult, Status, verify
-from smug_opt.solve import objective_tolerance
+from smug_opt.solving import objective_tolerance
 from smug_opt.testing import ExactOptimum
 
 __all__ = ["Verdict", "judge"]

@@ -86,7 +86,7 @@ def plain_tape_ig(head, h: np.ndarray, target: int, steps: int, batch: int) -> t
 def run(arch: str, out: Path, max_gb: float, k: int, cell: int, time_limit: float) -> dict:
     import sklearn
 
-    from smug_opt.explain import as_adapter, explain
+    from smug_opt.explanation import as_adapter, explain
     from smug_opt.inputs import load_input
     from smug_opt.models._keras import import_keras
 

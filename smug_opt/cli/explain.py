@@ -258,7 +258,7 @@ def _run_batch(args: argparse.Namespace, name: str, settings: ExplainSettings, s
 
 def _run_single(args: argparse.Namespace, name: str, settings: ExplainSettings, adapter: Any,
                 info: dict[str, Any]) -> int:
-    from smug_opt.explain import explain
+    from smug_opt.explanation import explain
 
     embedded = "model_test_accuracy" in info
     s = settings

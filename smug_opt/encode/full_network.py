@@ -22,7 +22,7 @@ from smug_opt.encode.bounds import NetworkBounds, network_bounds
 from smug_opt.ir import Problem, ProblemBuilder
 from smug_opt.models.grid import regular_grid
 from smug_opt.models.mlp import MLP, as_mlp
-from smug_opt.verify import verify
+from smug_opt.verification import verify
 
 __all__ = ["full_network", "solution_mask"]
 

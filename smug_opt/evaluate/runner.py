@@ -90,7 +90,7 @@ class Method:
 
 def _smug(variant: str) -> Compute:
     def compute(subject: Subject, s: Settings, x: np.ndarray, label: int, note: Any) -> MethodMap:
-        from smug_opt.explain import explain
+        from smug_opt.explanation import explain
 
         e = explain(
             subject.model,

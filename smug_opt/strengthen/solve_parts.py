@@ -20,7 +20,7 @@ from smug_opt.backend import Status
 from smug_opt.ir import Problem
 from smug_opt.result import Attempt, SolveResult, Timings
 from smug_opt.strengthen.presolve import Pieces, Strengthened, strengthen
-from smug_opt.verify import verify
+from smug_opt.verification import verify
 
 __all__ = ["solve_strengthened"]
 

@@ -10,7 +10,7 @@ from fractions import Fraction
 import numpy as np
 
 from smug_opt.ir import Problem, Sense
-from smug_opt.verify import verify
+from smug_opt.verification import verify
 
 __all__ = ["BruteForceResult", "ExactOptimum", "brute_force", "exact_optimum"]
 

@@ -16,7 +16,7 @@ from smug_opt.backend import Status
 from smug_opt.ir import Problem
 from smug_opt.registry import backend_class
 from smug_opt.result import SolveResult
-from smug_opt.solve import DEFAULT_GRACE, solve
+from smug_opt.solving import DEFAULT_GRACE, solve
 from smug_opt.testing.brute_force import brute_force
 from smug_opt.testing.instances import (
     ALL_ZERO,
@@ -30,7 +30,7 @@ from smug_opt.testing.instances import (
     mixed,
     relu_network,
 )
-from smug_opt.verify import verify
+from smug_opt.verification import verify
 
 __all__ = ["CHECKS", "Check", "CheckFn"]
 

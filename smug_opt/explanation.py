@@ -205,7 +205,7 @@ def explain(
         if fixed is not None:
             cell_mask[fixed] = 1.0
     else:
-        from smug_opt.solve import solve
+        from smug_opt.solving import solve
 
         result = solve(problem, backend, time_limit=time_limit, **dict(solver_options or {}))
         cell_mask = None if result.x is None else np.round(result.x[: encoding.grid.num_cells])

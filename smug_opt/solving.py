@@ -29,7 +29,7 @@ from smug_opt.registry import backend_class
 from smug_opt.result import Attempt, SolveResult, Timings
 from smug_opt.spawn import resolve_memory_limit
 from smug_opt.strengthen.presolve import Pieces
-from smug_opt.verify import Verification, ViolationKind, snap_binaries, verify
+from smug_opt.verification import Verification, ViolationKind, snap_binaries, verify
 from smug_opt.workers import AttemptOutcome, run_attempt
 
 __all__ = ["DEFAULT_GRACE", "OBJECTIVE_TOLERANCE", "PROBLEM_START", "objective_tolerance", "solve",
