@@ -43,7 +43,7 @@ def _paper_scale(n: int) -> float:
     """Median seconds to explain one 224x224x3 input (Inception-v1's stem, k=3000, 4x4 cells)."""
     import keras
 
-    from smug_opt.explain import explain
+    from smug_opt.explanation import explain
 
     keras.utils.set_random_seed(0)
     model = keras.Sequential([
