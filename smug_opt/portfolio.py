@@ -47,16 +47,17 @@ AUTO = "auto"
 
 RELU_ORDER = ("cpsat", "highs", "mip-cbc", "scip", "pulp-cbc", "z3")
 """Whole-network problems (ReLUs): on fullnet-30s the pair cpsat + highs equals the
-virtual best of all five (7/8 solved, SGM 3.85 s)."""
+virtual best of all five (6/8 solved, SGM 6.8 s; highs alone 5/8, 12.4 s)."""
 
 LARGE_ORDER = ("highs", "z3", "mip-cbc", "scip", "pulp-cbc", "cpsat")
 """Large first-layer problems (>= LARGE_ROWS rows, paper scale): highs + z3 equals the
-virtual best (4/4, SGM 0.72 s); CBC and CP-SAT missed k = 5000 or 3000."""
+virtual best (4/4, SGM 2.30 s; highs alone 2.96 s); CBC and CP-SAT missed k = 5000 or 3000."""
 
 FIRST_LAYER_ORDER = ("highs", "mip-cbc", "pulp-cbc", "scip", "cpsat", "z3")
-"""Other 0/1 problems (MNIST first layer, text, synthetic): highs + mip-cbc solved what
-the virtual best solved (33/36 on mnist-fl-10s) at SGM 0.73 s against its 0.72 s; highs
-alone is the virtual best on text."""
+"""Other 0/1 problems (MNIST first layer, text, synthetic): highs + mip-cbc solves what the
+virtual best solves on mnist-fl-10s (33/36, SGM 1.01 s against 0.93 s; cpsat + mip-cbc
+0.97 s is as good within this machine's noise, highs is the virtual best on text and
+paper scale, CP-SAT solves 2 of 4 there)."""
 
 LARGE_ROWS = 3000
 
