@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import importlib
 import importlib.metadata
+import re
 import shutil
 import subprocess
 import sys
@@ -16,18 +17,25 @@ from smug_opt import registry
 
 TOY_SOURCE = Path(__file__).parent / "toy_plugin"
 TOY_DISTRIBUTION = "smug-opt-toy-backend"
+SCIPY_SOURCE = Path(__file__).parent / "scipy_plugin"
+SCIPY_DISTRIBUTION = "smug-opt-scipy-backend"
 FIRST_PARTY = ("highs", "pulp-cbc", "mip-cbc", "z3", "cpsat", "scip")
 
 
-def _toy_is_current() -> bool:
-    """Installed, and built from the current source (a stale copy is reinstalled)."""
+def _is_current(source: Path, distribution: str) -> bool:
+    """Installed, and built from the current source: the same modules and entry points (a
+    stale copy is reinstalled)."""
     try:
-        dist = importlib.metadata.distribution(TOY_DISTRIBUTION)
+        dist = importlib.metadata.distribution(distribution)
     except importlib.metadata.PackageNotFoundError:
         return False
-    installed = dist.locate_file("smug_opt_toy_backend/__init__.py")
-    source = TOY_SOURCE / "smug_opt_toy_backend" / "__init__.py"
-    return Path(installed).is_file() and Path(installed).read_text() == source.read_text()
+    for module in source.glob("*/*.py"):
+        installed = Path(dist.locate_file(f"{module.parent.name}/{module.name}"))
+        if not (installed.is_file() and installed.read_text() == module.read_text()):
+            return False
+    section = (source / "pyproject.toml").read_text().split('[project.entry-points."smug_opt.backends"]')[1]
+    declared = set(re.findall(r'^([\w-]+) = "', section.split("\n[")[0], re.M))
+    return {ep.name for ep in dist.entry_points} == declared
 
 
 def _pip(*args: str) -> None:
@@ -37,25 +45,39 @@ def _pip(*args: str) -> None:
         raise RuntimeError(f"pip {' '.join(args)} failed:\n{done.stdout}\n{done.stderr}")
 
 
-@pytest.fixture(scope="session")
-def toy_plugin(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
-    """Install ``tests/toy_plugin`` with pip (from a copy, so the source tree stays clean),
-    refresh the registry, and uninstall at the end if this session installed it: its
-    ``toy-hang`` and ``toy-crash`` backends must not linger in anyone's environment."""
-    installed_here = not _toy_is_current()
+def _installed(source: Path, distribution: str, tmp_path_factory: pytest.TempPathFactory) -> Iterator[bool]:
+    """Install the plugin package at ``source`` with pip (from a copy, so the source tree
+    stays clean), refresh the registry, and uninstall at the end if this session installed
+    it: its misbehaving backends must not linger in anyone's environment."""
+    installed_here = not _is_current(source, distribution)
     if installed_here:
-        copy = tmp_path_factory.mktemp("toy") / "toy_plugin"
-        shutil.copytree(TOY_SOURCE, copy)
+        copy = tmp_path_factory.mktemp("plugin") / source.name
+        shutil.copytree(source, copy)
         _pip("install", "--no-deps", "--no-build-isolation", str(copy))
         importlib.invalidate_caches()
     registry.refresh()
-    yield "toy-bruteforce"
+    yield installed_here
     if installed_here:
         from smug_opt.workers import shutdown_workers
 
         shutdown_workers()
-        _pip("uninstall", "-y", TOY_DISTRIBUTION)
+        _pip("uninstall", "-y", distribution)
         registry.refresh()
+
+
+@pytest.fixture(scope="session")
+def toy_plugin(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    """``tests/toy_plugin`` installed for the session; yields its complete backend's name."""
+    for _ in _installed(TOY_SOURCE, TOY_DISTRIBUTION, tmp_path_factory):
+        yield "toy-bruteforce"
+
+
+@pytest.fixture(scope="session")
+def scipy_plugin(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    """``tests/scipy_plugin`` (the README's example and its planted-bug variants)
+    installed for the session; yields the honest backend's name."""
+    for _ in _installed(SCIPY_SOURCE, SCIPY_DISTRIBUTION, tmp_path_factory):
+        yield "scipy-milp"
 
 
 def skip_unless_usable(name: str) -> None:

@@ -3,7 +3,7 @@
 The package: :mod:`~smug_opt.testing.brute_force` (exact optima by enumeration),
 :mod:`~smug_opt.testing.instances` (the catalogue), :mod:`~smug_opt.testing.checks` (the
 ``check_*`` functions), :mod:`~smug_opt.testing.runner` (outcomes, report, known
-failures) and :mod:`~smug_opt.testing.pytest_plugin` (pytest parametrisation).
+failures) and :mod:`~smug_opt.testing.parametrize` (pytest parametrisation).
 
 In the spirit of MathOptInterface's ``MOI.Test`` and scikit-learn's ``check_estimator``:
 small ``check_*`` functions, each stating its invariant in its docstring's first line and
@@ -38,6 +38,7 @@ reported as XPASSED, a sign the declaration is stale.
 from __future__ import annotations
 
 from smug_opt.testing.brute_force import BruteForceResult, ExactOptimum, brute_force, exact_optimum
+from smug_opt.testing.parametrize import parametrize_with_checks
 from smug_opt.testing.runner import (
     CheckNotApplicable,
     CheckOutcome,
@@ -61,5 +62,6 @@ __all__ = [
     "conformance_checks",
     "exact_optimum",
     "known_failure",
+    "parametrize_with_checks",
     "run_conformance",
 ]

@@ -16,8 +16,8 @@ from smug_opt.backend import Status
 from smug_opt.ir import Problem
 from smug_opt.registry import backend_class
 from smug_opt.result import SolveResult
-from smug_opt.solving import DEFAULT_GRACE, solve
-from smug_opt.testing.brute_force import brute_force
+from smug_opt.solving import DEFAULT_GRACE, objective_tolerance, solve
+from smug_opt.testing.brute_force import brute_force, exact_optimum
 from smug_opt.testing.instances import (
     ALL_ZERO,
     EQUALITY,
@@ -25,8 +25,11 @@ from smug_opt.testing.instances import (
     INFEASIBLE,
     NEAR_TIES,
     STRICT,
+    STRICT_CONTINUOUS,
     binary,
     hard_instance,
+    huge_bounds,
+    market_split_deviation,
     mixed,
     relu_network,
 )
@@ -271,16 +274,22 @@ def check_exact_never_rejected(backend: str) -> None:
         assert not rejected, f"{label!r}: {len(rejected)} attempt(s) rejected: {rejected[0].message}"
 
 
+def _warm_up(backend: str) -> float:
+    """Start the backend's worker; returns the median time of a warm solve of a tiny problem."""
+    tiny = binary([[1, 1]], ">=", 1)
+    return statistics.median(_solve(backend, tiny, label="warm-up").times.total for _ in range(3))
+
+
 @_check()
 def check_time_limit(backend: str) -> str:
-    """A solve nobody can finish ends FEASIBLE or NO_SOLUTION within limit + grace + slack.
+    """A solve nobody can finish stops itself: FEASIBLE or NO_SOLUTION, never killed.
 
     The instance is decided by no exact solver within the limit, so a proof (OPTIMAL,
-    INFEASIBLE) is not expected; the slack is measured on warm solves of a tiny problem.
+    INFEASIBLE) is not expected. The solve must end within limit + grace + slack (the
+    slack measured on warm solves of a tiny problem) without the core killing the worker:
+    a backend that needs killing did not pass the time limit to its solver.
     """
-    tiny = binary([[1, 1]], ">=", 1)
-    warm = [_solve(backend, tiny, label="warm-up").times.total for _ in range(3)]
-    slack = 0.5 + 2.0 * statistics.median(warm)
+    slack = 0.5 + 2.0 * _warm_up(backend)
     problem = hard_instance()
     start = time.monotonic()
     result = _solve(backend, problem, label="market split 6x50", time_limit=_HARD_LIMIT)
@@ -291,6 +300,69 @@ def check_time_limit(backend: str) -> str:
     allowed = _HARD_LIMIT + DEFAULT_GRACE + slack
     assert wall <= allowed, f"market split 6x50: {wall:.2f}s > limit {_HARD_LIMIT}s + grace " \
                             f"{DEFAULT_GRACE}s + slack {slack:.2f}s"
+    assert not result.killed, \
+        f"market split 6x50: the worker had to be killed {DEFAULT_GRACE}s past the limit (after " \
+        f"{wall:.2f}s): pass options.time_limit (this attempt's share) on to the solver"
     return (f"{result.status.name} in {wall:.2f}s (limit {_HARD_LIMIT}s, overshoot "
             f"{wall - _HARD_LIMIT:+.2f}s{', killed' if result.killed else ''})")
 
+
+
+@_check()
+def check_timeout_with_incumbent(backend: str) -> str:
+    """A solve stopped by its limit with a solution in hand claims no proof.
+
+    Market split as least deviation: every assignment is a solution, none is provably
+    optimal within the limit. No attempt may claim OPTIMAL (a time-out is not a proof,
+    with or without a bound); the result is FEASIBLE with a verified solution, or
+    NO_SOLUTION when none of the backend's float answers survived exact verification.
+    """
+    _warm_up(backend)  # a cold worker's start-up is spent from the limit
+    problem = market_split_deviation()
+    result = _solve(backend, problem, label="market split 6x50, least deviation", time_limit=_HARD_LIMIT)
+    claims = [a for a in result.attempts if a.status == Status.OPTIMAL.name]
+    assert not claims, \
+        f"market split 6x50, least deviation: level {claims[0].level} claimed OPTIMAL " \
+        f"(objective {claims[0].objective!r}) on a time-out ({claims[0].solver_status!r})"
+    assert result.status in (Status.FEASIBLE, Status.NO_SOLUTION), \
+        f"market split 6x50, least deviation: status {result.status.name}, expected FEASIBLE with " \
+        f"the incumbent found before the limit ({result.message})"
+    return f"{result.status.name} {result.objective!r}, bound {result.bound!r}"
+
+
+@_check()
+def check_strict_row_binds_continuous(backend: str) -> None:
+    """A strict row that keeps the infimum out of reach gives FEASIBLE, never OPTIMAL.
+
+    A continuous variable pushed by the objective against a strict row (``z > 1``,
+    minimise ``z``) has no minimiser: a backend must return a point that satisfies the
+    strict row exactly (so strict rows must be tightened, not relaxed, somewhere) and must
+    not claim it optimal; a bound may not pass the infimum.
+    """
+    for label, (problem, infimum) in STRICT_CONTINUOUS.items():
+        result = _solve(backend, problem, label=label)
+        assert result.status is Status.FEASIBLE, \
+            f"{label!r}: expected FEASIBLE (a point strictly inside; the infimum {infimum!r} is not " \
+            f"attained), got {result.status.name} objective {result.objective!r} ({result.message})"
+        assert result.bound is None or result.bound <= infimum, \
+            f"{label!r}: bound {result.bound!r} above the infimum {infimum!r}"
+
+
+@_check()
+def check_unusual_endings(backend: str) -> None:
+    """A solver ending that proves nothing (unbounded, numerical trouble) is never INFEASIBLE.
+
+    Bounds of ±1e30 look infinite to float solvers, which then report "unbounded" on a
+    problem whose exact optimum is 2 - 1e30. Such an ending maps to ERROR (or a verified
+    solution), never to a claim: INFEASIBLE or a wrong OPTIMAL.
+    """
+    problem = huge_bounds()
+    optimum = exact_optimum(problem).value
+    assert optimum is not None
+    result = _solve(backend, problem, label="bounds past a solver's infinity")
+    assert result.status is not Status.INFEASIBLE, \
+        f"bounds past a solver's infinity: INFEASIBLE, but 2 - 1e30 is the exact optimum " \
+        f"(attempts: {[a.solver_status for a in result.attempts]}): map unbounded/other endings to ERROR"
+    if result.status is Status.OPTIMAL:
+        assert abs(Fraction(result.objective) - optimum) <= Fraction(objective_tolerance(problem)), \
+            f"bounds past a solver's infinity: OPTIMAL {result.objective!r}, optimum {float(optimum)!r}"

@@ -14,8 +14,11 @@ __all__ = [
     "INFEASIBLE",
     "NEAR_TIES",
     "STRICT",
+    "STRICT_CONTINUOUS",
     "binary",
     "hard_instance",
+    "huge_bounds",
+    "market_split_deviation",
     "mixed",
     "relu_network",
 ]
@@ -151,3 +154,55 @@ def hard_instance() -> Problem:
     return Problem.from_arrays(A, "==", np.floor(A.sum(axis=1) / 2))
 
 
+
+
+def market_split_deviation() -> Problem:
+    """The market split of :func:`hard_instance` as least deviation: minimise
+    ``Σ (s⁺ + s⁻)`` with ``A x + s⁺ - s⁻ = b``. Every x has a solution (an incumbent at
+    once); proving the optimum takes any exact solver far longer than seconds (the
+    relaxation's bound is 0)."""
+    rng = np.random.default_rng(12)
+    A = rng.integers(0, 100, size=(6, 50)).astype(np.float64)
+    rhs = np.floor(A.sum(axis=1) / 2)
+    b = ProblemBuilder(metadata={"instance": "market split 6x50, least deviation"})
+    x = b.add_binaries(50)
+    plus = b.add_continuous(6, 0.0, A.sum(axis=1))
+    minus = b.add_continuous(6, 0.0, A.sum(axis=1))
+    b.add_constraints(np.hstack([A, np.eye(6), -np.eye(6)]), np.concatenate([x, plus, minus]), "==", rhs)
+    b.set_objective(np.concatenate([plus, minus]), 1.0)
+    return b.build()
+
+
+def _strict_continuous(lb: float, ub: float, row: float, sense: str, rhs: float,
+                       binary_cost: float | None) -> Problem:
+    b = ProblemBuilder()
+    z = b.add_continuous(1, lb, ub)
+    if binary_cost is None:
+        b.add_constraints([[row]], z, sense, [rhs])
+        b.set_objective(z, [1.0])
+        return b.build()
+    m = b.add_binaries(1)
+    b.add_constraints([[row, 0.0]], np.concatenate([z, m]), sense, [rhs])
+    b.set_objective(np.concatenate([z, m]), [1.0, binary_cost])
+    return b.build()
+
+
+# name -> problem: a strict row binds a continuous variable the objective pushes against
+# it, so the infimum (second item) is not attained: no OPTIMAL, a verified FEASIBLE point
+STRICT_CONTINUOUS = {
+    "z > 1, min z, z in [0, 4]": (_strict_continuous(0.0, 4.0, 1.0, ">", 1.0, None), 1),
+    "t > 0, min t + m (R6)": (_strict_continuous(0.0, 1.0, 1.0, ">", 0.0, 1.0), 0),
+    "-2z < 3, min z, z in [-4, 4]": (_strict_continuous(-4.0, 4.0, -2.0, "<", 3.0, None), -1.5),
+}
+
+
+def huge_bounds() -> Problem:
+    """A continuous variable bounded by ±1e30, past float solvers' notion of infinity
+    (HiGHS and CBC read 1e20 as unbounded): an ending a backend must not call INFEASIBLE.
+    The exact optimum is ``2 - 1e30`` (both binaries, the variable at its lower bound)."""
+    b = ProblemBuilder(metadata={"instance": "bounds past a solver's infinity"})
+    m = b.add_binaries(2)
+    z = b.add_continuous(1, -1e30, 1e30)
+    b.add_constraints([[1.0, 1.0, 1e-30]], np.concatenate([m, z]), ">=", [0.5])
+    b.set_objective(np.concatenate([m, z]), [1.0, 1.0, 1.0])
+    return b.build()

@@ -45,7 +45,9 @@ class ToyBruteForce(Backend):
     description: ClassVar[str] = "exhaustive search, exact arithmetic, <= 16 binaries (toy)"
     capabilities: ClassVar[Capabilities] = Capabilities(strict_inequalities=True, exact=True)
     known_failures: ClassVar[dict[str, str]] = {
-        "check_time_limit": "enumerates every assignment: the hard instance has 50 binaries"}
+        "check_time_limit": "enumerates every assignment: the hard instance has 50 binaries",
+        "check_timeout_with_incumbent": "binaries only: the instance has continuous variables",
+        "check_strict_row_binds_continuous": "binaries only: the instances have continuous variables"}
 
     @classmethod
     def solver_version(cls) -> str:

@@ -1,0 +1,35 @@
+"""The conformance suite catches a careless plugin: each planted mistake in
+``tests/scipy_plugin`` fails its named check, and the honest plugin passes them all."""
+
+from __future__ import annotations
+
+import pytest
+
+from smug_opt.testing import ConformanceError, Outcome, conformance_checks, run_conformance
+
+CHECKS = dict(conformance_checks())
+
+PLANTED = {
+    "planted-nonstrict": "check_strict_row_binds_continuous",  # strict > as >= at every level
+    "planted-no-time-limit": "check_time_limit",  # time limit never passed to the solver
+    "planted-optimal-without-bound": "check_timeout_with_incumbent",  # OPTIMAL on a time-out
+    "planted-status-map": "check_unusual_endings",  # unbounded/other ending as INFEASIBLE
+}
+
+
+@pytest.mark.parametrize(("backend", "check_name"), list(PLANTED.items()), ids=list(PLANTED))
+def test_each_planted_mistake_fails_its_named_check(backend: str, check_name: str, scipy_plugin: str) -> None:
+    with pytest.raises(ConformanceError, match=rf"^\[{backend}\] {check_name}: "):
+        CHECKS[check_name](backend)
+
+
+@pytest.mark.parametrize(("backend", "check_name"), list(PLANTED.items()), ids=list(PLANTED))
+def test_the_honest_plugin_passes_the_same_check(backend: str, check_name: str, scipy_plugin: str) -> None:
+    CHECKS[check_name](scipy_plugin)
+
+
+@pytest.mark.slow
+def test_the_honest_plugin_passes_every_check_in_one_call(scipy_plugin: str) -> None:
+    report = run_conformance(scipy_plugin)
+    assert report.ok, report.summary()
+    assert all(r.outcome is Outcome.PASSED for r in report.results), report.summary()
