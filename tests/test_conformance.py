@@ -6,6 +6,7 @@ from __future__ import annotations
 import subprocess
 import sys
 import warnings
+from fractions import Fraction
 
 import numpy as np
 import pytest
@@ -16,6 +17,7 @@ from smug_opt.testing import (
     CheckNotApplicable,
     CheckOutcome,
     ConformanceError,
+    ExactOptimum,
     brute_force,
     conformance_checks,
     known_failure,
@@ -134,3 +136,35 @@ def test_importing_backends_and_the_suite_loads_no_solver() -> None:
     out = subprocess.run([sys.executable, "-W", "ignore", "-c", code], capture_output=True,
                          text=True, check=True)
     assert out.stdout.strip() == "[]", out.stdout + out.stderr
+
+
+def test_continuous_instances_agree_with_exact_optimum() -> None:
+    from smug_opt.testing import exact_optimum
+    from smug_opt.testing.instances import STRICT_CONTINUOUS, huge_bounds
+
+    for label, (problem, infimum) in STRICT_CONTINUOUS.items():
+        assert exact_optimum(problem) == ExactOptimum(Fraction(infimum), attained=False), label
+    assert exact_optimum(huge_bounds()).value == Fraction(-1e30) + 2
+
+
+def test_exact_optimum_of_one_continuous_variable() -> None:
+    """Intervals from every row, open where the row is strict; the infimum is attained
+    only at a closed end (or when the variable costs nothing)."""
+    from smug_opt import ProblemBuilder
+    from smug_opt.testing import exact_optimum
+
+    b = ProblemBuilder()
+    m = b.add_binaries(2)
+    t = b.add_continuous(1, -1.0, 3.0)
+    cols = np.concatenate([m, t])
+    # m0 + t >= 1 (closed), t > 0.5 - 2 m1 (open), minimise m0 + m1 + t
+    b.add_constraints([[1.0, 0.0, 1.0], [0.0, 2.0, 1.0]], cols, [">=", ">"], [1.0, 0.5])
+    b.set_objective(cols, [1.0, 1.0, 1.0])
+    # m = (1, 1): t > -1.5, t >= 0 -> t = 0 attained, total 2; m = (0, 1): t >= 1 -> 2 attained;
+    # m = (1, 0): t > 0.5 -> inf 1.5 open; m = (0, 0): t >= 1 -> 1 attained: optimum 1
+    assert exact_optimum(b.build()) == ExactOptimum(Fraction(1), attained=True)
+    with pytest.raises(ValueError, match="at most one continuous variable"):
+        b2 = ProblemBuilder()
+        v = b2.add_continuous(2, 0.0, 1.0)
+        b2.add_constraints([[1.0, 1.0]], v, ">", [0.5])
+        exact_optimum(b2.build())

@@ -115,6 +115,9 @@ class ToyHog(ToyBruteForce):
 
     name: ClassVar[str] = "toy-hog"
     options: ClassVar[dict[str, str]] = {
+        "incumbent": "report the optimum as an incumbent before hogging (default True)",
+        "leak_mb": "answer normally but keep this many MB alive afterwards"}
+    options: ClassVar[dict[str, str]] = {
         "incumbent": "report the optimum as an incumbent (default True)",
         "leak_mb": "MB to keep alive after answering"}
 
