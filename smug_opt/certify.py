@@ -26,9 +26,10 @@ from fractions import Fraction
 import numpy as np
 
 from smug_opt.backend import Status
-from smug_opt.ir import Problem, Sense
+from smug_opt.exact import dot_error_bound
+from smug_opt.ir import Problem
 from smug_opt.result import SolveResult
-from smug_opt.verification import Verification, verify
+from smug_opt.verification import Verification, decide_rows, verify
 
 __all__ = ["ENUMERATION_BINARIES", "ENUMERATION_RELU_BINARIES", "EXACT_BACKEND", "certify"]
 
@@ -40,7 +41,6 @@ ENUMERATION_RELU_BINARIES = 8
 
 EXACT_BACKEND = "z3"
 _EXACT_EXTRAS = {"encoding": "exact"}
-_U = 2.0**-53
 
 
 def certify(problem: Problem, result: SolveResult, *, solve: Callable[..., SolveResult],
@@ -74,22 +74,19 @@ def _enumerable(problem: Problem) -> bool:
 
 
 def _enumerate(problem: Problem, deadline: float | None = None) -> Verification | None:
-    """The exact optimum over every binary assignment (None: infeasible). Rows are first
-    decided in float64 with a rigorous error bound; assignments no row rules out are
-    verified exactly, in order of their (approximate) objective. Raises TimeoutError
-    past ``deadline``."""
+    """The exact optimum over every binary assignment (None: infeasible). Rows are decided
+    by :func:`~smug_opt.verify.decide_rows` (the decider verify uses); the feasible
+    assignments are verified, in order of their (approximate) objective. Raises
+    TimeoutError past ``deadline``."""
     binary = np.flatnonzero(problem.binary)
     count = 1 << binary.size
     X = np.zeros((count, problem.num_vars))
     X[:, binary] = (np.arange(count)[:, None] >> np.arange(binary.size)) & 1
     maybe = np.ones(count, dtype=bool)
-    if not problem.num_relus:
-        A = problem.A.toarray()
-        activity = X @ A.T - problem.rhs
-        slack = 2.0 * (problem.num_vars + 2) * _U * (X @ np.abs(A).T + np.abs(problem.rhs)) + 1e-300
-        maybe = ~np.any(_surely_violated(problem.senses, activity, slack), axis=1)
+    if not problem.num_relus:  # rows decided exactly, as verify does (near-ties in exact arithmetic)
+        maybe = decide_rows(problem, X).holds.all(axis=1)
     approx = X @ problem.objective
-    scale = 2.0 * (problem.num_vars + 2) * _U * float(np.abs(problem.objective).sum()) + 1e-300
+    scale = float(dot_error_bound(problem.num_vars, float(np.abs(problem.objective).sum())))
     best: Verification | None = None
     best_approx = math.inf
     order = np.flatnonzero(maybe)[np.argsort(approx[maybe], kind="stable")].tolist()
@@ -102,16 +99,6 @@ def _enumerate(problem: Problem, deadline: float | None = None) -> Verification 
         if v.ok and (best is None or v.objective < best.objective):
             best, best_approx = v, min(best_approx, float(approx[k]))
     return best
-
-
-def _surely_violated(senses: np.ndarray, activity: np.ndarray, slack: np.ndarray) -> np.ndarray:
-    """Per assignment and row: ``activity - rhs`` is on the wrong side by more than its
-    rounding error."""
-    s = senses[None, :]
-    below, above = activity < -slack, activity > slack
-    upper = (s == Sense.LE) | (s == Sense.LT) | (s == Sense.EQ)
-    lower = (s == Sense.GE) | (s == Sense.GT) | (s == Sense.EQ)
-    return (upper & above) | (lower & below)
 
 
 # -------------------------------------------------------------------- residual

@@ -10,7 +10,23 @@ from fractions import Fraction
 
 import numpy as np
 
-__all__ = ["Dyadic", "dot", "from_float", "from_floats", "sign", "to_float", "to_fraction"]
+__all__ = ["TINY", "UNIT_ROUNDOFF", "Dyadic", "dot", "dot_error_bound", "from_float", "from_floats",
+           "sign", "to_float", "to_fraction"]
+
+UNIT_ROUNDOFF = 2.0**-53
+"""float64's unit roundoff: one rounding moves a normal result by at most this, relatively."""
+
+TINY = 2.0**-1060
+"""An absolute allowance per operation for results below the normal range (an underflowing
+operation errs by at most 2**-1075, the half of the smallest subnormal; 2**-1060 leaves room
+for the sums of up to 2**15 such errors in one term)."""
+
+
+def dot_error_bound(terms: np.ndarray | int, magnitude: np.ndarray | float) -> np.ndarray | float:
+    """A rigorous bound on the rounding error of a float64 dot product of ``terms`` terms
+    whose absolute products sum to ``magnitude`` (any summation order), with a factor 2 of
+    room: ``2(n+3)·u·magnitude + (n+1)·TINY``."""
+    return 2.0 * (np.asarray(terms) + 3) * UNIT_ROUNDOFF * magnitude + (np.asarray(terms) + 1) * TINY
 
 Dyadic = tuple[int, int]
 """``(m, e)``: the exact value ``m * 2**e``."""

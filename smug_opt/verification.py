@@ -19,10 +19,8 @@ import numpy as np
 from smug_opt import exact
 from smug_opt.ir import Problem, Sense, VarKind
 
-__all__ = ["Verification", "Violation", "ViolationKind", "snap_binaries", "verify"]
-
-_U = 2.0**-53
-_TINY = 2.0**-1060
+__all__ = ["RowDecision", "Verification", "Violation", "ViolationKind", "decide_rows", "snap_binaries",
+           "verify"]
 
 
 @enum.unique
@@ -170,6 +168,52 @@ def verify(problem: Problem, x: np.ndarray, *, max_listed: int = 20) -> Verifica
     )
 
 
+@dataclass(frozen=True)
+class RowDecision:
+    """Every row at every point, decided exactly: ``holds[k, i]``; ``diff[k, i]`` is
+    ``activity - rhs`` (exact where the float filter could not decide, else its float
+    value); ``exactly`` counts the (point, row) pairs that needed exact arithmetic."""
+
+    holds: np.ndarray
+    diff: np.ndarray
+    exactly: int
+
+
+def decide_rows(problem: Problem, X: np.ndarray,
+                exact_value: Callable[[int, int], exact.Dyadic] | None = None) -> RowDecision:
+    """Decide every constraint row of ``problem`` at every point (a row of ``X``): in float64
+    with the rigorous bound :func:`~smug_opt.exact.dot_error_bound`, and where that cannot
+    decide (near-ties, every equality), in exact dyadic arithmetic. ``exact_value(k, j)``
+    gives the exact value of variable ``j`` at point ``k`` (default: ``X[k, j]`` as the
+    rational it is; :func:`verify` passes exactly recomputed ReLU outputs)."""
+    A = problem.A
+    X = np.atleast_2d(np.asarray(X, dtype=np.float64))
+    k, m = X.shape[0], A.shape[0]
+    if m == 0:
+        return RowDecision(np.ones((k, 0), dtype=bool), np.zeros((k, 0)), 0)
+    d = np.asarray(A @ X.T).T - problem.rhs
+    magnitude = np.asarray(abs(A) @ np.abs(X).T).T
+    bound = exact.dot_error_bound(np.diff(A.indptr), magnitude)
+    certain = np.abs(d) > 2.0 * bound + exact.UNIT_ROUNDOFF * np.abs(problem.rhs)
+    holds = _sense_holds(problem.senses, np.sign(d)) & certain  # equality rows: never certain
+    undecided = np.argwhere(~certain)
+    value = exact_value or (lambda point, j: exact.from_float(X[point, j]))
+    for point, i in undecided.tolist():
+        lo, hi = A.indptr[i], A.indptr[i + 1]
+        diff = exact.dot(A.data[lo:hi], [value(point, j) for j in A.indices[lo:hi].tolist()],
+                         -problem.rhs[i])
+        holds[point, i] = _sense_holds(problem.senses[i:i + 1], np.array([exact.sign(diff)]))[0]
+        d[point, i] = exact.to_float(diff)
+    return RowDecision(holds, d, int(undecided.shape[0]))
+
+
+def _sense_holds(senses: np.ndarray, sign: np.ndarray) -> np.ndarray:
+    """Whether ``activity - rhs`` of sign ``sign`` meets each row's sense."""
+    table = {Sense.LE: sign <= 0, Sense.GE: sign >= 0, Sense.EQ: sign == 0,
+             Sense.LT: sign < 0, Sense.GT: sign > 0}
+    return np.select([senses == s for s in table], list(table.values()), default=False)
+
+
 def _check_rows(
     problem: Problem,
     x: np.ndarray,
@@ -178,36 +222,11 @@ def _check_rows(
     report: Callable[[Violation], None],
 ) -> int:
     """Check every row; returns how many rows needed exact arithmetic."""
-    A = problem.A
-    if A.shape[0] == 0:
-        return 0
-    s = A @ xf
-    scale = abs(A) @ np.abs(xf)
-    nnz = np.diff(A.indptr)
-    bound = 2.0 * (nnz + 3) * _U * scale + (nnz + 1) * _TINY
-    d = s - problem.rhs
-    certain = np.abs(d) > 2.0 * bound + _U * np.abs(problem.rhs)
-    senses = problem.senses
-    holds = np.select(
-        [senses == Sense.LE, senses == Sense.GE, senses == Sense.LT, senses == Sense.GT],
-        [d <= 0, d >= 0, d < 0, d > 0],
-        default=False,  # equality rows are never certain to hold in floats
-    )
-    undecided = ~certain
-    for i in np.flatnonzero(certain & ~holds).tolist():
-        report(_row_violation(problem, i, float(d[i])))
-    rows = np.flatnonzero(undecided)
-    for i in rows.tolist():
-        lo, hi = A.indptr[i], A.indptr[i + 1]
-        cols = A.indices[lo:hi].tolist()
-        vals = [exact_vals[c] if c in exact_vals else exact.from_float(x[c]) for c in cols]
-        diff = exact.dot(A.data[lo:hi], vals, -problem.rhs[i])
-        sgn = exact.sign(diff)
-        ok = {Sense.LE: sgn <= 0, Sense.GE: sgn >= 0, Sense.EQ: sgn == 0,
-              Sense.LT: sgn < 0, Sense.GT: sgn > 0}[Sense(senses[i])]
-        if not ok:
-            report(_row_violation(problem, i, exact.to_float(diff)))
-    return int(rows.size)
+    decision = decide_rows(problem, xf, lambda _, c: exact_vals[c] if c in exact_vals
+                           else exact.from_float(x[c]))
+    for i in np.flatnonzero(~decision.holds[0]).tolist():
+        report(_row_violation(problem, i, float(decision.diff[0, i])))
+    return decision.exactly
 
 
 def _row_violation(problem: Problem, i: int, diff: float) -> Violation:

@@ -99,3 +99,22 @@ def test_snap_moves_a_hair_outside_a_bound_onto_it() -> None:
     snapped = snap_binaries(p, x)
     assert snapped.tolist() == [-2.5, 4.1]
     assert not verify(p, x).ok and [v.index for v in verify(p, snapped).violations] == [1]
+
+
+def test_one_decider_for_one_point_and_for_every_assignment() -> None:
+    """verify and the brute force decide rows with the same function (decide_rows): on
+    near-ties, where float64 is wrong, a batch of assignments gets exactly verify's verdicts."""
+    import itertools
+
+    from smug_opt.testing.instances import EQUALITY, NEAR_TIES, STRICT
+    from smug_opt.verify import decide_rows
+
+    problems = [p for p, *_ in [*NEAR_TIES.values(), *STRICT.values(), *EQUALITY.values()]]
+    for problem in problems:
+        X = np.array(list(itertools.product((0.0, 1.0), repeat=problem.num_vars)))
+        decision = decide_rows(problem, X)
+        assert decision.holds.shape == (X.shape[0], problem.num_rows)
+        assert decision.holds.all(axis=1).tolist() == [verify(problem, x).ok for x in X]
+    tie = NEAR_TIES["0.1x1+0.2x2 >= 0.30000000000000004"][0]
+    decision = decide_rows(tie, np.array([[1.0, 1.0]]))
+    assert not decision.holds[0, 0] and decision.exactly == 1 and decision.diff[0, 0] < 0

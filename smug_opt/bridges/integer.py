@@ -51,6 +51,7 @@ import scipy.sparse as sp
 
 from smug_opt.bridges.intervals import relu_preactivation_bounds
 from smug_opt.bridges.milp import to_milp
+from smug_opt.exact import TINY
 from smug_opt.ir import Problem, Sense
 
 __all__ = [
@@ -74,7 +75,6 @@ GRID_BITS = 20
 _EPS = 2.0**-52
 _SMALLEST_NORMAL = 2.0**-1022
 _SUBNORMAL_STEP = 2.0**-1074
-_TINY = 2.0**-1000
 _HUGE = 1 << 256
 _HUGE_ERR = 2.0**256  # an error allowance beyond any activity: the row cannot hold
 
@@ -129,7 +129,8 @@ def _up(values: np.ndarray, count: np.ndarray | int) -> np.ndarray:
     """An upper bound on a sum of ``count`` non-negative float terms computed as ``values``
     (zero stays zero: a sum of exact zeros has no error)."""
     values = np.asarray(values, dtype=np.float64)
-    return np.where(values > 0, values * (1.0 + (np.asarray(count) + 4) * _EPS) + _TINY, 0.0)
+    return np.where(values > 0, values * (1.0 + (np.asarray(count) + 4) * _EPS)
+                    + (np.asarray(count) + 1) * TINY, 0.0)
 
 
 def _exponent(values: np.ndarray) -> np.ndarray:

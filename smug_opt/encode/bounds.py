@@ -28,11 +28,10 @@ import numpy as np
 import scipy.sparse as sp
 
 from smug_opt.backend import LpSolver
+from smug_opt.exact import TINY, UNIT_ROUNDOFF, dot_error_bound
 
 __all__ = ["NetworkBounds", "interval_bounds", "network_bounds"]
 
-_U = 2.0**-53
-_TINY = 2.0**-1000
 LP_SECONDS = 5.0
 """Time limit of each bound LP; one that hits it keeps the bound it had."""
 
@@ -68,7 +67,7 @@ def _widened_affine(W: np.ndarray, b: np.ndarray, lo_in: np.ndarray, hi_in: np.n
     lo = b + lo_in @ w_pos + hi_in @ w_neg
     hi = b + hi_in @ w_pos + lo_in @ w_neg
     magnitude = np.abs(b) + (np.abs(lo_in) + np.abs(hi_in)) @ np.abs(W)
-    slack = 2.0 * (W.shape[0] + 3) * _U * magnitude + _TINY
+    slack = dot_error_bound(W.shape[0], magnitude)
     return lo - slack, hi + slack
 
 
@@ -108,7 +107,7 @@ def _cardinality_bounds(A1: np.ndarray, b1: np.ndarray, max_ones: int, lo: np.nd
         low = b1 + np.sort(np.minimum(A1, 0.0), axis=0)[:max_ones].sum(axis=0)
         high = b1 - np.sort(-np.maximum(A1, 0.0), axis=0)[:max_ones].sum(axis=0)
     magnitude = np.abs(b1) + np.abs(A1).sum(axis=0)
-    slack = 2.0 * (A1.shape[0] + 3) * _U * magnitude + _TINY
+    slack = dot_error_bound(A1.shape[0], magnitude)
     return np.maximum(lo, low - slack), np.minimum(hi, high + slack)
 
 
@@ -369,11 +368,12 @@ def _safe_min(c: np.ndarray, At: sp.csr_matrix, abs_At: sp.csr_matrix, row_lo: n
     side = np.where(y > 0, row_lo, np.where(y < 0, row_hi, 0.0))
     row_terms = y * side
     r = c - At @ y
-    r_err = 2.0 * (np.diff(At.indptr) + 2) * _U * (np.abs(c) + abs_At @ np.abs(y)) + _TINY
+    r_err = (2.0 * (np.diff(At.indptr) + 2) * UNIT_ROUNDOFF * (np.abs(c) + abs_At @ np.abs(y))
+             + (np.diff(At.indptr) + 2) * TINY)
     col_terms = np.minimum(r * col_lb, r * col_ub)
     col_err = r_err * np.maximum(np.abs(col_lb), np.abs(col_ub))
     total = row_terms.sum() + col_terms.sum()
     n_terms = row_terms.size + col_terms.size
-    err = (2.0 * (n_terms + 2) * _U * (np.abs(row_terms).sum() + np.abs(col_terms).sum())
-           + col_err.sum() * (1.0 + 4.0 * n_terms * _U) + _TINY)
+    err = (2.0 * (n_terms + 2) * UNIT_ROUNDOFF * (np.abs(row_terms).sum() + np.abs(col_terms).sum())
+           + col_err.sum() * (1.0 + 4.0 * n_terms * UNIT_ROUNDOFF) + (n_terms + 2) * TINY)
     return float(total - err)

@@ -18,6 +18,7 @@ import numpy as np
 import scipy.sparse as sp
 
 from smug_opt import exact
+from smug_opt.exact import TINY, UNIT_ROUNDOFF
 from smug_opt.ir import Problem, Sense
 
 __all__ = [
@@ -27,8 +28,6 @@ __all__ = [
 MAX_TABLE_SUPPORT = 12
 """Rows with at most this many cells get an exact pattern table (4,096 patterns)."""
 
-_U = 2.0**-53
-_TINY = 2.0**-1060
 _CHUNK = 4096
 
 
@@ -82,7 +81,7 @@ def tables(rows: NormalRows, indices: np.ndarray, size: int) -> np.ndarray:
         coefs = rows.A.data[starts[:, None] + np.arange(size)[None, :]]
         rhs = rows.rhs[chunk]
         diff = coefs @ bits.T - rhs[:, None]
-        error = (size + 3) * _U * (np.abs(coefs).sum(axis=1) + np.abs(rhs)) + (size + 2) * _TINY
+        error = (size + 3) * UNIT_ROUNDOFF * (np.abs(coefs).sum(axis=1) + np.abs(rhs)) + (size + 2) * TINY
         certain = np.abs(diff) > 2.0 * error[:, None]
         strict = rows.strict[chunk][:, None]
         eq = rows.equality[chunk][:, None]

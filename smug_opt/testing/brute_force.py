@@ -9,12 +9,12 @@ from fractions import Fraction
 
 import numpy as np
 
+from smug_opt.exact import dot_error_bound
 from smug_opt.ir import Problem, Sense
-from smug_opt.verification import verify
+from smug_opt.verification import decide_rows, verify
 
 __all__ = ["BruteForceResult", "ExactOptimum", "brute_force", "exact_optimum"]
 
-_U = 2.0**-53
 
 
 @dataclass(frozen=True)
@@ -46,13 +46,13 @@ def brute_force(problem: Problem, *, max_binaries: int = 16) -> BruteForceResult
         return _brute_force_by_verify(problem)
     n = problem.num_vars
     X = ((np.arange(2**n)[:, None] >> np.arange(n)) & 1).astype(np.float64)
-    feasible = _rows_hold(problem, X)
+    feasible = decide_rows(problem, X).holds.all(axis=1)
     if not feasible.any():
         return BruteForceResult(None, None)
     candidates = np.flatnonzero(feasible)
     c = problem.objective
     approx = X[candidates] @ c
-    slack = 2.0 * (n + 3) * _U * float(np.abs(c).sum()) + 1e-300
+    slack = float(dot_error_bound(n, float(np.abs(c).sum())))
     close = candidates[approx <= approx.min() + 2 * slack]
     exact_c = [Fraction(v) for v in c.tolist()]
     best = min(close.tolist(), key=lambda k: (_exact_dot(exact_c, X[k]), k))
@@ -61,32 +61,6 @@ def brute_force(problem: Problem, *, max_binaries: int = 16) -> BruteForceResult
 
 def _exact_dot(coefs: list[Fraction], x: np.ndarray) -> Fraction:
     return sum((a for a, v in zip(coefs, x.tolist(), strict=True) if v), Fraction(0))
-
-
-def _rows_hold(problem: Problem, X: np.ndarray) -> np.ndarray:
-    """For each assignment (a row of X), whether every constraint row holds exactly."""
-    A = problem.A
-    if A.shape[0] == 0:
-        return np.ones(X.shape[0], dtype=bool)
-    d = np.asarray(A @ X.T).T - problem.rhs
-    scale = np.asarray(abs(A) @ X.T).T
-    nnz = np.diff(A.indptr)
-    err = 2.0 * (nnz + 3) * _U * scale + (nnz + 1) * 2.0**-1060
-    certain = np.abs(d) > 2.0 * err + _U * np.abs(problem.rhs)
-    holds = _sense_holds(problem.senses, np.sign(d))
-    for k, i in zip(*np.nonzero(~certain), strict=True):
-        lo, hi = A.indptr[i], A.indptr[i + 1]
-        exact = sum((Fraction(a) for a, j in zip(A.data[lo:hi].tolist(), A.indices[lo:hi].tolist(),
-                                                 strict=True) if X[k, j]), Fraction(0))
-        sign = (exact > Fraction(problem.rhs[i])) - (exact < Fraction(problem.rhs[i]))
-        holds[k, i] = _sense_holds(problem.senses[i:i + 1], np.array([sign]))[0]
-    return holds.all(axis=1)
-
-
-def _sense_holds(senses: np.ndarray, sign: np.ndarray) -> np.ndarray:
-    table = {Sense.LE: sign <= 0, Sense.GE: sign >= 0, Sense.EQ: sign == 0,
-             Sense.LT: sign < 0, Sense.GT: sign > 0}
-    return np.select([senses == s for s in table], list(table.values()), default=False)
 
 
 def _brute_force_by_verify(problem: Problem) -> BruteForceResult:
