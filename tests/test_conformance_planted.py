@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from smug_opt.testing import ConformanceError, Outcome, conformance_checks, run_conformance
+from smug_opt.testing import CheckOutcome, ConformanceError, conformance_checks, run_conformance
 
 CHECKS = dict(conformance_checks())
 
@@ -32,4 +32,4 @@ def test_the_honest_plugin_passes_the_same_check(backend: str, check_name: str, 
 def test_the_honest_plugin_passes_every_check_in_one_call(scipy_plugin: str) -> None:
     report = run_conformance(scipy_plugin)
     assert report.ok, report.summary()
-    assert all(r.outcome is Outcome.PASSED for r in report.results), report.summary()
+    assert all(r.outcome is CheckOutcome.PASSED for r in report.results), report.summary()

@@ -16,7 +16,7 @@ from smug_opt import Problem, ProblemBuilder, Status, save_problem, solve, verif
 from smug_opt.strengthen import Pieces, strengthen
 from smug_opt.strengthen.rows import knapsack, normal_rows, tables
 from smug_opt.testing import brute_force
-from smug_opt.testing.brute_force import _rows_hold
+from smug_opt.verify import decide_rows
 
 MAX_ENUMERATED = 12
 PIECE_SETS = [Pieces(), Pieces.parse("none"), Pieces(tables=False), Pieces(implied=False),
@@ -210,3 +210,8 @@ def test_cli_solve_strengthen_flag(tmp_path, capsys) -> None:
     assert "OPTIMAL" in out and "strengthen cuts, tables:" in out
     assert main(["solve", str(path), "--time-limit", "20", "--no-strengthen"]) == 0
     assert "\nstrengthen " not in capsys.readouterr().out
+
+
+def _rows_hold(problem, X):
+    """Whether every row holds exactly at each point (a row of X): the one decider."""
+    return decide_rows(problem, X).holds.all(axis=1)
