@@ -359,7 +359,7 @@ def test_smt2_export_is_delegated_or_clearly_missing(tmp_path: Path) -> None:
         assert (tmp_path / "a.smt2").stat().st_size > 0
 
 
-def test_cli_export_takes_level_dialect_and_bound(tmp_path: Path, capsys: pytest.CaptureFixture) -> None:
+def test_cli_export_takes_level_dialect_and_bound(tmp_path: Path, capfd: pytest.CaptureFixture) -> None:
     from smug_opt import save_problem
     from smug_opt.cli import main
 
@@ -370,10 +370,10 @@ def test_cli_export_takes_level_dialect_and_bound(tmp_path: Path, capsys: pytest
     assert main(["export", str(source), "--to", "smt2", "--dialect", "standard", "--bound", "2",
                  "-o", str(tmp_path / "a.smt2")]) == 0
     assert "(assert (<= (+ (ite m0 1.0 0.0) (ite m1 1.0 0.0)) 2.0))" in (tmp_path / "a.smt2").read_text()
-    assert "dialect standard, objective <= 2.0" in capsys.readouterr().out
+    assert "dialect standard, objective <= 2.0" in capfd.readouterr().out
     assert main(["export", str(source), "--to", "smt2", "--level", "2", "-o", str(tmp_path / "b")]) != 0
-    assert "--level applies to lp and mps" in capsys.readouterr().err
+    assert "--level applies to lp and mps" in capfd.readouterr().err
     with pytest.raises(SystemExit):
         main(["export", "--help"])
-    helptext = capsys.readouterr().out
+    helptext = capfd.readouterr().out
     assert "strict_margin(L, |a|_1/|a|_inf) * |a|_inf" in helptext and "--dialect" in helptext

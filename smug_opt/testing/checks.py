@@ -320,7 +320,7 @@ def check_timeout_with_incumbent(backend: str) -> str:
     _warm_up(backend)  # a cold worker's start-up is spent from the limit
     problem = market_split_deviation()
     result = _solve(backend, problem, label="market split 6x50, least deviation", time_limit=_HARD_LIMIT)
-    claims = [a for a in result.attempts if a.status == Status.OPTIMAL.name]
+    claims = [a for a in result.attempts if a.status is Status.OPTIMAL]
     assert not claims, \
         f"market split 6x50, least deviation: level {claims[0].level} claimed OPTIMAL " \
         f"(objective {claims[0].objective!r}) on a time-out ({claims[0].solver_status!r})"
@@ -361,7 +361,7 @@ def check_unusual_endings(backend: str) -> None:
     optimum = exact_optimum(problem).value
     assert optimum is not None
     result = _solve(backend, problem, label="bounds past a solver's infinity")
-    claims = [a for a in result.attempts if a.status == Status.INFEASIBLE.name]
+    claims = [a for a in result.attempts if a.status is Status.INFEASIBLE]
     assert not claims, \
         f"bounds past a solver's infinity: level {claims[0].level} claimed INFEASIBLE on " \
         f"{claims[0].solver_status!r}, but 2 - 1e30 is the exact optimum (the core's certification " \
