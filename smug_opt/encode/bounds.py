@@ -139,7 +139,7 @@ def enumerated_bounds(A1: np.ndarray, b1: np.ndarray, layers: Sequence[tuple[np.
     lo = [np.full(w, np.inf) for w in widths]
     hi = [np.full(w, -np.inf) for w in widths]
     top = np.sort(np.abs(A1), axis=0)[::-1][:max(max_ones, 1)].sum(axis=0)
-    eps1 = 2.0 * (max_ones + 3) * _U * (np.abs(b1) + top) + _TINY
+    eps1 = dot_error_bound(max_ones, np.abs(b1) + top)
     kept = 0
     for k in range(min(max_ones, m) + 1):
         for idx in _combination_chunks(m, k):
@@ -148,11 +148,11 @@ def enumerated_bounds(A1: np.ndarray, b1: np.ndarray, layers: Sequence[tuple[np.
             for W, b in layers:  # float values, and a bound on their error for this chunk
                 h = np.maximum(values[-1], 0.0)
                 magnitude = (np.abs(b) + h @ np.abs(W)).max(axis=0)
-                eps.append(np.abs(W).T @ eps[-1] + 2.0 * (W.shape[0] + 3) * _U * magnitude + _TINY)
+                eps.append(np.abs(W).T @ eps[-1] + dot_error_bound(W.shape[0], magnitude))
                 values.append(h @ W + b)
             h_last = np.maximum(values[-1], 0.0)
             magnitude_out = (np.abs(out_rhs) + h_last @ abs_D.T).max(axis=0)
-            err = abs_D @ eps[-1] + 2.0 * (D.shape[1] + 3) * _U * magnitude_out + _TINY
+            err = abs_D @ eps[-1] + dot_error_bound(D.shape[1], magnitude_out)
             ok = np.all(h_last @ D.T - out_rhs >= -err, axis=1)  # may satisfy the output rows
             if not ok.any():
                 continue
