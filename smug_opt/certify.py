@@ -75,7 +75,7 @@ def _enumerable(problem: Problem) -> bool:
 
 def _enumerate(problem: Problem, deadline: float | None = None) -> Verification | None:
     """The exact optimum over every binary assignment (None: infeasible). Rows are decided
-    by :func:`~smug_opt.verify.decide_rows` (the decider verify uses); the feasible
+    by :func:`~smug_opt.verification.decide_rows` (the decider verify uses); the feasible
     assignments are verified, in order of their (approximate) objective. Raises
     TimeoutError past ``deadline``."""
     binary = np.flatnonzero(problem.binary)

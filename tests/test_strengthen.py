@@ -16,7 +16,7 @@ from smug_opt import Problem, ProblemBuilder, Status, save_problem, solve, verif
 from smug_opt.strengthen import Pieces, strengthen
 from smug_opt.strengthen.rows import knapsack, normal_rows, tables
 from smug_opt.testing import brute_force
-from smug_opt.verify import decide_rows
+from smug_opt.verification import decide_rows
 
 MAX_ENUMERATED = 12
 PIECE_SETS = [Pieces(), Pieces.parse("none"), Pieces(tables=False), Pieces(implied=False),

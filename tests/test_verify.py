@@ -107,7 +107,7 @@ def test_one_decider_for_one_point_and_for_every_assignment() -> None:
     import itertools
 
     from smug_opt.testing.instances import EQUALITY, NEAR_TIES, STRICT
-    from smug_opt.verify import decide_rows
+    from smug_opt.verification import decide_rows
 
     problems = [p for p, *_ in [*NEAR_TIES.values(), *STRICT.values(), *EQUALITY.values()]]
     for problem in problems:
