@@ -114,6 +114,8 @@ def test_python_names_are_shown_as_flags():
     assert flag_names("time_limit must be positive; relative_gap too") == \
         "--time-limit must be positive; --gap too"
     assert flag_names("my_time_limit_x") == "my_time_limit_x"
+    assert flag_names("target must lie in [0, 10), got 12").startswith("--target must")
+    assert flag_names("the target class") == "the target class"
 
 
 # item 13: an infeasible solve exits non-zero (3: no solution), a failed bench run leaves nothing

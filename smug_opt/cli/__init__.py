@@ -80,4 +80,4 @@ def flag_names(message: str) -> str:
     """``message`` with the Python argument names a user never typed replaced by their flags."""
     for name, flag in _FLAG_NAMES.items():
         message = re.sub(rf"(?<![-\w]){name}(?!\w)", flag, message)
-    return message
+    return re.sub(r"^(target|k|gamma|cell|steps) (must|is|should)\b", r"--\1 \2", message)
