@@ -56,6 +56,13 @@ def one_line_warnings() -> None:
 def results_only_stdout() -> Iterator[None]:
     """Within the block, ``sys.stdout`` still reaches the real stdout, while anything else
     writing to descriptor 1 (native libraries, child processes) goes to stderr."""
+    try:
+        real = sys.stdout.fileno() == 1
+    except (AttributeError, OSError, ValueError):  # e.g. captured by a test harness
+        real = False
+    if not real:
+        yield
+        return
     sys.stdout.flush()
     try:
         saved = os.dup(1)

@@ -239,3 +239,14 @@ def test_evaluate_reads_a_logits_model_and_names_inputs_by_file(tmp_path):
     records = [json.loads(line) for line in (out / "records.jsonl").read_text().splitlines()]
     assert sorted({r["name"] for r in records}) == ["cat", "dog"]
     assert all(r["lsc"] is not None for r in records)
+
+
+def test_only_results_reach_stdout_native_output_goes_to_stderr():
+    import sys
+
+    script = ("import os, sys\nfrom smug_opt.console import results_only_stdout\n"
+              "with results_only_stdout():\n"
+              "    os.write(1, b'native banner\\n')\n"
+              "    print('| the table |')\n")
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120)
+    assert done.stdout == "| the table |\n" and "native banner" in done.stderr
