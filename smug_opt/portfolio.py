@@ -61,6 +61,9 @@ paper scale, CP-SAT solves 2 of 4 there)."""
 
 LARGE_ROWS = 3000
 
+STOPPED = "STOPPED"
+"""A raced backend's status when the race was decided before its own solve had ended."""
+
 
 def is_race(backend: str) -> bool:
     """Whether ``backend`` names a race (``"auto"`` or a comma-separated list)."""
@@ -217,9 +220,23 @@ def race(problem: Problem, backend: str, options: SolveOptions, *, grace: float,
                for e in entries]
     for thread in threads:
         thread.start()
-    for thread in threads:
-        thread.join()
+    while any(thread.is_alive() for thread in threads) and not _settled(board, entries):
+        time.sleep(_WAIT_SECONDS)
+    # the losers' threads go on killing their workers; the answer does not wait for them
     return _combine(problem, backend, entries, board, options, time.monotonic() - started)
+
+
+_WAIT_SECONDS = 0.005
+
+
+def _settled(board: _Board, entries: list[_Entry]) -> bool:
+    """The answer is known: the best solution meets the best bound, or a backend finished
+    with a proof (OPTIMAL, or INFEASIBLE with no verified solution anywhere)."""
+    if board.decided():
+        return True
+    return board.cancel.is_set() and any(
+        e.result is not None and e.result.status in (Status.OPTIMAL, Status.INFEASIBLE)
+        for e in entries)
 
 
 def _verification(problem: Problem, result: SolveResult) -> Verification | None:
@@ -239,6 +256,8 @@ def _combine(problem: Problem, backend: str, entries: list[_Entry], board: _Boar
              options: SolveOptions, wall: float) -> SolveResult:
     """One result from the race: the best verified solution, the best certified bound."""
     results = {e.name: e.result for e in entries if e.result is not None}
+    if not results:  # decided by streamed solutions and posted bounds while all still ran
+        results = {"": _failed(problem, "", options, "")}
     finished = sorted(entries, key=lambda e: e.finished_at or math.inf)
     proved_by = next((e.name for e in finished if e.result is not None
                       and e.result.status is Status.OPTIMAL), None)
@@ -246,7 +265,7 @@ def _combine(problem: Problem, backend: str, entries: list[_Entry], board: _Boar
                           and e.result.status is Status.INFEASIBLE), None)
     best_v, best_by = board.best_v, board.best_by
     bound, bound_by = board.bound, board.bound_by
-    messages = [f"{name}: {r.message}" for name, r in results.items() if r.message]
+    messages = [f"{name}: {r.message}" for name, r in results.items() if r.message and name]
     if infeasible_by is not None and best_v is not None:
         messages.append(f"{infeasible_by} claimed INFEASIBLE, but {best_by} found a verified "
                         "solution: claim discarded")
@@ -276,17 +295,17 @@ def _combine(problem: Problem, backend: str, entries: list[_Entry], board: _Boar
     if objective is not None and bound is not None:
         gap = max(objective - bound, 0.0) / max(abs(objective), 1.0)
     entries_out = tuple(RaceEntry(
-        backend=e.name, status=e.result.status.name if e.result else "ERROR",
+        backend=e.name, status=e.result.status.name if e.result else STOPPED,
         objective=e.result.objective if e.result else None,
         bound=e.result.bound if e.result else None,
-        seconds=e.finished_at or 0.0,
+        seconds=e.finished_at if e.finished_at is not None else wall,
         proved=e.name == proved_by and status in (Status.OPTIMAL, Status.INFEASIBLE),
         best_solution=e.name == best_by and x is not None,
         best_bound=e.name == bound_by and status is not Status.INFEASIBLE,
     ) for e in entries)
     incumbents = tuple(sorted(inc for r in results.values() for inc in r.incumbents))
     attempts = tuple(a for r in results.values() for a in r.attempts)
-    solver = "; ".join(f"{name}: {r.solver}" for name, r in results.items())
+    solver = "; ".join(f"{e.name}: {backend_class(e.name).solver_version()}" for e in entries)
     times = replace(base.times, total=wall)
     return replace(
         base, status=status, x=x, objective=objective, bound=bound, gap=gap, backend=backend,

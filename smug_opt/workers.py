@@ -123,7 +123,10 @@ def child_main(backend_name: str, fd: int) -> None:
         conn.send(("fatal", f"{type(exc).__name__}: {exc}"))
         return
     gc.collect()
-    conn.send(("ready", os.getpid(), resident_mb()))
+    try:
+        conn.send(("ready", os.getpid(), resident_mb()))
+    except OSError:  # the parent stopped it (or exited) while it started: nothing to do
+        return
     cached: tuple[int, Problem] | None = None
     while True:
         try:
