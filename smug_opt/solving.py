@@ -28,7 +28,7 @@ from smug_opt.portfolio import is_race
 from smug_opt.registry import backend_class
 from smug_opt.result import Attempt, SolveResult, Timings
 from smug_opt.spawn import resolve_memory_limit
-from smug_opt.strengthen.presolve import Pieces
+from smug_opt.strengthen.presolve import Part, Pieces, worth_strengthening
 from smug_opt.verification import Verification, ViolationKind, snap_binaries, verify
 from smug_opt.workers import AttemptOutcome, run_attempt
 
@@ -82,7 +82,7 @@ def solve(
     isolate: bool = True,
     grace: float = DEFAULT_GRACE,
     memory_limit: float | None = None,
-    strengthen: bool | Pieces = False,
+    strengthen: bool | Pieces | None = None,
     certify: bool | None = None,
     start: Any = PROBLEM_START,
     workers: int | None = None,
@@ -99,6 +99,8 @@ def solve(
     ``strengthen`` (True, or the :class:`~smug_opt.strengthen.Pieces` to run) solves the
     stronger, equivalent parts of :func:`smug_opt.strengthen.strengthen` instead; the
     answer is still verified against ``problem`` and the result records what was done.
+    The default (None) strengthens only where it was measured to pay
+    (:func:`smug_opt.strengthen.worth_strengthening`), ``False`` never.
     ``certify=True`` turns a floating-point solver's OPTIMAL/INFEASIBLE (and a FEASIBLE's
     incumbent) into an exact proof within what is left of ``time_limit``, or downgrades it
     (see :mod:`smug_opt.certify`); the default (None) certifies only inputs outside the
@@ -110,7 +112,8 @@ def solve(
     first; if it holds it is the incumbent (returned when the solver finds nothing better)
     and is handed to the backend. The default takes the start an encoder attached to the
     problem (``metadata["start"]``, e.g. a greedy mask); None solves without one.
-    With ``strengthen`` the parts solved are other problems: the start is not used.
+    With ``strengthen`` each part gets the start's values of its cells (verified against
+    the part like any start, and dropped if it fails there).
 
     ``backend="auto"`` races the backends measured best for the problem's class, and
     ``"a,b,c"`` races those (:mod:`smug_opt.portfolio`): up to ``workers`` (default the CPU
@@ -142,13 +145,13 @@ def solve(
 
 def _solve(problem: Problem, backend: str, *, time_limit: float | None, threads: int, seed: int,
            relative_gap: float, verbose: bool, extras: Mapping[str, Any] | None, isolate: bool,
-           grace: float, memory_limit: float | None, strengthen: bool | Pieces,
+           grace: float, memory_limit: float | None, strengthen: bool | Pieces | None,
            start: Any, workers: int | None) -> SolveResult:
     if not isinstance(problem, Problem):
         raise TypeError(f"problem must be a smug_opt.Problem, got {type(problem).__name__}")
     memory_limit_mb = resolve_memory_limit(memory_limit)
     if is_race(backend):
-        if strengthen is not False:
+        if strengthen:  # the default (None) does not strengthen a race
             raise ValueError("strengthen is not supported with a race (backend 'auto' or 'a,b,c')")
         from smug_opt.portfolio import race
 
@@ -163,16 +166,21 @@ def _solve(problem: Problem, backend: str, *, time_limit: float | None, threads:
                            relative_gap=relative_gap, verbose=verbose, extras=dict(extras or {}))
     version = cls.solver_version()
     start_x = start_values(problem, start)
+    if strengthen is None:
+        strengthen = worth_strengthening(problem)
     if strengthen is False:
         return _Solve(problem, backend, version, cls.levels, options, isolate, grace,
                       exact_backend=cls.capabilities.exact, memory_limit_mb=memory_limit_mb,
                       start=start_x).run()
     from smug_opt.strengthen.solve_parts import solve_strengthened
 
-    def solve_part(part: Problem, limit: float | None) -> SolveResult:
-        return _Solve(part, backend, version, cls.levels, replace(options, time_limit=limit),
-                      isolate, grace, exact_backend=cls.capabilities.exact,
-                      memory_limit_mb=memory_limit_mb).run()
+    def solve_part(part: Part, limit: float | None) -> SolveResult:
+        part_start = None if start_x is None else np.concatenate(
+            [start_x[part.columns], np.ones(part.carried.size)])
+        return _Solve(part.problem, backend, version, cls.levels,
+                      replace(options, time_limit=limit), isolate, grace,
+                      exact_backend=cls.capabilities.exact, memory_limit_mb=memory_limit_mb,
+                      start=part_start).run()
 
     pieces = strengthen if isinstance(strengthen, Pieces) else Pieces()
     return solve_strengthened(problem, pieces, solve_part, time_limit=time_limit,

@@ -29,9 +29,10 @@ def test_known_optimum():
 
 def test_strict_tie_at_zero_is_resolved_by_a_no_good_cut():
     # the all-zero mask sits exactly on the boundary 0 > 0; level 0 (>=) picks it, it is
-    # rejected exactly, cut off, and the next relaxation proves the optimum
+    # rejected exactly, cut off, and the next relaxation proves the optimum (the core's own
+    # loop: strengthening, which the default applies to such a row, would remove the tie)
     p = Problem.from_arrays([[1.0, 1.0, 1.0]], ">", [0.0])
-    r = solve(p, "highs", time_limit=20)
+    r = solve(p, "highs", time_limit=20, strengthen=False)
     assert r.status is Status.OPTIMAL and r.objective == 1.0
     assert r.attempts[0].verified is False
 

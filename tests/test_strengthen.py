@@ -13,7 +13,7 @@ from hypothesis import strategies as st
 from test_differential import problems
 
 from smug_opt import Problem, ProblemBuilder, Status, save_problem, solve, verify
-from smug_opt.strengthen import Pieces, strengthen
+from smug_opt.strengthen import Pieces, strengthen, worth_strengthening
 from smug_opt.strengthen.rows import knapsack, normal_rows, tables
 from smug_opt.testing import brute_force
 from smug_opt.verification import decide_rows
@@ -157,7 +157,7 @@ def test_pieces_parse() -> None:
 def test_solve_records_the_strengthening() -> None:
     problem = Problem.from_arrays([[1.0, 1.0, 2.0, -3.0], [0.0, 1.0, -1.0, 1.0]], ">", [0.0, 0.5])
     on = solve(problem, "highs", time_limit=20, strengthen=True)
-    off = solve(problem, "highs", time_limit=20)
+    off = solve(problem, "highs", time_limit=20, strengthen=False)
     assert off.strengthening is None and off.times.strengthen == 0
     assert on.strengthening is not None and on.strengthening["applied"]
     assert on.status is off.status is Status.OPTIMAL and on.objective == off.objective
@@ -180,7 +180,7 @@ def test_on_and_off_agree_on_every_backend(backend: str, problem: Problem) -> No
     skip_unless_usable(backend)
     exact = brute_force(problem)
     on = solve(problem, backend, time_limit=5.0, strengthen=True)
-    off = solve(problem, backend, time_limit=5.0)
+    off = solve(problem, backend, time_limit=5.0, strengthen=False)
     where = f"{backend}: on {on!r} ({on.message}), off {off!r}; exact {exact.objective}"
     assert on.status is not Status.ERROR, where
     if not exact.feasible:
@@ -210,6 +210,31 @@ def test_cli_solve_strengthen_flag(tmp_path, capsys) -> None:
     assert "OPTIMAL" in out and "strengthen cuts, tables:" in out
     assert main(["solve", str(path), "--time-limit", "20", "--no-strengthen"]) == 0
     assert "\nstrengthen " not in capsys.readouterr().out
+
+
+def test_the_default_strengthens_only_homogeneous_strict_problems() -> None:
+    """``a·x > 0`` rows (bias-free stems at γ = 0) make the relaxation say nothing: the
+    default strengthens them; a row with a right-hand side does not trigger it."""
+    from smug_opt.bench.generators import random_first_layer_problem
+
+    assert worth_strengthening(random_first_layer_problem(500, seed=0, use_bias=False))
+    assert not worth_strengthening(random_first_layer_problem(500, seed=0))
+    assert not worth_strengthening(random_first_layer_problem(500, seed=0, gamma=0.5,
+                                                              use_bias=False))
+    homogeneous = Problem.from_arrays([[1.0, 1.0, 2.0, -3.0], [0.0, 1.0, -1.0, 1.0]], ">",
+                                      [0.0, 0.5])
+    assert solve(homogeneous, "highs", time_limit=20).strengthening["applied"]
+    shifted = Problem.from_arrays([[1.0, 1.0, 2.0, -3.0]], ">", [0.5])
+    assert solve(shifted, "highs", time_limit=20).strengthening is None
+
+
+def test_a_start_reaches_the_parts() -> None:
+    """A start is cut into the parts' cells: on a homogeneous problem (strengthened by
+    default) the verified start is kept as the incumbent of its part."""
+    problem = Problem.from_arrays([[1.0, 1.0, 2.0, -3.0], [1.0, -1.0, 0.0, 0.0]], ">", [0.0, 0.0])
+    result = solve(problem, "highs", time_limit=20, start=np.array([1.0, 0.0, 1.0, 0.0]))
+    assert result.strengthening["applied"] and result.status is Status.OPTIMAL
+    assert result.objective == 1 and verify(problem, result.x).ok
 
 
 def _rows_hold(problem, X):

@@ -108,7 +108,9 @@ def main(fd: int, parent_pid: int) -> None:
     if FAULT_KEY in problem.metadata:
         _fault(str(problem.metadata[FAULT_KEY]))
     try:
-        strengthen = False if job.strengthen == "off" else Pieces.parse(job.strengthen)
+        setting = job.strengthen
+        strengthen = (None if setting == "auto" else False if setting == "off"
+                      else Pieces.parse(setting))
         result = solve(problem, backend_name(job.backend), time_limit=job.time_limit,
                        threads=job.threads, seed=job.seed, isolate=False, grace=job.grace,
                        strengthen=strengthen, extras=dict(job.extras))

@@ -71,7 +71,7 @@ class Job:
     seed: int = 0
     grace: float = JOB_GRACE
     memory_limit_mb: float | None = None
-    strengthen: str = "off"  # or the strengthening pieces: "all", "cuts,tables", ...
+    strengthen: str = "auto"  # "off" or the strengthening pieces: "all", "cuts,tables", ...
     extras: Mapping[str, Any] = field(default_factory=dict)
     check: SolutionCheck | None = None
 

@@ -62,8 +62,9 @@ class RunConfig:
     its solver settings (:attr:`SolveOptions.extras`, e.g. ``{"z3:pb": {"encoding": "pb"}}``),
     so one run can compare settings of one solver. ``instance_filter`` is a glob on
     instance names (None: all); ``run.json`` keeps the latest invocation's.
-    ``strengthen`` is ``"off"`` or the strengthening pieces every job runs (``"all"`` or
-    names separated by commas; see :class:`smug_opt.strengthen.Pieces`).
+    ``strengthen`` is ``"auto"`` (``solve``'s default), ``"off"`` or the strengthening
+    pieces every job runs (``"all"`` or names separated by commas; see
+    :class:`smug_opt.strengthen.Pieces`).
     """
 
     backends: tuple[str, ...]
@@ -76,7 +77,7 @@ class RunConfig:
     grace: float = JOB_GRACE
     memory_limit_mb: float | None = field(default_factory=default_memory_limit_mb)
     instance_filter: str | None = None
-    strengthen: str = "off"
+    strengthen: str = "auto"
     extras: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
 
     MEASUREMENT: ClassVar[tuple[str, ...]] = ("time_limit", "threads", "seed", "grace", "memory_limit_mb",
@@ -95,7 +96,7 @@ class RunConfig:
             raise ValueError(f"grace must be non-negative seconds, got {self.grace!r}")
         if self.memory_limit_mb is not None and not self.memory_limit_mb > 0:
             raise ValueError(f"memory_limit_mb must be positive, got {self.memory_limit_mb!r}")
-        if self.strengthen != "off":
+        if self.strengthen not in ("auto", "off"):
             Pieces.parse(self.strengthen)
 
     def merged_with(self, earlier: RunConfig) -> RunConfig:

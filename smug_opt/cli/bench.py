@@ -119,9 +119,9 @@ def _run(args: argparse.Namespace) -> int:
 
 
 def _strengthen_text(args: argparse.Namespace) -> str:
-    """``"off"`` or the chosen pieces (``"all"``, ``"cuts,tables"``) for the run config."""
+    """``"auto"``, ``"off"`` or the chosen pieces (``"all"``, ``"cuts,tables"``) for the run."""
     setting = strengthen_setting(args)
-    return "off" if setting is False else args.strengthen_pieces
+    return {None: "auto", False: "off"}.get(setting, args.strengthen_pieces)
 
 
 def _report(args: argparse.Namespace) -> int:

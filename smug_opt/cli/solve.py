@@ -39,23 +39,25 @@ def add_solver_options(p: argparse.ArgumentParser, *, default_backend: str = "hi
 
 def add_strengthen_options(p: argparse.ArgumentParser) -> None:
     """``--strengthen/--no-strengthen`` and ``--strengthen-pieces``."""
-    p.add_argument("--strengthen", action=argparse.BooleanOptionalAction, default=False,
+    p.add_argument("--strengthen", action=argparse.BooleanOptionalAction, default=None,
                    help="solve a strengthened, equivalent problem (cuts, fixings, implied rows, "
-                        "components; see README) and verify against the original (default off)")
+                        "components; see README) and verify against the original (default: "
+                        "only when >= 10%% of the rows are strict and homogeneous, a·x > 0)")
     p.add_argument("--strengthen-pieces", default="all", metavar="LIST",
                    help="with --strengthen: 'all' (default), 'none' or pieces separated by "
                         "commas from fixings,cuts,tables,implied,components")
 
 
 def strengthen_setting(args: argparse.Namespace) -> object:
-    """False, or the :class:`~smug_opt.strengthen.Pieces` chosen by the flags."""
+    """None (the default choice), False, or the :class:`~smug_opt.strengthen.Pieces`
+    chosen by the flags."""
     from smug_opt.strengthen import Pieces
 
     pieces = Pieces.parse(args.strengthen_pieces)
     if not args.strengthen:
         if args.strengthen_pieces != "all":
             raise ValueError("--strengthen-pieces needs --strengthen")
-        return False
+        return None if args.strengthen is None else False
     return pieces
 
 

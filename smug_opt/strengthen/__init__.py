@@ -8,6 +8,15 @@ Use it through :func:`smug_opt.solve` (``strengthen=True``) or directly::
     x = s.expand([solution of each part])
 """
 
-from smug_opt.strengthen.presolve import MAX_CLAUSES, Part, Pieces, Strengthened, strengthen
+from smug_opt.strengthen.presolve import (
+    AUTO_SHARE,
+    MAX_CLAUSES,
+    Part,
+    Pieces,
+    Strengthened,
+    strengthen,
+    worth_strengthening,
+)
 
-__all__ = ["MAX_CLAUSES", "Part", "Pieces", "Strengthened", "strengthen"]
+__all__ = ["AUTO_SHARE", "MAX_CLAUSES", "Part", "Pieces", "Strengthened", "strengthen",
+           "worth_strengthening"]

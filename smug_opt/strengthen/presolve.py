@@ -39,12 +39,27 @@ from smug_opt.ir import Problem, ProblemBuilder, Sense
 from smug_opt.strengthen.cuts import clause, describes, lifted_cardinality
 from smug_opt.strengthen.rows import MAX_TABLE_SUPPORT, knapsack, normal_rows, pattern_bits, tables
 
-__all__ = ["MAX_CLAUSES", "Part", "Pieces", "Strengthened", "strengthen"]
+__all__ = ["AUTO_SHARE", "MAX_CLAUSES", "Part", "Pieces", "Strengthened", "strengthen",
+           "worth_strengthening"]
 
 MAX_CLAUSES = 16
 """At most this many no-good clauses complete the exact description of one support."""
 
 _FIXPOINT_ROUNDS = 20
+
+AUTO_SHARE = 0.1
+"""``solve``'s default strengthens a 0/1 problem when at least this share of its rows are
+strict and homogeneous (``a·x > 0`` or ``< 0``): their relaxation ``a·x >= 0`` holds for
+the empty mask, so a solver's bound says nothing (bias-free conv stems at γ = 0), while the
+exact cuts lift it (benchmarks/RESULTS.md, "Strengthening")."""
+
+
+def worth_strengthening(problem: Problem) -> bool:
+    """Whether ``solve``'s default (``strengthen=None``) strengthens ``problem``."""
+    if problem.num_relus or problem.num_rows == 0 or not bool(problem.binary.all()):
+        return False
+    strict = (problem.senses == Sense.LT) | (problem.senses == Sense.GT)
+    return bool(np.count_nonzero(strict & (problem.rhs == 0)) >= AUTO_SHARE * problem.num_rows)
 
 
 @dataclass(frozen=True)

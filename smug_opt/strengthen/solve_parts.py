@@ -19,13 +19,13 @@ import numpy as np
 from smug_opt.backend import Status
 from smug_opt.ir import Problem
 from smug_opt.result import Attempt, SolveResult, Timings
-from smug_opt.strengthen.presolve import Pieces, Strengthened, strengthen
+from smug_opt.strengthen.presolve import Part, Pieces, Strengthened, strengthen
 from smug_opt.verification import verify
 
 __all__ = ["solve_strengthened"]
 
-SolvePart = Callable[[Problem, "float | None"], SolveResult]
-"""Solves one part within the given seconds (None: no limit)."""
+SolvePart = Callable[[Part, "float | None"], SolveResult]
+"""Solves one part's problem within the given seconds (None: no limit)."""
 
 
 def solve_strengthened(problem: Problem, pieces: Pieces, solve_part: SolvePart, *,
@@ -46,7 +46,7 @@ def solve_strengthened(problem: Problem, pieces: Pieces, solve_part: SolvePart, 
                 break
             left = len(prepared.parts) - k
             limit = remaining * max(weights[k] / sum(weights[k:]), 1 / left)
-        result = solve_part(part.problem, limit)
+        result = solve_part(part, limit)
         results.append(result)
         if result.status in (Status.INFEASIBLE, Status.ERROR) or not result.has_solution:
             break
