@@ -198,7 +198,7 @@ def test_on_and_off_agree_on_every_backend(backend: str, problem: Problem) -> No
             assert off.objective == on.objective, where
 
 
-def test_cli_solve_strengthen_flag(tmp_path, capsys) -> None:
+def test_cli_solve_strengthen_flag(tmp_path, capfd) -> None:
     from smug_opt.cli import main
 
     path = tmp_path / "p.smug"
@@ -206,10 +206,10 @@ def test_cli_solve_strengthen_flag(tmp_path, capsys) -> None:
                                      [0.0, 0.5]), path)
     assert main(["solve", str(path), "--time-limit", "20", "--strengthen",
                  "--strengthen-pieces", "cuts,tables"]) == 0
-    out = capsys.readouterr().out
+    out = capfd.readouterr().out
     assert "OPTIMAL" in out and "strengthen cuts, tables:" in out
     assert main(["solve", str(path), "--time-limit", "20", "--no-strengthen"]) == 0
-    assert "\nstrengthen " not in capsys.readouterr().out
+    assert "\nstrengthen " not in capfd.readouterr().out
 
 
 def test_the_default_strengthens_only_homogeneous_strict_problems() -> None:
