@@ -112,8 +112,8 @@ def solve(
     first; if it holds it is the incumbent (returned when the solver finds nothing better)
     and is handed to the backend. The default takes the start an encoder attached to the
     problem (``metadata["start"]``, e.g. a greedy mask); None solves without one.
-    With ``strengthen`` each part gets the start's values of its cells (verified against
-    the part like any start, and dropped if it fails there).
+    With ``strengthen`` the start is verified against ``problem``; if it holds and agrees
+    with the strengthening's fixings, each part gets its values of the part's cells.
 
     ``backend="auto"`` races the backends measured best for the problem's class, and
     ``"a,b,c"`` races those (:mod:`smug_opt.portfolio`): up to ``workers`` (default the CPU
@@ -174,9 +174,7 @@ def _solve(problem: Problem, backend: str, *, time_limit: float | None, threads:
                       start=start_x).run()
     from smug_opt.strengthen.solve_parts import solve_strengthened
 
-    def solve_part(part: Part, limit: float | None) -> SolveResult:
-        part_start = None if start_x is None else np.concatenate(
-            [start_x[part.columns], np.ones(part.carried.size)])
+    def solve_part(part: Part, limit: float | None, part_start: np.ndarray | None) -> SolveResult:
         return _Solve(part.problem, backend, version, cls.levels,
                       replace(options, time_limit=limit), isolate, grace,
                       exact_backend=cls.capabilities.exact, memory_limit_mb=memory_limit_mb,
@@ -184,7 +182,7 @@ def _solve(problem: Problem, backend: str, *, time_limit: float | None, threads:
 
     pieces = strengthen if isinstance(strengthen, Pieces) else Pieces()
     return solve_strengthened(problem, pieces, solve_part, time_limit=time_limit,
-                              backend=backend, solver=version)
+                              backend=backend, solver=version, start=start_x)
 
 
 def start_values(problem: Problem, start: Any = PROBLEM_START) -> np.ndarray | None:

@@ -20,22 +20,25 @@ from smug_opt.backend import Status
 from smug_opt.ir import Problem
 from smug_opt.result import Attempt, SolveResult, Timings
 from smug_opt.strengthen.presolve import Part, Pieces, Strengthened, strengthen
-from smug_opt.verification import verify
+from smug_opt.verification import snap_binaries, verify
 
 __all__ = ["solve_strengthened"]
 
-SolvePart = Callable[[Part, "float | None"], SolveResult]
-"""Solves one part's problem within the given seconds (None: no limit)."""
+SolvePart = Callable[[Part, "float | None", "np.ndarray | None"], SolveResult]
+"""Solves one part's problem within the given seconds (None: no limit) from a start (one
+value per variable of the part's problem, or None)."""
 
 
 def solve_strengthened(problem: Problem, pieces: Pieces, solve_part: SolvePart, *,
-                       time_limit: float | None, backend: str, solver: str) -> SolveResult:
+                       time_limit: float | None, backend: str, solver: str,
+                       start: np.ndarray | None = None) -> SolveResult:
     """Strengthen ``problem``, solve its parts with ``solve_part`` (smallest first, each
     with a share of the remaining time: by size, but at least an equal share, so a tiny
     part is not starved of a solver's start-up time) and return one verified result."""
-    start = time.monotonic()
-    deadline = None if time_limit is None else start + time_limit
+    begun = time.monotonic()
+    deadline = None if time_limit is None else begun + time_limit
     prepared = strengthen(problem, pieces)
+    start, notes = _checked_start(problem, prepared, start)
     results: list[SolveResult] = []
     weights = [p.problem.A.nnz + p.problem.num_vars for p in prepared.parts]
     for k, part in enumerate(prepared.parts):
@@ -46,17 +49,37 @@ def solve_strengthened(problem: Problem, pieces: Pieces, solve_part: SolvePart, 
                 break
             left = len(prepared.parts) - k
             limit = remaining * max(weights[k] / sum(weights[k:]), 1 / left)
-        result = solve_part(part, limit)
+        part_start = None if start is None else np.concatenate(
+            [start[part.columns], np.ones(part.carried.size)])
+        result = solve_part(part, limit, part_start)
         results.append(result)
         if result.status in (Status.INFEASIBLE, Status.ERROR) or not result.has_solution:
             break
-    return _combine(prepared, results, start, time_limit, backend, solver)
+    return _combine(prepared, results, begun, time_limit, backend, solver, notes)
+
+
+def _checked_start(problem: Problem, prepared: Strengthened, start: np.ndarray | None
+                   ) -> tuple[np.ndarray | None, list[str]]:
+    """The start, if it holds for the original problem, with its fixed cells set to their
+    fixed values (a dominated cell's move keeps it feasible; checked again exactly)."""
+    if start is None:
+        return None, []
+    check = verify(problem, snap_binaries(problem, start))
+    if not check.ok:
+        return None, [f"start rejected: {check.summary()}"]
+    fixed = prepared.fixed >= 0
+    moved = check.x.copy()
+    moved[fixed] = prepared.fixed[fixed]
+    again = verify(problem, moved)
+    if not again.ok:
+        return None, ["start not used: it fails once the strengthening's fixings are applied"]
+    return again.x, []
 
 
 def _combine(prepared: Strengthened, results: list[SolveResult], start: float,
-             time_limit: float | None, backend: str, solver: str) -> SolveResult:
+             time_limit: float | None, backend: str, solver: str, notes: list[str]) -> SolveResult:
     original = prepared.original
-    messages = [r.message for r in results if r.message]
+    messages = notes + [r.message for r in results if r.message]
     x = objective = None
     verified: bool | None = None
     summary = "no solution to verify"
