@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import importlib.metadata
+import time
 from collections.abc import Mapping
 from types import MappingProxyType
 from typing import Any, ClassVar
@@ -24,6 +25,19 @@ from smug_opt.ir import Problem
 __all__ = ["HighsBackend"]
 
 _INTEGRALITY_TOLERANCE = 1e-9
+
+
+def _stale_start(h: Any, costs: SolverObjective) -> bool:
+    """After ``setSolution`` (a start), HiGHS 1.16 was seen to hand back the start's
+    columns (``getSolution`` and the improving callback alike) with the objective of the
+    better optimum it had found (paper-scale first layer: objective 23, columns of the
+    start's 31). The columns then do not belong to the reported objective."""
+    info = h.getInfo()
+    if info.primal_solution_status != 2:
+        return False
+    value = float(info.objective_function_value)
+    columns = np.asarray(h.getSolution().col_value, dtype=np.float64)
+    return abs(float(costs.costs @ columns) - value) > 1e-6 * max(1.0, abs(value))
 
 
 class HighsBackend(Backend):
@@ -111,7 +125,14 @@ class HighsBackend(Backend):
                 on_incumbent(form.problem_values(sol), value)
 
         h.cbMipImprovingSolution.subscribe(improving)
+        began = time.monotonic()
         h.run()
+        if options.start is not None and _stale_start(h, costs):  # solve again, without it
+            if options.time_limit is not None:
+                h.setOptionValue("time_limit", max(float(options.time_limit) - (time.monotonic() - began),
+                                                   1e-3))
+            h.clearSolver()
+            h.run()
         status = h.getModelStatus()
         info = h.getInfo()
         name = h.modelStatusToString(status)

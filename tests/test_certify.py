@@ -119,14 +119,14 @@ def test_certify_keeps_the_time_limit() -> None:
     assert r.proof in (None, "exact")
 
 
-def test_cli_certify(tmp_path: Any, capsys: pytest.CaptureFixture[str]) -> None:
+def test_cli_certify(tmp_path: Any, capfd: pytest.CaptureFixture[str]) -> None:
     from smug_opt import save_problem
     from smug_opt.cli import main
 
     path = tmp_path / "p.smug"
     save_problem(SMALL, path)
     assert main(["solve", str(path), "--backend", "highs", "--certify", "--time-limit", "20"]) == 0
-    out = capsys.readouterr().out
+    out = capfd.readouterr().out
     assert "OPTIMAL" in out and "proof      optimality proven in exact arithmetic" in out
 
 

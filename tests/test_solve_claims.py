@@ -157,13 +157,15 @@ def test_highs_proves_a_pure_lp() -> None:
     ("highs", "infeasibility rests on HiGHS"),
 ])
 def test_cli_says_what_was_proven(backend: str, expected: str, tmp_path: Any,
-                                  capsys: pytest.CaptureFixture[str]) -> None:
+                                  capfd: pytest.CaptureFixture[str]) -> None:
     from smug_opt.cli import main
 
     path = tmp_path / "p.smug"
     save_problem(Problem.from_arrays([[1.0, 1.0], [1.0, -1.0]], [">", ">"], [1.0, 0.5]), path)
-    assert main(["solve", str(path), "--backend", backend, "--time-limit", "20"]) == 0
-    out = capsys.readouterr().out
+    from smug_opt.cli import EXIT_NO_ANSWER
+
+    assert main(["solve", str(path), "--backend", backend, "--time-limit", "20"]) == EXIT_NO_ANSWER
+    out = capfd.readouterr().out
     assert "INFEASIBLE" in out and f"proof      {expected}" in out
     assert "solution   no solution to verify: infeasibility is a proof" in out
 
