@@ -11,6 +11,7 @@ row per explained input: ``numpy.load`` reads them), ``overlays/`` (optional) an
 
 from __future__ import annotations
 
+import logging
 import os
 import time
 from collections.abc import Iterator, Mapping, Sequence
@@ -47,6 +48,7 @@ class ModelRef:
         from smug_opt.explanation import as_adapter
         from smug_opt.models import zoo
 
+        logging.getLogger("tensorflow").setLevel(logging.ERROR)  # AutoGraph notes, once per worker
         embedded = self.name in zoo.available_models()
         adapter = as_adapter(zoo.load(self.name, progress=False) if embedded else self.name)
         _loads += 1
