@@ -383,7 +383,9 @@ def test_enumerated_bounds_contain_every_small_mask_that_keeps_the_label(seed: i
         if out is None:
             assert not small.any()
             continue
-        lo, hi = out
+        lo, hi, fewest = out
+        if small.any():  # no feasible mask has fewer ones than the proven minimum
+            assert masks[small][:, nz].sum(axis=1).min() >= fewest
         z = (masks[small] * x) @ W1 + b1
         for k in range(len(lo)):
             assert np.all(z >= lo[k]) and np.all(z <= hi[k]), (seed, max_ones, k)
@@ -396,8 +398,8 @@ def test_enumeration_gives_way_to_lps_beyond_its_cap() -> None:
     from smug_opt.encode.bounds import MAX_ENUMERATED_MASKS, enumerated_bounds
 
     rng = np.random.default_rng(0)
-    A1 = rng.normal(size=(600, 4))
-    assert sum(math.comb(600, k) for k in range(3)) > MAX_ENUMERATED_MASKS
+    A1 = rng.normal(size=(2000, 4))
+    assert sum(math.comb(2000, k) for k in range(3)) > MAX_ENUMERATED_MASKS
     assert enumerated_bounds(A1, np.zeros(4), [], np.ones((1, 4)), np.zeros(1), 2) is None
 
 

@@ -45,7 +45,8 @@ class NetworkBounds:
 
     ``lo``/``hi`` are the final bounds (valid for every mask that satisfies the output
     rows); ``global_lo``/``global_hi`` the interval bounds (valid for every mask). ``lps``
-    counts the LPs solved; ``lp_failures`` those whose answer gave no usable dual.
+    counts the LPs solved; ``lp_failures`` those whose answer gave no usable dual;
+    ``min_ones`` is proven by enumeration (0 when nothing was enumerated).
     """
 
     lo: tuple[np.ndarray, ...]
@@ -57,6 +58,7 @@ class NetworkBounds:
     lp_seconds: float
     lps: int
     lp_failures: int
+    min_ones: int = 0  # every mask that satisfies the output rows has at least this many ones
 
 
 def _widened_affine(W: np.ndarray, b: np.ndarray, lo_in: np.ndarray, hi_in: np.ndarray
@@ -111,18 +113,19 @@ def _cardinality_bounds(A1: np.ndarray, b1: np.ndarray, max_ones: int, lo: np.nd
     return np.maximum(lo, low - slack), np.minimum(hi, high + slack)
 
 
-MAX_ENUMERATED_MASKS = 150_000
+MAX_ENUMERATED_MASKS = 600_000
 """Masks of at most ``max_ones`` ones are enumerated for bounds when there are no more than
-this many (e.g. up to 2 of 500 cells); beyond, LPs bound the ambiguous neurons."""
+this many (e.g. up to 3 of 150 cells, 2 of 1,000); beyond, LPs bound the ambiguous neurons."""
 
 _CHUNK = 8192
 
 
 def enumerated_bounds(A1: np.ndarray, b1: np.ndarray, layers: Sequence[tuple[np.ndarray, np.ndarray]],
                       out_rows: np.ndarray, out_rhs: np.ndarray, max_ones: int
-                      ) -> tuple[list[np.ndarray], list[np.ndarray]] | None:
+                      ) -> tuple[list[np.ndarray], list[np.ndarray], int] | None:
     """Bounds of every hidden layer over the masks with at most ``max_ones`` ones that may
-    satisfy the output rows, by evaluating each such mask; None when there are more than
+    satisfy the output rows, by evaluating each such mask, and the fewest ones such a mask
+    has (no mask with fewer can satisfy the rows); None when there are more than
     :data:`MAX_ENUMERATED_MASKS` or none may satisfy the rows.
 
     Rigorous: each layer's float64 values carry a bound ``eps`` on their distance to the
@@ -140,7 +143,7 @@ def enumerated_bounds(A1: np.ndarray, b1: np.ndarray, layers: Sequence[tuple[np.
     hi = [np.full(w, -np.inf) for w in widths]
     top = np.sort(np.abs(A1), axis=0)[::-1][:max(max_ones, 1)].sum(axis=0)
     eps1 = dot_error_bound(max_ones, np.abs(b1) + top)
-    kept = 0
+    kept, fewest = 0, -1
     for k in range(min(max_ones, m) + 1):
         for idx in _combination_chunks(m, k):
             z = b1 + A1[idx].sum(axis=1) if k else np.broadcast_to(b1, (1, b1.size))
@@ -157,10 +160,11 @@ def enumerated_bounds(A1: np.ndarray, b1: np.ndarray, layers: Sequence[tuple[np.
             if not ok.any():
                 continue
             kept += int(ok.sum())
+            fewest = k if fewest < 0 else fewest
             for layer, (z_layer, e) in enumerate(zip(values, eps, strict=True)):
                 lo[layer] = np.minimum(lo[layer], z_layer[ok].min(axis=0) - e)
                 hi[layer] = np.maximum(hi[layer], z_layer[ok].max(axis=0) + e)
-    return (lo, hi) if kept else None
+    return (lo, hi, fewest) if kept else None
 
 
 def _combination_chunks(m: int, k: int) -> list[np.ndarray]:
@@ -204,9 +208,11 @@ def network_bounds(A1: np.ndarray, b1: np.ndarray, layers: Sequence[tuple[np.nda
     enumerated = None
     if mode == "lp" and max_ones is not None:
         enumerated = enumerated_bounds(A1, b1, layers, out_rows, out_rhs, max_ones)
+    min_ones = 0
     if enumerated is not None:  # as tight as bounds over the feasible masks can be: no LPs
-        for k, (e_lo, e_hi) in enumerate(zip(*enumerated, strict=True)):
+        for k, (e_lo, e_hi) in enumerate(zip(enumerated[0], enumerated[1], strict=True)):
             lo[k], hi[k] = np.maximum(lo[k], e_lo), np.minimum(hi[k], e_hi)
+        min_ones = enumerated[2]
     elif mode == "lp":
         for k in range(len(lo)):
             ambiguous = np.flatnonzero((lo[k] < 0) & (hi[k] > 0))
@@ -230,7 +236,7 @@ def network_bounds(A1: np.ndarray, b1: np.ndarray, layers: Sequence[tuple[np.nda
         lo[k] = np.minimum(lo[k], hi[k])
     return NetworkBounds(tuple(lo), tuple(hi), tuple(global_lo), tuple(global_hi), mode,
                          interval_seconds=t1 - t0, lp_seconds=time.perf_counter() - t1,
-                         lps=lps, lp_failures=failures)
+                         lps=lps, lp_failures=failures, min_ones=min_ones)
 
 
 class _RelaxationLP:

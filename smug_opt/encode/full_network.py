@@ -107,6 +107,7 @@ def full_network(model_or_layers: Any, x: np.ndarray, label: int | None = None, 
         "stable": int(sum(v["active"] + v["dead"] for v in neurons)),
         "bound_seconds": 0.0 if nb is None else nb.interval_seconds + nb.lp_seconds,
         "lps": 0 if nb is None else nb.lps,
+        "min_cells": 0 if nb is None else nb.min_ones,
     })
     return builder.build()
 
@@ -182,6 +183,8 @@ class _Network:
                                 "interval" if bounds == "none" else bounds, max_ones=limit)
             last, keep, neurons = _add_hidden(builder, binaries, self.A1, self.b1, self.hidden, nb,
                                               declare=bounds != "none", strengthen=strengthen)
+            if nb.min_ones > 0 and bounds != "none":  # enumeration proved smaller masks fail
+                builder.add_constraints(np.ones((1, n)), binaries, ">=", float(nb.min_ones))
         builder.add_constraints(self.out_rows[:, keep], last, ">", self.out_rhs)
         return builder, nb, neurons
 
