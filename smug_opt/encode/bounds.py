@@ -18,7 +18,6 @@ interval bounds, valid for every mask).
 
 from __future__ import annotations
 
-import itertools
 import math
 import time
 from collections.abc import Sequence
@@ -113,11 +112,10 @@ def _cardinality_bounds(A1: np.ndarray, b1: np.ndarray, max_ones: int, lo: np.nd
     return np.maximum(lo, low - slack), np.minimum(hi, high + slack)
 
 
-MAX_ENUMERATED_MASKS = 600_000
+MAX_ENUMERATED_MASKS = 1_500_000
 """Masks of at most ``max_ones`` ones are enumerated for bounds when there are no more than
-this many (e.g. up to 3 of 150 cells, 2 of 1,000); beyond, LPs bound the ambiguous neurons."""
+this many (e.g. up to 3 of 200 cells, 2 of 1,700); beyond, LPs bound the ambiguous neurons."""
 
-_CHUNK = 8192
 
 
 def enumerated_bounds(A1: np.ndarray, b1: np.ndarray, layers: Sequence[tuple[np.ndarray, np.ndarray]],
@@ -168,18 +166,26 @@ def enumerated_bounds(A1: np.ndarray, b1: np.ndarray, layers: Sequence[tuple[np.
 
 
 def _combination_chunks(m: int, k: int) -> list[np.ndarray]:
-    """All ``k``-subsets of ``range(m)`` as index arrays of shape ``(count, k)``, in chunks."""
+    """All ``k``-subsets of ``range(m)`` as index arrays of shape ``(count, k)``, one chunk
+    per first index (vectorised: no Python tuple per subset)."""
     if k == 0:
         return [np.zeros((1, 0), dtype=np.int64)]
-    out, buffer = [], []
-    for combo in itertools.combinations(range(m), k):
-        buffer.append(combo)
-        if len(buffer) == _CHUNK:
-            out.append(np.array(buffer, dtype=np.int64))
-            buffer = []
-    if buffer:
-        out.append(np.array(buffer, dtype=np.int64))
-    return out
+    if k == 1:
+        return [np.arange(m, dtype=np.int64)[:, None]]
+    return [np.hstack([np.full((rest.shape[0], 1), first, dtype=np.int64), rest + first + 1])
+            for first in range(m - k + 1)
+            for rest in [_all_combinations(m - first - 1, k - 1)]]
+
+
+def _all_combinations(n: int, k: int) -> np.ndarray:
+    """Every ``k``-subset of ``range(n)``, one per row, in lexicographic order."""
+    if k == 1:
+        return np.arange(n, dtype=np.int64)[:, None]
+    if k == 2:
+        return np.column_stack(np.triu_indices(n, 1)).astype(np.int64)
+    parts = [np.hstack([np.full((rest.shape[0], 1), first, dtype=np.int64), rest + first + 1])
+             for first in range(n - k + 1) for rest in [_all_combinations(n - first - 1, k - 1)]]
+    return np.vstack(parts) if parts else np.zeros((0, k), dtype=np.int64)
 
 
 def _intersect(old_lo: list[np.ndarray], old_hi: list[np.ndarray], lo: np.ndarray, hi: np.ndarray
