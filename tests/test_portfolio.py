@@ -94,3 +94,11 @@ def test_builder_problem_with_relus_races_cpsat_first() -> None:
     r = solve(b.build(), "auto", time_limit=20)
     assert r.status is Status.OPTIMAL and r.objective == 2.0
     assert r.race[0].backend == "cpsat"
+
+
+def test_bench_and_stress_accept_auto_as_one_pseudo_backend() -> None:
+    from smug_opt.bench.runner import resolve_backends
+
+    assert resolve_backends("highs,auto") == ("highs", "auto")
+    with pytest.raises(ValueError, match="nope"):
+        resolve_backends("auto,nope")
