@@ -203,3 +203,13 @@ def test_the_trained_bn_resnet_digit_model_end_to_end():
         masked = adapter.affine_input(digits.x_test[index]) * e.mask.reshape(28, 28, 1)
         keras_o = adapter.stem_preactivation(masked[None])[0].reshape(-1)[e.neurons]
         assert np.mean(keras_o > 0) > 0.99
+
+
+def test_ig_is_traced_once_per_model_whatever_the_batch():
+    from smug_opt.models import integrated_gradients
+
+    adapter = KerasAdapter(bn_resnet())
+    x = _inputs(adapter, 1)[0]
+    for batch in (None, 5, 16):
+        integrated_gradients(adapter, x, target=1, steps=16, batch_size=batch)
+    assert adapter._functions.head_gradient.experimental_get_tracing_count() == 1

@@ -131,6 +131,9 @@ def run(arch: str, out: Path, max_gb: float, k: int, cell: int, time_limit: floa
         clock += seconds
     record.update({
         "status": r.status.name, "verified": r.verified, "mask_cells": e.mask_size,
+        "solve_total_s": r.times.total, "solver_message": r.message, "solver_peak_mb": r.peak_memory_mb,
+        "attempts": [[a.level, a.status, a.solver_status, a.verified, a.message[:120],
+                      round(a.solve_seconds, 2)] for a in r.attempts],
         "cells": e.grid.num_cells, "objective": r.objective, "bound": r.bound,
         "neurons": int(e.neurons.size), "explain_s": end - start,
         **{f"{name}_s": seconds for name, seconds in stages.items()},
