@@ -19,6 +19,7 @@ import contextlib
 import json
 import os
 import platform
+import re
 import sys
 import threading
 import time
@@ -153,20 +154,25 @@ def run(arch: str, out: Path, max_gb: float, k: int, cell: int, time_limit: floa
 
 def table(path: Path) -> str:
     rows = [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
-    head = ("| architecture | first layer → σ | IG batch | IG s | plain tape IG s | IG / plain | encode s "
-            "| solve s | verify s | status | mask / cells | peak GB (IG, encode, solve, run) |")
+    head = ("| architecture | first layer → σ | IG batch | IG s | plain tape IG s | IG / plain "
+            "| encode s | solve s | verify s | solve wall s | status | mask / cells "
+            "| peak GB (IG, encode, solve, run) |")
     lines = [head, "|" + "|".join("---" for _ in range(head.count("|") - 1)) + "|"]
     for r in rows:
         if "ig_s" not in r:
-            lines.append(f"| {r['arch']} | | | | | | | | | {r['status']} | | |")
+            lines.append(f"| {r['arch']} |" + " |" * 9 + f" {r['status']} | | |")
             continue
-        stem = r["first_layer"].split("first layer ")[1].split(",")[0]
+        kind, shape_in, shape_out, activation = re.search(
+            r"first layer (\S+) \(([^)]*)\)->\(([^)]*)\) \((.+?)\), \d+ ", r["first_layer"]).groups()
+        stem = f"{kind} {shape_in.replace(', ', '×')} → {shape_out.replace(', ', '×')}, {activation}"
+        wall = f"{r['solve_total_s']:.1f}" if r.get("solve_total_s") is not None else "—"
+        verified = "verified" if r["verified"] else "NOT verified"
         lines.append(
             f"| {r['arch']} | {stem} | {r['ig_batch']} | {r['ig_s']:.1f} | {r['plain_ig_s']:.1f} | "
-            f"{r['ig_vs_plain']:.2f} | {r['encode_s']:.2f} | {r['solve_s']:.1f} | {r['verify_s']:.2f} | "
-            f"{r['status']} ({'verified' if r['verified'] else 'NOT verified'}) | "
-            f"{r['mask_cells']} / {r['cells']} | {r['ig_peak_gb']:.2f}, {r['encode_peak_gb']:.2f}, "
-            f"{r['solve_peak_gb']:.2f}, {r['run_peak_gb']:.2f} |"
+            f"{r['ig_vs_plain']:.2f} | {r['encode_s']:.2f} | {r['solve_s']:.1f} | {r['verify_s']:.1f} | "
+            f"{wall} | {r['status']} ({verified}) | {r['mask_cells']} / {r['cells']} | "
+            f"{r['ig_peak_gb']:.2f}, {r['encode_peak_gb']:.2f}, {r['solve_peak_gb']:.2f}, "
+            f"{r['run_peak_gb']:.2f} |"
         )
     return "\n".join(lines) + "\n"
 

@@ -52,6 +52,15 @@ class Activation:
             )
 
     @property
+    def label(self) -> str:
+        """The name with its parameters, e.g. ``relu(max 6)`` or ``leaky_relu(0.1)``."""
+        if self.max_value is not None:
+            return f"{self.name}(max {self.max_value:g})"
+        if self.name == "leaky_relu":
+            return f"leaky_relu({self.negative_slope:g})"
+        return f"elu({self.alpha:g})" if self.name == "elu" else self.name
+
+    @property
     def exact(self) -> bool:
         """True for plain ReLU, where ``z > γ·o`` is exactly the paper's "stays active"."""
         return self.name == "relu" and self.max_value is None and self.negative_slope == 0

@@ -67,7 +67,7 @@ class KerasAdapter(ModelAdapter):
     def __repr__(self) -> str:
         return (
             f"KerasAdapter({self.model.name!r}, first layer {self.affine.kind} "
-            f"{self.affine.input_shape}->{self.affine.output_shape} ({self.activation.name}), "
+            f"{self.affine.input_shape}->{self.affine.output_shape} ({self.activation.label}), "
             f"{self.num_outputs} {self.output_kind} outputs)"
         )
 
