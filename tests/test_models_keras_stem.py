@@ -86,6 +86,10 @@ STEMS = {
                                             layers.BatchNormalization(), layers.Activation("sigmoid"),
                                             input_shape=(5, 4), head=[layers.Dense(3)]),
     "bn-resnet": bn_resnet,
+    "nested-sequential-stem": lambda: _stem_model(  # ConvNeXt's stem is a nested Sequential
+        layers.Rescaling(1 / 255.0),
+        keras.Sequential([layers.Conv2D(6, 4, strides=4), layers.LayerNormalization()], name="stem"),
+        head=[layers.Conv2D(4, 1, activation="gelu"), layers.GlobalAveragePooling2D(), layers.Dense(3)]),
 }
 
 

@@ -83,7 +83,7 @@ def describe(layer: Any) -> str:
 def read_stem(model: Any) -> Stem:
     """Walk ``model`` from its input to the first affine layer's activation; see the module."""
     keras = import_keras()
-    graph = _Graph(model, keras)
+    graph = _Walker(_Graph(model, keras))
     layer = graph.first()
     preprocessing: list = []
     padding: list = []
@@ -107,18 +107,73 @@ def read_stem(model: Any) -> Stem:
     activation = _fused_activation(affine_layer)
     last = affine_layer
     if activation.name == "linear":
-        follower = graph.single_follower(last)
+        follower = graph.peek()
         if follower is not None and layer_class(follower) == "BatchNormalization":
-            batch_norm = last = follower
-            follower = graph.single_follower(last)
+            batch_norm = last = graph.take()
+            follower = graph.peek()
         if follower is not None and layer_class(follower) in _ACTIVATION_LAYERS:
             activation = _layer_activation(follower)
-            activation_layer = last = follower
+            activation_layer = last = graph.take()
     affine = _fold(affine_layer, padding, batch_norm)
     head, head_layers = graph.head(last)
     flattened, tokens = _flattened_shape(preprocessing)
     return Stem(preprocessing, padding, affine_layer, batch_norm, activation_layer, affine, activation,
                 head, head_layers, flattened, tokens)
+
+
+class _Walker:
+    """Steps through the stem's layers, entering a nested Sequential model (ConvNeXt's
+    stem is one) as if its layers were the outer model's; the nested model's remaining
+    layers then open the head."""
+
+    def __init__(self, graph: _Graph) -> None:
+        self.graph = graph
+        self.outer: Any = None  # the current layer of the outer model
+        self.pending: list = []  # the rest of the nested Sequential being walked
+        self.inside = False
+
+    def _enter(self, layer: Any) -> Any:
+        self.outer = layer
+        inner = [lay for lay in getattr(layer, "layers", []) if layer_class(lay) != "InputLayer"]
+        if layer_class(layer) != "Sequential" or not inner:
+            self.inside = False
+            return layer
+        self.inside, self.pending = True, inner[1:]
+        return inner[0]
+
+    def first(self) -> Any:
+        return self._enter(self.graph.first())
+
+    def after(self, layer: Any, help_text: str) -> Any:
+        if self.pending:
+            return self.pending.pop(0)
+        return self._enter(self.graph.after(self.outer, help_text))
+
+    def peek(self) -> Any | None:
+        """The layer that alone reads the current layer's output, if one does."""
+        if self.pending:
+            return self.pending[0]
+        return self.graph.single_follower(self.outer)
+
+    def take(self) -> Any:
+        if self.pending:
+            return self.pending.pop(0)
+        follower = self.graph.single_follower(self.outer)
+        self.outer, self.inside = follower, False
+        return follower
+
+    def head(self, last: Any) -> tuple[Callable[[Any], Any], list]:
+        if not self.inside:
+            return self.graph.head(last)
+        prefix = list(self.pending)
+        outer, outer_layers = self.graph.head(self.outer)
+
+        def apply(value: Any) -> Any:
+            for layer in prefix:
+                value = layer(value, training=False)
+            return outer(value)
+
+        return apply, [*prefix, *outer_layers]
 
 
 class _Graph:
