@@ -8,7 +8,8 @@ Supported stem (anything after the activation is the head, any graph):
 in float64 to give the affine input (the mask acts there: a masked pixel is 0 after
 Rescaling/Normalization, as in the paper's preprocessed inputs); ZeroPadding goes into
 the affine layer's padding, BatchNormalization (inference statistics) into its kernel
-and bias, a SeparableConv2D's two kernels into one.
+and bias, a SeparableConv2D's two kernels into one. A nested Sequential model on that path
+(ConvNeXt's stem) is walked as if its layers were the outer model's.
 """
 
 from __future__ import annotations
