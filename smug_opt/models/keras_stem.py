@@ -10,6 +10,9 @@ Rescaling/Normalization, as in the paper's preprocessed inputs); ZeroPadding goe
 the affine layer's padding, BatchNormalization (inference statistics) into its kernel
 and bias, a SeparableConv2D's two kernels into one. A nested Sequential model on that path
 (ConvNeXt's stem) is walked as if its layers were the outer model's.
+
+Kept as one module because the graph walk, the folding and the head are one reading of
+the same layer chain, sharing its helpers and its error messages.
 """
 
 from __future__ import annotations
