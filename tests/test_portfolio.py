@@ -7,8 +7,9 @@ import time
 
 import numpy as np
 import pytest
+from tiny_problems import two_cell_relu
 
-from smug_opt import Problem, ProblemBuilder, Status, solve, verify
+from smug_opt import Problem, Status, solve, verify
 from smug_opt.portfolio import LARGE_ROWS, auto_backends, describe, race_backends
 from smug_opt.testing import brute_force
 from smug_opt.testing.instances import mixed, relu_network
@@ -85,13 +86,7 @@ def test_race_result_is_json_ready() -> None:
 
 
 def test_builder_problem_with_relus_races_cpsat_first() -> None:
-    b = ProblemBuilder()
-    m = b.add_binaries(2)
-    y = b.add_continuous(1, 0.0, 10.0)
-    b.add_relus(y, np.array([[1.0, 1.0]]), m, np.array([-0.5]), lo=-0.5, hi=1.5)
-    b.add_constraints(np.array([[1.0]]), y, ">", 0.7)
-    b.set_objective(m, 1.0)
-    r = solve(b.build(), "auto", time_limit=20)
+    r = solve(two_cell_relu(), "auto", time_limit=20)
     assert r.status is Status.OPTIMAL and r.objective == 2.0
     assert r.race[0].backend == "cpsat"
 

@@ -6,6 +6,7 @@ import time
 
 import numpy as np
 import pytest
+from tiny_problems import two_cell_relu
 
 import smug_opt
 from smug_opt import Problem, ProblemBuilder, Status, solve
@@ -139,13 +140,7 @@ def test_the_problem_s_own_start_is_used_unless_disabled(toy_plugin: str) -> Non
 
 
 def test_a_start_of_binaries_only_is_completed_with_exact_relu_outputs() -> None:
-    b = ProblemBuilder()
-    m = b.add_binaries(2)
-    y = b.add_continuous(1, 0.0, 10.0)
-    b.add_relus(y, np.array([[1.0, 1.0]]), m, np.array([-0.5]), lo=-0.5, hi=1.5)
-    b.add_constraints(np.array([[1.0]]), y, ">", 0.7)
-    b.set_objective(m, 1.0)
-    p = b.build()
+    p = two_cell_relu()
     r = solve(p, "highs", time_limit=20, start=[1, 1])
     assert r.status is Status.OPTIMAL and r.objective == 2.0 and r.x[2] == 1.5
 

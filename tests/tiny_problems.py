@@ -33,3 +33,14 @@ def tiny_net(seed: int, n_in: int = 8, hidden: int = 6, classes: int = 3, gamma:
     b.add_constraints(rows, y, ">", rhs + gamma * (rows @ h - rhs))
     b.set_objective(m, 1.0)
     return b.build()
+
+
+def two_cell_relu() -> Problem:
+    """y = relu(m0 + m1 - 0.5) must exceed 0.7: both cells are needed (optimum 2, y = 1.5)."""
+    b = ProblemBuilder()
+    m = b.add_binaries(2)
+    y = b.add_continuous(1, 0.0, 10.0)
+    b.add_relus(y, np.array([[1.0, 1.0]]), m, np.array([-0.5]), lo=-0.5, hi=1.5)
+    b.add_constraints(np.array([[1.0]]), y, ">", 0.7)
+    b.set_objective(m, 1.0)
+    return b.build()
