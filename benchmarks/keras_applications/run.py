@@ -2,7 +2,7 @@
 
 One architecture per process (``--arch``), appending one JSON record to ``--out``: per-stage
 times and peak memory of ``smug_opt.explain`` (224×224×3, k = 3000, 4×4 cells, 60 s solve
-limit, HiGHS) and, in the same process, a plain eager ``tf.GradientTape`` IG over the same
+limit, HiGHS) and, in the same process, a plain ``tf.GradientTape`` IG (compiled once) over the same
 66 points (64 path points, ``h`` and 0) in the same batches, for the IG time ratio. Memory
 is the resident set of this process plus its children (the solver runs in a worker
 process), sampled every 20 ms; a run whose total passes ``--max-gb`` is stopped and
@@ -67,31 +67,45 @@ class MemorySampler(threading.Thread):
 
 
 def plain_tape_ig(head, h: np.ndarray, target: int, steps: int, batch: int) -> tuple[float, np.ndarray]:
-    """Eager ``tf.GradientTape`` IG over the same points and batches as smug-opt's."""
+    """A plain ``tf.GradientTape`` IG, compiled once with ``tf.function`` (as smug-opt's is),
+    over the same points and batches as smug-opt's; its trace included in the time.
+
+    Compiled, not eager: eagerly, Keras re-creates and XLA-recompiles every grouped
+    convolution on each call on CPU (ConvNeXt's 18), which grew an eager tape's process
+    past 3 GB on ConvNeXtTiny; and a compiled tape is the stricter baseline."""
     import tensorflow as tf
 
     start = time.perf_counter()
+
+    @tf.function(input_signature=[tf.TensorSpec((None, *h.shape), tf.float32)])
+    def gradients(path: tf.Tensor) -> tf.Tensor:
+        with tf.GradientTape() as tape:
+            tape.watch(path)
+            score = head(path)[:, target]
+        return tape.gradient(score, path)
+
     points = np.concatenate([(np.arange(steps) + 0.5) / steps, [1.0, 0.0]])
     total = np.zeros_like(h)
     for i in range(0, points.size, batch):
         alphas = points[i : i + batch]
         path = tf.constant((alphas.reshape(-1, *[1] * h.ndim) * h).astype(np.float32))
-        with tf.GradientTape() as tape:
-            tape.watch(path)
-            score = head(path)[:, target]
-        grads = tape.gradient(score, path).numpy().astype(np.float64)
+        grads = gradients(path).numpy().astype(np.float64)
         total += grads[: max(0, min(alphas.size, steps - i))].sum(axis=0)
     return time.perf_counter() - start, h * total / steps
 
 
-def run(arch: str, out: Path, max_gb: float, k: int, cell: int, time_limit: float) -> dict:
+def run(arch: str, out: Path, max_gb: float, k: int, cell: int, time_limit: float,
+        ig_batch: int | None = None) -> dict:
     import sklearn
 
-    from smug_opt.explanation import as_adapter, explain
+    from smug_opt.explanation import explain
     from smug_opt.inputs import load_input
     from smug_opt.models._keras import import_keras
+    from smug_opt.models.keras_adapter import KerasAdapter
+    from smug_opt.models.keras_memory import head_footprint
 
-    record: dict = {"arch": arch, "k": k, "cell": cell, "time_limit": time_limit, "status": "started"}
+    record: dict = {"arch": arch, "k": k, "cell": cell, "time_limit": time_limit, "status": "started",
+                    "load_start": os.getloadavg()}
 
     def stop(value: int) -> None:
         record["status"] = f"STOPPED: {value / 2**30:.2f} GB > {max_gb} GB"
@@ -105,11 +119,14 @@ def run(arch: str, out: Path, max_gb: float, k: int, cell: int, time_limit: floa
     keras.utils.set_random_seed(0)
     t = time.perf_counter()
     model = getattr(keras.applications, arch)(weights=None, input_shape=(224, 224, 3))
-    adapter = as_adapter(model)
+    adapter = KerasAdapter(model, gradient_batch=ig_batch)
     record["build_s"] = time.perf_counter() - t
     record["params_M"] = model.count_params() / 1e6
     record["first_layer"] = repr(adapter)
     record["ig_batch"] = adapter.gradient_batch
+    record["ig_batch_from"] = "--ig-batch" if ig_batch else "footprint"
+    record["footprint"] = repr(head_footprint(adapter._functions.head.get_concrete_function().graph,
+                                              adapter.affine.output_shape))
     photo = Path(sklearn.__file__).parent / "datasets" / "images" / "china.jpg"
     x, _ = load_input(photo, (224, 224, 3), 255.0, ARCHITECTURES[arch])
     _, h = adapter.first_layer(x)
@@ -121,30 +138,31 @@ def run(arch: str, out: Path, max_gb: float, k: int, cell: int, time_limit: floa
     record["plain_ig_peak_gb"] = sampler.peak(t, time.perf_counter()) / 2**30
 
     start = time.perf_counter()
-    e = explain(adapter, x, k=k, cell=cell, backend="highs", time_limit=time_limit, target=target)
+    e = explain(adapter, x, k=k, cell=cell, backend="highs", time_limit=time_limit, target=target,
+                ig_batch=ig_batch)
     end = time.perf_counter()
     r = e.result
-    stages = {"ig": e.times["ig"], "encode": e.times["encode"], "lower": r.times.lower,
-              "solve": r.times.solve, "verify": r.times.verify}
-    edges, clock = {}, start
-    for name, seconds in stages.items():
-        edges[name] = (clock, clock + seconds)
-        clock += seconds
+    stages = {"ig": e.times["ig"], "encode": e.times["encode"], "strengthen": r.times.strengthen,
+              "lower": r.times.lower, "solve": r.times.solve, "verify": r.times.verify}
+    encoded = start + e.times["ig"] + e.times["encode"]
+    edges = {"ig": (start, start + e.times["ig"]), "encode": (start + e.times["ig"], encoded),
+             "solve": (encoded, end)}
     record.update({
-        "status": r.status.name, "verified": r.verified, "mask_cells": e.mask_size,
+        "status": r.status.name, "verified": r.verified, "proof": r.proof, "gap": r.gap,
+        "mask_cells": e.mask_size, "strengthening": _jsonable(r.strengthening),
         "solve_total_s": r.times.total, "solver_message": r.message, "solver_peak_mb": r.peak_memory_mb,
         "attempts": [[a.level, a.status, a.solver_status, a.verified, a.message[:120],
                       round(a.solve_seconds, 2)] for a in r.attempts],
         "cells": e.grid.num_cells, "objective": r.objective, "bound": r.bound,
         "neurons": int(e.neurons.size), "explain_s": end - start,
         **{f"{name}_s": seconds for name, seconds in stages.items()},
-        **{f"{name}_peak_gb": sampler.peak(*edges[name]) / 2**30 for name in ("ig", "encode")},
-        "solve_peak_gb": sampler.peak(edges["lower"][0], edges["verify"][1]) / 2**30,
+        **{f"{name}_peak_gb": sampler.peak(*edges[name]) / 2**30 for name in edges},
         "run_peak_gb": sampler.peak(0, end) / 2**30,
         "ig_vs_plain": e.times["ig"] / plain_s,
         "ig_agrees_with_plain": float(np.abs(e.attributions.values - plain_values).max()
                                       / max(np.abs(plain_values).max(), 1e-12)),
         "machine": f"{platform.machine()}, {os.cpu_count()} cores (shared, loaded)",
+        "load_end": os.getloadavg(),
     })
     sampler.running = False
     with out.open("a") as f:
@@ -152,27 +170,36 @@ def run(arch: str, out: Path, max_gb: float, k: int, cell: int, time_limit: floa
     return record
 
 
+def _jsonable(value):
+    """``value`` with numpy scalars and arrays made plain JSON."""
+    return json.loads(json.dumps(value, default=lambda v: v.tolist() if hasattr(v, "tolist") else str(v)))
+
+
 def table(path: Path) -> str:
     rows = [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
     head = ("| architecture | first layer → σ | IG batch | IG s | plain tape IG s | IG / plain "
-            "| encode s | solve s | verify s | solve wall s | status | mask / cells "
-            "| peak GB (IG, encode, solve, run) |")
+            "| encode s | strengthen s | solve s | verify s | solve wall s | status | gap | mask / cells "
+            "| peak GB (IG, encode, solve, run) | load avg (start, end) |")
     lines = [head, "|" + "|".join("---" for _ in range(head.count("|") - 1)) + "|"]
     for r in rows:
         if "ig_s" not in r:
-            lines.append(f"| {r['arch']} |" + " |" * 9 + f" {r['status']} | | |")
+            lines.append(f"| {r['arch']} |" + " |" * 10 + f" {r['status']} | | | | |")
             continue
         kind, shape_in, shape_out, activation = re.search(
             r"first layer (\S+) \(([^)]*)\)->\(([^)]*)\) \((.+?)\), \d+ ", r["first_layer"]).groups()
         stem = f"{kind} {shape_in.replace(', ', '×')} → {shape_out.replace(', ', '×')}, {activation}"
         wall = f"{r['solve_total_s']:.1f}" if r.get("solve_total_s") is not None else "—"
         verified = "verified" if r["verified"] else "NOT verified"
+        proof = f", proof {r['proof']}" if r.get("proof") else ""
+        gap = "—" if r.get("gap") is None else f"{r['gap']:.3f}"
+        load = ", ".join(f"{r[key][0]:.1f}" for key in ("load_start", "load_end") if key in r)
         lines.append(
             f"| {r['arch']} | {stem} | {r['ig_batch']} | {r['ig_s']:.1f} | {r['plain_ig_s']:.1f} | "
-            f"{r['ig_vs_plain']:.2f} | {r['encode_s']:.2f} | {r['solve_s']:.1f} | {r['verify_s']:.1f} | "
-            f"{wall} | {r['status']} ({verified}) | {r['mask_cells']} / {r['cells']} | "
+            f"{r['ig_vs_plain']:.2f} | {r['encode_s']:.2f} | {r.get('strengthen_s', 0.0):.1f} | "
+            f"{r['solve_s']:.1f} | {r['verify_s']:.1f} | {wall} | {r['status']} ({verified}{proof}) | "
+            f"{gap} | {r['mask_cells']} / {r['cells']} | "
             f"{r['ig_peak_gb']:.2f}, {r['encode_peak_gb']:.2f}, {r['solve_peak_gb']:.2f}, "
-            f"{r['run_peak_gb']:.2f} |"
+            f"{r['run_peak_gb']:.2f} | {load} |"
         )
     return "\n".join(lines) + "\n"
 
@@ -186,13 +213,18 @@ def main() -> int:
     p.add_argument("--k", type=int, default=3000)
     p.add_argument("--cell", type=int, default=4)
     p.add_argument("--time-limit", type=float, default=60.0)
+    p.add_argument("--ig-batch", type=int, help="IG points per gradient batch (default: sized from "
+                   "the head's memory footprint)")
     args = p.parse_args()
     if args.table:
         sys.stdout.write(table(args.table))
         return 0
     if not args.arch:
         p.error("give --arch or --table")
-    print(json.dumps(run(args.arch, args.out, args.max_gb, args.k, args.cell, args.time_limit)))
+    if args.ig_batch is not None and args.ig_batch < 1:
+        p.error(f"--ig-batch must be at least 1, got {args.ig_batch}")
+    print(json.dumps(run(args.arch, args.out, args.max_gb, args.k, args.cell, args.time_limit,
+                         args.ig_batch)))
     return 0
 
 

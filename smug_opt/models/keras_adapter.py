@@ -12,18 +12,13 @@ import numpy as np
 from smug_opt.models._keras import import_keras
 from smug_opt.models.base import ModelAdapter, OutputKind
 from smug_opt.models.grid import CellGrid, data_grid, regular_grid
+from smug_opt.models.keras_memory import IG_MEMORY_BUDGET, footprint_batch, head_footprint
 from smug_opt.models.keras_stem import Stem, describe, layer_class, read_stem
 
 if TYPE_CHECKING:
     import keras
 
 __all__ = ["IG_MEMORY_BUDGET", "KerasAdapter", "load_model"]
-
-IG_MEMORY_BUDGET = 768 * 2**20
-"""Bytes one gradient batch through the head may use (activations kept for the backward
-pass, their gradients, and the batch itself); sizes :attr:`KerasAdapter.gradient_batch`."""
-
-_MAX_BATCH = 512
 
 
 class KerasAdapter(ModelAdapter):
@@ -33,8 +28,8 @@ class KerasAdapter(ModelAdapter):
     :mod:`smug_opt.models.keras_stem`); after it, any graph (branches, merges, shared
     layers) is the *head*, run as a functional sub-model. ``batch_size`` bounds the rows
     sent to TensorFlow at once by forward passes; gradient batches through the head are
-    sized from its activation footprint (:attr:`gradient_batch`) unless ``gradient_batch``
-    is given.
+    sized from its memory footprint (:attr:`gradient_batch`, read from the traced head:
+    :mod:`smug_opt.models.keras_memory`) unless ``gradient_batch`` is given.
     """
 
     def __init__(
@@ -61,7 +56,7 @@ class KerasAdapter(ModelAdapter):
         self.batch_size = batch_size
         self._stem = stem
         self._dtype = stem.tf_stem[-1].compute_dtype
-        self.gradient_batch = gradient_batch or _footprint_batch(stem.head_layers, self.affine.output_shape)
+        self._gradient_batch = gradient_batch
         self._functions = _Functions(model, stem, self)
 
     def __repr__(self) -> str:
@@ -70,6 +65,16 @@ class KerasAdapter(ModelAdapter):
             f"{self.affine.input_shape}->{self.affine.output_shape} ({self.activation.label}), "
             f"{self.num_outputs} {self.output_kind} outputs)"
         )
+
+    @property
+    def gradient_batch(self) -> int:
+        """Rows per gradient batch through the head: the ``gradient_batch`` given, else as
+        many as keep the head's footprint within :data:`IG_MEMORY_BUDGET` (traces the head
+        once, on first use)."""
+        if self._gradient_batch is None:
+            graph = self._functions.head.get_concrete_function().graph
+            self._gradient_batch = footprint_batch(head_footprint(graph, self.affine.output_shape))
+        return self._gradient_batch
 
     def grid_shape(self, data_shape: tuple[int, ...] | None = None) -> tuple[int, ...] | None:
         """A flat dense input read as the image it came from: the shape a Flatten made flat,
@@ -204,21 +209,6 @@ def _without_activation(layer: Any) -> Any:
     copy.build(layer.input.shape)
     copy.set_weights(layer.get_weights())
     return copy
-
-
-def _footprint_batch(head_layers: list, h_shape: tuple[int, ...]) -> int:
-    """Rows per gradient batch so that one batch stays within :data:`IG_MEMORY_BUDGET`:
-    every head layer's output is kept for the backward pass (4 bytes a value) and gets a
-    gradient of the same size; the batch and its gradient cross to numpy in float64."""
-    values = math.prod(h_shape)
-    for layer in head_layers:
-        try:
-            outputs = layer.output if not isinstance(layer.output, (list, tuple)) else layer.output[0]
-            values += math.prod(int(s) for s in outputs.shape[1:])
-        except (AttributeError, ValueError, TypeError):
-            values += math.prod(h_shape)  # unknown: assume the size of h
-    per_row = 2 * 4 * values + 2 * 8 * math.prod(h_shape)
-    return int(max(1, min(_MAX_BATCH, IG_MEMORY_BUDGET // per_row)))
 
 
 def _known_shape(shape: tuple, what: str) -> tuple[int, ...]:

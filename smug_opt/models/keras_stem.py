@@ -49,8 +49,7 @@ class Stem:
     ``padding``, ``affine_layer``, ``batch_norm`` and ``activation_layer`` (None when
     absent or fused): the Keras layers from the affine input to ``h``; ``affine``: them
     folded; ``head``: ``h`` → model outputs (a functional sub-model, or a Sequential
-    model's remaining layers); ``head_layers``: the head's layers (for its memory
-    footprint); ``flattened_shape``: what a Flatten made flat before a Dense layer;
+    model's remaining layers); ``flattened_shape``: what a Flatten made flat before a Dense layer;
     ``tokens``: the values are token embeddings.
     """
 
@@ -62,7 +61,6 @@ class Stem:
     affine: AffineLayer
     activation: Activation
     head: Callable[[Any], Any]
-    head_layers: list
     flattened_shape: tuple[int, ...] | None
     tokens: bool
 
@@ -119,10 +117,10 @@ def read_stem(model: Any) -> Stem:
             activation = _layer_activation(follower)
             activation_layer = last = graph.take()
     affine = _fold(affine_layer, padding, batch_norm)
-    head, head_layers = graph.head(last)
+    head = graph.head(last)
     flattened, tokens = _flattened_shape(preprocessing)
     return Stem(preprocessing, padding, affine_layer, batch_norm, activation_layer, affine, activation,
-                head, head_layers, flattened, tokens)
+                head, flattened, tokens)
 
 
 class _Walker:
@@ -166,18 +164,18 @@ class _Walker:
         self.outer, self.inside = follower, False
         return follower
 
-    def head(self, last: Any) -> tuple[Callable[[Any], Any], list]:
+    def head(self, last: Any) -> Callable[[Any], Any]:
         if not self.inside:
             return self.graph.head(last)
         prefix = list(self.pending)
-        outer, outer_layers = self.graph.head(self.outer)
+        outer = self.graph.head(self.outer)
 
         def apply(value: Any) -> Any:
             for layer in prefix:
                 value = layer(value, training=False)
             return outer(value)
 
-        return apply, [*prefix, *outer_layers]
+        return apply
 
 
 class _Graph:
@@ -236,7 +234,7 @@ class _Graph:
             return users[0]
         return None
 
-    def head(self, last: Any) -> tuple[Callable[[Any], Any], list]:
+    def head(self, last: Any) -> Callable[[Any], Any]:
         """Everything after ``last`` (the activation, or the affine layer/BN), as one callable."""
         if self._is_output(last):
             raise ValueError(
@@ -251,7 +249,7 @@ class _Graph:
                     value = layer(value, training=False)
                 return value
 
-            return apply, layers
+            return apply
         try:
             head = self.keras.Model(last.output, self.model.outputs[0], name=f"{self.model.name}_head")
         except ValueError as error:
@@ -260,7 +258,7 @@ class _Graph:
                 f"output: {error}. SMUG needs every path from the input to the output to pass "
                 "through the first layer's activation (no skip connection around it)"
             ) from error
-        return (lambda value: head(value, training=False)), list(head.layers[1:])
+        return lambda value: head(value, training=False)
 
     def _nodes(self, layer: Any) -> list:
         """The calls of ``layer`` in this model's graph (one per layer in a Sequential)."""
