@@ -151,8 +151,7 @@ def run(arch: str, out: Path, max_gb: float, k: int, cell: int, time_limit: floa
         "status": r.status.name, "verified": r.verified, "proof": r.proof, "gap": r.gap,
         "mask_cells": e.mask_size, "strengthening": _jsonable(r.strengthening),
         "solve_total_s": r.times.total, "solver_message": r.message, "solver_peak_mb": r.peak_memory_mb,
-        "attempts": [[a.level, a.status, a.solver_status, a.verified, a.message[:120],
-                      round(a.solve_seconds, 2)] for a in r.attempts],
+        "attempts": _attempts(r.attempts),
         "cells": e.grid.num_cells, "objective": r.objective, "bound": r.bound,
         "neurons": int(e.neurons.size), "explain_s": end - start,
         **{f"{name}_s": seconds for name, seconds in stages.items()},
@@ -168,6 +167,18 @@ def run(arch: str, out: Path, max_gb: float, k: int, cell: int, time_limit: floa
     with out.open("a") as f:
         f.write(json.dumps(record) + "\n")
     return record
+
+
+def _attempts(attempts) -> dict:
+    """How many attempts (over all levels and strengthened parts) ended how, and the first
+    few that did not end OPTIMAL and verified."""
+    counts: dict[str, int] = {}
+    for a in attempts:
+        key = f"{a.status.name} (verified {a.verified})"
+        counts[key] = counts.get(key, 0) + 1
+    other = [[a.level, a.status.name, a.solver_status, a.verified, a.message[:120], round(a.solve_seconds, 2)]
+             for a in attempts if not (a.status.name == "OPTIMAL" and a.verified)]
+    return {"counts": counts, "first_others": other[:5]}
 
 
 def _jsonable(value):
