@@ -3,7 +3,9 @@
 One architecture per process (``--arch``), appending one JSON record to ``--out``: per-stage
 times and peak memory of ``smug_opt.explain`` (224×224×3, k = 3000, 4×4 cells, 60 s solve
 limit, HiGHS) and, in the same process, a plain ``tf.GradientTape`` IG (compiled once) over the same
-66 points (64 path points, ``h`` and 0) in the same batches, for the IG time ratio. Memory
+66 points (64 path points, ``h`` and 0) in the same batches, for the IG time ratio: run
+alternately with smug-opt's (plain, smug-opt, plain, explain), the ratio of the fastest of
+each. Memory
 is the resident set of this process plus its children (the solver runs in a worker
 process), sampled every 20 ms; a run whose total passes ``--max-gb`` is stopped and
 recorded as such. ``--table`` renders the records as markdown.
@@ -66,16 +68,14 @@ class MemorySampler(threading.Thread):
         return max(inside, default=0)
 
 
-def plain_tape_ig(head, h: np.ndarray, target: int, steps: int, batch: int) -> tuple[float, np.ndarray]:
-    """A plain ``tf.GradientTape`` IG, compiled once with ``tf.function`` (as smug-opt's is),
-    over the same points and batches as smug-opt's; its trace included in the time.
+def plain_tape(head, h: np.ndarray, target: int):
+    """A plain ``tf.GradientTape`` gradient of the target score, compiled once with
+    ``tf.function`` as smug-opt's is.
 
     Compiled, not eager: eagerly, Keras re-creates and XLA-recompiles every grouped
     convolution on each call on CPU (ConvNeXt's 18), which grew an eager tape's process
     past 3 GB on ConvNeXtTiny; and a compiled tape is the stricter baseline."""
     import tensorflow as tf
-
-    start = time.perf_counter()
 
     @tf.function(input_signature=[tf.TensorSpec((None, *h.shape), tf.float32)])
     def gradients(path: tf.Tensor) -> tf.Tensor:
@@ -84,6 +84,15 @@ def plain_tape_ig(head, h: np.ndarray, target: int, steps: int, batch: int) -> t
             score = head(path)[:, target]
         return tape.gradient(score, path)
 
+    return gradients
+
+
+def plain_tape_ig(gradients, h: np.ndarray, steps: int, batch: int) -> tuple[float, np.ndarray]:
+    """IG with :func:`plain_tape`'s ``gradients`` over the same points and batches as
+    smug-opt's (its trace included in the time of the first call)."""
+    import tensorflow as tf
+
+    start = time.perf_counter()
     points = np.concatenate([(np.arange(steps) + 0.5) / steps, [1.0, 0.0]])
     total = np.zeros_like(h)
     for i in range(0, points.size, batch):
@@ -101,6 +110,7 @@ def run(arch: str, out: Path, max_gb: float, k: int, cell: int, time_limit: floa
     from smug_opt.explanation import explain
     from smug_opt.inputs import load_input
     from smug_opt.models._keras import import_keras
+    from smug_opt.models.integrated_gradients import integrated_gradients
     from smug_opt.models.keras_adapter import KerasAdapter
     from smug_opt.models.keras_memory import head_footprint
 
@@ -132,10 +142,16 @@ def run(arch: str, out: Path, max_gb: float, k: int, cell: int, time_limit: floa
     _, h = adapter.first_layer(x)
     target = adapter.predicted_target(adapter.head(h[None])[0])
 
+    # side by side, alternating (the machine is shared): plain, smug-opt, plain, then
+    # explain (smug-opt's IG again); the first of each includes its one-time trace
+    gradients = plain_tape(adapter._stem.head, h, target)
     t = time.perf_counter()
-    plain_s, plain_values = plain_tape_ig(adapter._stem.head, h, target, 64, adapter.gradient_batch)
-    record["plain_ig_s"] = plain_s
+    plain_s, plain_values = plain_tape_ig(gradients, h, 64, adapter.gradient_batch)
     record["plain_ig_peak_gb"] = sampler.peak(t, time.perf_counter()) / 2**30
+    t = time.perf_counter()
+    integrated_gradients(adapter, x, target=target, steps=64, batch_size=ig_batch)
+    smug_s = [time.perf_counter() - t]
+    plain_s = [plain_s, plain_tape_ig(gradients, h, 64, adapter.gradient_batch)[0]]
 
     start = time.perf_counter()
     e = explain(adapter, x, k=k, cell=cell, backend="highs", time_limit=time_limit, target=target,
@@ -157,7 +173,8 @@ def run(arch: str, out: Path, max_gb: float, k: int, cell: int, time_limit: floa
         **{f"{name}_s": seconds for name, seconds in stages.items()},
         **{f"{name}_peak_gb": sampler.peak(*edges[name]) / 2**30 for name in edges},
         "run_peak_gb": sampler.peak(0, end) / 2**30,
-        "ig_vs_plain": e.times["ig"] / plain_s,
+        "plain_ig_s": plain_s, "smug_ig_s": [*smug_s, e.times["ig"]],
+        "ig_vs_plain": min(*smug_s, e.times["ig"]) / min(plain_s),
         "ig_agrees_with_plain": float(np.abs(e.attributions.values - plain_values).max()
                                       / max(np.abs(plain_values).max(), 1e-12)),
         "machine": f"{platform.machine()}, {os.cpu_count()} cores (shared, loaded)",
@@ -167,6 +184,12 @@ def run(arch: str, out: Path, max_gb: float, k: int, cell: int, time_limit: floa
     with out.open("a") as f:
         f.write(json.dumps(record) + "\n")
     return record
+
+
+def _seconds(record: dict, key: str, old_key: str) -> str:
+    """The runs' seconds, "a / b" (a record before the side-by-side timing has one)."""
+    value = record.get(key, record[old_key])
+    return " / ".join(f"{v:.1f}" for v in (value if isinstance(value, list) else [value]))
 
 
 def _attempts(attempts) -> dict:
@@ -205,7 +228,8 @@ def table(path: Path) -> str:
         gap = "—" if r.get("gap") is None else f"{r['gap']:.3f}"
         load = ", ".join(f"{r[key][0]:.1f}" for key in ("load_start", "load_end") if key in r)
         lines.append(
-            f"| {r['arch']} | {stem} | {r['ig_batch']} | {r['ig_s']:.1f} | {r['plain_ig_s']:.1f} | "
+            f"| {r['arch']} | {stem} | {r['ig_batch']} | {_seconds(r, 'smug_ig_s', 'ig_s')} | "
+            f"{_seconds(r, 'plain_ig_s', 'plain_ig_s')} | "
             f"{r['ig_vs_plain']:.2f} | {r['encode_s']:.2f} | {r.get('strengthen_s', 0.0):.1f} | "
             f"{r['solve_s']:.1f} | {r['verify_s']:.1f} | {wall} | {r['status']} ({verified}{proof}) | "
             f"{gap} | {r['mask_cells']} / {r['cells']} | "
