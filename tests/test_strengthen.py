@@ -240,3 +240,36 @@ def test_a_start_reaches_the_parts() -> None:
 def _rows_hold(problem, X):
     """Whether every row holds exactly at each point (a row of X): the one decider."""
     return decide_rows(problem, X).holds.all(axis=1)
+
+
+def test_a_part_starved_of_its_share_gets_the_time_left_over() -> None:
+    """A part that ends unproven within its share (here: given none, as a busy machine
+    can leave it) is solved again with the time the other parts left, from its solution."""
+    from smug_opt.strengthen.solve_parts import solve_strengthened
+
+    rng = np.random.default_rng(3)
+    blocks = [rng.normal(size=(5, 8)) for _ in range(2)]
+    A = np.zeros((10, 16))
+    A[:5, :8], A[5:, 8:] = blocks
+    problem = Problem.from_arrays(A, ">", A.sum(axis=1) - np.abs(A).sum(axis=1) / 4)
+    everything = np.ones(16)
+    assert verify(problem, everything).ok
+    limits: list[float | None] = []
+    statuses: list[Status] = []
+
+    def solve_part(part, limit, start):
+        limits.append(limit)
+        starved = len(limits) == 1
+        result = solve(part.problem, "highs", time_limit=1e-6 if starved else limit, start=start,
+                       strengthen=False)
+        statuses.append(result.status)
+        return result
+
+    result = solve_strengthened(problem, Pieces(components=True, cuts=False, implied=False, fixings=False),
+                                solve_part, time_limit=30, backend="highs", solver="highs",
+                                start=everything)
+    # two parts (the first starved: its start, unproven), then the first again
+    assert statuses == [Status.FEASIBLE, Status.OPTIMAL, Status.OPTIMAL]
+    assert limits[2] > 20  # nearly all of the 30 s the second part left
+    assert result.status is Status.OPTIMAL and verify(problem, result.x).ok
+    assert result.objective == float(brute_force(problem).objective)

@@ -12,6 +12,7 @@ from __future__ import annotations
 import math
 import time
 from collections.abc import Callable
+from dataclasses import fields, replace
 from fractions import Fraction
 
 import numpy as np
@@ -28,13 +29,18 @@ SolvePart = Callable[[Part, "float | None", "np.ndarray | None"], SolveResult]
 """Solves one part's problem within the given seconds (None: no limit) from a start (one
 value per variable of the part's problem, or None)."""
 
+MIN_RETRY_SECONDS = 0.5
+"""Time left below which the second pass does not start another part."""
+
 
 def solve_strengthened(problem: Problem, pieces: Pieces, solve_part: SolvePart, *,
                        time_limit: float | None, backend: str, solver: str,
                        start: np.ndarray | None = None) -> SolveResult:
     """Strengthen ``problem``, solve its parts with ``solve_part`` (smallest first, each
     with a share of the remaining time: by size, but at least an equal share, so a tiny
-    part is not starved of a solver's start-up time) and return one verified result."""
+    part is not starved of a solver's start-up time) and return one verified result.
+    Parts left unproven within their share get the time the others left over
+    (:func:`_second_pass`)."""
     begun = time.monotonic()
     deadline = None if time_limit is None else begun + time_limit
     prepared = strengthen(problem, pieces)
@@ -55,7 +61,43 @@ def solve_strengthened(problem: Problem, pieces: Pieces, solve_part: SolvePart, 
         results.append(result)
         if result.status in (Status.INFEASIBLE, Status.ERROR) or not result.has_solution:
             break
+    _second_pass(prepared.parts, results, solve_part, deadline)
     return _combine(prepared, results, begun, time_limit, backend, solver, notes)
+
+
+def _second_pass(parts: list[Part], results: list[SolveResult], solve_part: SolvePart,
+                 deadline: float | None) -> None:
+    """Solve again, from their best solution, the parts that ended FEASIBLE (unproven)
+    while time is left: a share can be eaten by a busy machine or a worker's start, or a
+    part be harder than its size says, and the parts after it may leave most of the limit
+    unused. Each gets an equal share of what is left; a result is only improved."""
+    if deadline is None or len(results) < len(parts):
+        return
+    unproven = [k for k, r in enumerate(results)
+                if r.status is Status.FEASIBLE and r.has_solution and not r.killed]
+    for n, k in enumerate(unproven):
+        remaining = deadline - time.monotonic()
+        if remaining < MIN_RETRY_SECONDS:
+            return
+        again = solve_part(parts[k], remaining / (len(unproven) - n), results[k].values())
+        results[k] = _better(results[k], again)
+
+
+def _better(first: SolveResult, again: SolveResult) -> SolveResult:
+    """The better of two solves of one part (proven optimal, else the lower objective),
+    with the higher of their bounds and both solves' attempts and times."""
+    improves = again.has_solution and again.objective is not None and (
+        again.status is Status.OPTIMAL or first.objective is None or again.objective < first.objective)
+    winner = again if improves else first
+    bounds = [b for b in (first.bound, again.bound) if b is not None and math.isfinite(b)]
+    bound = max(bounds) if bounds else winner.bound
+    if bound is not None and winner.objective is not None:
+        bound = min(bound, winner.objective)
+    times = Timings(**{f.name: getattr(first.times, f.name) + getattr(again.times, f.name)
+                       for f in fields(Timings)})
+    peaks = [p for p in (first.peak_memory_mb, again.peak_memory_mb) if p is not None]
+    return replace(winner, bound=bound, attempts=first.attempts + again.attempts, times=times,
+                   peak_memory_mb=max(peaks) if peaks else None)
 
 
 def _checked_start(problem: Problem, prepared: Strengthened, start: np.ndarray | None
