@@ -186,6 +186,11 @@ def run(arch: str, out: Path, max_gb: float, k: int, cell: int, time_limit: floa
     return record
 
 
+def _peak(gb: float) -> str:
+    """A stage's peak; "—" when the 20 ms sampler took no sample in it (a stage that short)."""
+    return f"{gb:.2f}" if gb > 0 else "—"
+
+
 def _seconds(record: dict, key: str, old_key: str) -> str:
     """The runs' seconds, "a / b" (a record before the side-by-side timing has one)."""
     value = record.get(key, record[old_key])
@@ -211,9 +216,9 @@ def _jsonable(value):
 
 def table(path: Path) -> str:
     rows = [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
-    head = ("| architecture | first layer → σ | IG batch | IG s | plain tape IG s | IG / plain "
-            "| encode s | strengthen s | solve s | verify s | solve wall s | status | gap | mask / cells "
-            "| peak GB (IG, encode, solve, run) | load avg (start, end) |")
+    head = ("| architecture | first layer → σ | IG batch | IG s (1st, 2nd) | plain tape IG s (1st, 2nd) "
+            "| IG / plain | encode s | strengthen s | solve s | verify s | solve wall s | status | gap "
+            "| mask / cells | peak GB (IG, encode, solve, run) | load avg (start, end) |")
     lines = [head, "|" + "|".join("---" for _ in range(head.count("|") - 1)) + "|"]
     for r in rows:
         if "ig_s" not in r:
@@ -233,8 +238,8 @@ def table(path: Path) -> str:
             f"{r['ig_vs_plain']:.2f} | {r['encode_s']:.2f} | {r.get('strengthen_s', 0.0):.1f} | "
             f"{r['solve_s']:.1f} | {r['verify_s']:.1f} | {wall} | {r['status']} ({verified}{proof}) | "
             f"{gap} | {r['mask_cells']} / {r['cells']} | "
-            f"{r['ig_peak_gb']:.2f}, {r['encode_peak_gb']:.2f}, {r['solve_peak_gb']:.2f}, "
-            f"{r['run_peak_gb']:.2f} | {load} |"
+            f"{', '.join(_peak(r[f'{stage}_peak_gb']) for stage in ('ig', 'encode', 'solve', 'run'))} | "
+            f"{load} |"
         )
     return "\n".join(lines) + "\n"
 

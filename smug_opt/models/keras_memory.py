@@ -25,8 +25,8 @@ gradient crossing to numpy in float64, and the head's batch-independent memory."
 
 XLA_RESERVE = 384 * 2**20
 """Batch-independent bytes reserved when some part of the head is compiled with XLA
-(measured on 2 cores with TF 2.20: 173 MB for three 7×7 grouped convolutions at 56×56×96,
-about 350 MB for ConvNeXtTiny's eighteen)."""
+(measured: ~360 MiB for ConvNeXtTiny's eighteen grouped 7×7 convolutions on CPU,
+benchmarks/keras_applications/README.md)."""
 
 MAX_BATCH = 512
 
