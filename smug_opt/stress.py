@@ -86,9 +86,10 @@ class ModelCheck:
 
 def stress_suite(model: str = "mnist-mlp", *, n: int = 100, seed: int = 0, bounds: str = "lp",
                  cell: int = 1) -> tuple[Suite, str]:
-    """Register (or re-register) the stress suite of ``n`` held-out digits drawn with
-    ``seed``, encoded with ``bounds`` and ``cell``; return it and the model's tag. Its
-    version is the weights' digest, so other weights rebuild the cached problems."""
+    """Register (or re-register) the stress suite of the first ``n`` held-out digits of
+    ``seed``'s order (:func:`~smug_opt.data.pick_test_digits`), encoded with ``bounds`` and
+    ``cell``; return it and the model's tag. Its version is the weights' digest, so other
+    weights rebuild the cached problems."""
     import time
 
     from smug_opt.bench.suites import InstanceSpec, Suite, register_suite
@@ -109,7 +110,9 @@ def stress_suite(model: str = "mnist-mlp", *, n: int = 100, seed: int = 0, bound
 
     check = ModelCheck(replace(mlp, adapter=None),
                        {i: (x, mlp.dense_input(x)) for i, (x, _) in by_index.items()})
-    name = re.sub(r"[^A-Za-z0-9_.\-]", "_", f"stress-{tag}-{bounds}-c{cell}-s{seed}-n{n}")
+    # Not named by n: the draw is prefix-stable, so a run extended to more digits keeps
+    # (and does not rerun) the digits it has already measured.
+    name = re.sub(r"[^A-Za-z0-9_.\-]", "_", f"stress-{tag}-{bounds}-c{cell}-s{seed}")
     suite = Suite(name, f"stress case: {tag} whole network, {n} held-out digits (seed {seed}), "
                         f"{bounds} bounds, cell {cell}", lambda: specs, build,
                   version=mlp.digest, check=check)
@@ -123,10 +126,12 @@ def run_stress(n: int = 100, backends: Sequence[str] = ("highs",), time_limit: f
                z3_encoding: str = "paper", cell: int = 1) -> dict[str, Any]:
     """Run the stress case and return the per-digit table (also written to ``out_dir``).
 
-    ``n`` digits are drawn with ``seed`` from the held-out split; ``backends`` are registry
-    names (``z3`` runs as ``z3:<z3_encoding>`` with ``extras={"encoding": z3_encoding}``).
-    With ``resume``, jobs already in ``out_dir/results.jsonl`` are kept and not rerun; else
-    the run directory's records are replaced. ``progress`` shows a bar on stderr.
+    The first ``n`` digits of ``seed``'s order of the held-out split are used; ``backends``
+    are registry names (``z3`` runs as ``z3:<z3_encoding>`` with
+    ``extras={"encoding": z3_encoding}``). With ``resume``, jobs already in
+    ``out_dir/results.jsonl`` are kept and not rerun (so ``n = 4`` after ``n = 3`` solves
+    one more digit) and the table shows the run's ``n`` digits only; else the run
+    directory's records are replaced. ``progress`` shows a bar on stderr.
     """
     from smug_opt.bench.records import RESULTS_FILE, read_records
     from smug_opt.bench.runner import RUN_FILE, RunConfig, resolve_backends, run_benchmark
@@ -150,7 +155,9 @@ def run_stress(n: int = 100, backends: Sequence[str] = ("highs",), time_limit: f
                        extras=extras)
     load_start = os.getloadavg()[0]
     run_benchmark(config, out, quiet=not progress)
-    records = [r for r in read_records(out / RESULTS_FILE) if r.suite == suite.name]
+    digits = {spec.name for spec in suite.specs()}
+    records = [r for r in read_records(out / RESULTS_FILE)
+               if r.suite == suite.name and r.instance in digits]
     table = stress_table(digit_rows(records), labels)
     table["config"] = {"suite": "mnist", "model": tag, "model_digest": suite.version,
                        "bounds": bounds, "cell": cell, "time_limit": float(time_limit), "seed": seed, "n": n,

@@ -216,6 +216,22 @@ def test_rerun_into_one_folder_replaces_the_previous_run_and_resizes_images(tmp_
     assert not [p for p in tmp_path.iterdir() if p.name.startswith(".results")]  # no staging left
 
 
+# item 12: a larger --n in the same folder keeps the smaller run's digits and adds to them
+def test_stress_with_a_larger_n_extends_the_same_digits(tmp_path):
+    out = tmp_path / "stress"
+    args = ("stress", "mnist", "--backend", "highs", "--time-limit", "60", "--quiet", "--out", str(out))
+    three = smug(*args, "--n", "3")
+    assert three.returncode == 0, three.stderr[-2000:]
+    before = (out / "results.jsonl").read_text().splitlines()
+    four = smug(*args, "--n", "4")
+    assert four.returncode == 0, four.stderr[-2000:]
+    after = (out / "results.jsonl").read_text().splitlines()
+    assert len(before) == 3 and len(after) == 4 and after[:3] == before  # kept, one digit added
+    table = json.loads((out / "table.json").read_text())
+    assert table["config"]["n"] == 4 and table["backends"]["highs"]["all"]["total"] == 4
+    assert "4/4" in four.stdout
+
+
 # items 4 and 10: evaluate takes the model explain takes (logits too), names inputs by file,
 # and resizes images by the same stated rule
 def test_evaluate_reads_a_logits_model_and_names_inputs_by_file(tmp_path):

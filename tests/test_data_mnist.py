@@ -1,5 +1,7 @@
 """The embedded MNIST digits: a deterministic, balanced-looking 4,000 / 1,000 split."""
 
+import itertools
+
 import numpy as np
 import pytest
 
@@ -49,6 +51,14 @@ def test_pick_test_digits_is_deterministic_and_consistent():
     np.testing.assert_array_equal(y, digits.y_test[indices])
     other, _, _ = pick_test_digits(10, seed=1)
     assert not np.array_equal(indices, other)
+
+
+def test_pick_test_digits_is_prefix_stable():
+    """A larger draw keeps every digit of a smaller one with the same seed (issue 12, item 12)."""
+    draws = [set(pick_test_digits(n, seed=3)[0].tolist()) for n in (1, 3, 4, 10, 100, 1000)]
+    for smaller, larger in itertools.pairwise(draws):
+        assert smaller < larger
+    assert draws[-1] == set(range(1000))
 
 
 @pytest.mark.parametrize("n", [0, -1, 1001])

@@ -26,7 +26,7 @@ def _tiny_suite(monkeypatch: pytest.MonkeyPatch) -> None:
     labels = np.array([0, 1, 2, 3, 4, 5])
 
     def pick(n: int, seed: int = 0) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        order = np.sort(np.random.default_rng(seed).choice(6, size=n, replace=False))
+        order = np.sort(np.random.default_rng(seed).permutation(6)[:n])  # prefix-stable, as the real draw
         return order, images[order], labels[order]
 
     monkeypatch.setattr(stress, "load_stress_model", lambda model: (mlp, "tiny"))
@@ -64,6 +64,23 @@ def test_runner_writes_checked_records_and_resumes(tmp_path, monkeypatch) -> Non
     markdown = (out / "table.md").read_text()
     assert "| highs | solved |" in markdown and "3/3" in markdown
     assert json.loads((out / "table.json").read_text())["config"]["model"] == "tiny"
+
+
+def test_a_larger_n_extends_the_run_and_the_table_shows_only_its_digits(tmp_path, monkeypatch) -> None:
+    """n = 4 after n = 3 in one folder solves one more digit and keeps the three; n = 2
+    afterwards tables only its two digits (issue 12, item 12)."""
+    _tiny_suite(monkeypatch)
+    monkeypatch.setenv("SMUG_OPT_CACHE", str(tmp_path / "cache"))
+    out = tmp_path / "run"
+    stress.run_stress(n=3, backends=["highs"], time_limit=20, out_dir=out, progress=False)
+    first = {r.instance: r for r in _records(out)}
+    table = stress.run_stress(n=4, backends=["highs"], time_limit=20, out_dir=out, progress=False)
+    records = _records(out)
+    assert len(records) == 4 and {r.instance for r in records} > set(first)
+    assert [r for r in records if r.instance in first] == list(first.values())  # kept, not rerun
+    assert table["backends"]["highs"]["all"]["total"] == 4
+    smaller = stress.run_stress(n=2, backends=["highs"], time_limit=20, out_dir=out, progress=False)
+    assert smaller["backends"]["highs"]["all"]["total"] == 2 and len(_records(out)) == 4
 
 
 def test_model_check_rejects_a_mask_that_loses_the_label(monkeypatch, tmp_path) -> None:

@@ -13,7 +13,9 @@ def add_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParse
         description="Encode the whole MLP for held-out digits, solve on each backend, check every "
                     "mask exactly and in the model, and write results.jsonl, table.md and table.json.")
     p.add_argument("suite", choices=["mnist"], help="the instance suite")
-    p.add_argument("--n", type=int, default=100, help="number of held-out digits (default 100)")
+    p.add_argument("--n", type=int, default=100,
+                   help="number of held-out digits (default 100): the first N of the seed's fixed "
+                        "order, so a larger N in the same --out keeps and extends a smaller run")
     p.add_argument("--backend", "--backends", dest="backends", default="highs",
                    help="backend names separated by commas (default highs; see `smug-opt backends`)")
     p.add_argument("--time-limit", type=float, default=600.0,
