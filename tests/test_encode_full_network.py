@@ -367,16 +367,22 @@ def test_the_greedy_mask_is_attached_as_a_verified_start() -> None:
     assert "start" not in full_network(layers, x, bounds="interval", max_cells=None).metadata
 
 
+def _enumeration_inputs(seed: int) -> tuple[tuple, np.ndarray, np.ndarray, np.ndarray]:
+    """``(A1, b1, hidden, D, d)`` of a 16-8-8-3 instance as the bound enumeration takes them
+    (rows of A1: the nonzero pixels ``nz``), and its brute-force masks and feasibility."""
+    layers, x, label, masks, feasible = _instance(seed, (8, 8))
+    (W1, b1), hidden, (W_out, b_out) = layers[0], layers[1:-1], layers[-1]
+    nz = np.flatnonzero(x)
+    others = np.delete(np.arange(W_out.shape[1]), label)
+    D, d = (W_out[:, label][None, :] - W_out[:, others].T), -(b_out[label] - b_out[others])
+    return (x[nz, None] * W1[nz], b1, hidden, D, d), nz, masks, feasible
+
+
 @pytest.mark.parametrize("seed", range(6))
 def test_enumerated_bounds_contain_every_small_mask_that_keeps_the_label(seed: int) -> None:
     from smug_opt.encode.bounds import enumerated_bounds
 
-    layers, x, label, masks, feasible = _instance(seed, (8, 8))
-    (W1, b1), hidden, (W_out, b_out) = layers[0], layers[1:-1], layers[-1]
-    nz = np.flatnonzero(x)
-    A1 = x[nz, None] * W1[nz]
-    others = np.delete(np.arange(W_out.shape[1]), label)
-    D, d = (W_out[:, label][None, :] - W_out[:, others].T), -(b_out[label] - b_out[others])
+    (A1, b1, hidden, D, d), nz, masks, feasible = _enumeration_inputs(seed)
     for max_ones in (1, 2, 3):
         out = enumerated_bounds(A1, b1, hidden, D, d, max_ones)
         small = feasible & (masks[:, nz].sum(axis=1) <= max_ones)
@@ -386,12 +392,53 @@ def test_enumerated_bounds_contain_every_small_mask_that_keeps_the_label(seed: i
         lo, hi, fewest = out
         if small.any():  # no feasible mask has fewer ones than the proven minimum
             assert masks[small][:, nz].sum(axis=1).min() >= fewest
-        z = (masks[small] * x) @ W1 + b1
+        z = masks[small][:, nz] @ A1 + b1
         for k in range(len(lo)):
             assert np.all(z >= lo[k]) and np.all(z <= hi[k]), (seed, max_ones, k)
             W, b = hidden[k] if k < len(hidden) else (None, None)
             if W is not None:
                 z = np.maximum(z, 0.0) @ W + b
+
+
+@pytest.mark.parametrize("seed", range(6))
+@pytest.mark.parametrize("affordable", [0, 1, 2, 3])
+def test_fewest_ones_is_a_lower_bound_exact_up_to_the_sizes_it_can_afford(seed, affordable,
+                                                                          monkeypatch) -> None:
+    """When the masks up to the greedy size are too many, the smaller sizes that fit the cap
+    still prove a count: never above the brute-force optimum, and equal to it or to the
+    first size not enumerated."""
+    from smug_opt.encode import bounds
+
+    (A1, b1, hidden, D, d), nz, masks, feasible = _enumeration_inputs(seed)
+    optimum = int(masks[feasible][:, nz].sum(axis=1).min())
+    cap = sum(math.comb(nz.size, k) for k in range(affordable + 1))  # sizes 0..affordable fit
+    monkeypatch.setattr(bounds, "MAX_ENUMERATED_MASKS", cap)
+    fewest = bounds.fewest_ones(A1, b1, hidden, D, d, max_ones=nz.size)
+    assert fewest <= optimum
+    assert fewest == min(optimum, affordable + 1)
+
+
+def test_fewer_cells_finds_the_optimum_the_greedy_mask_misses() -> None:
+    """Random 10-cell networks: trying every smaller mask gives a brute-force optimal mask,
+    including where the greedy one has more cells (which happens: checked)."""
+    from smug_opt.encode.full_network import _Network
+
+    masks = _all_masks(10)
+    missed = 0
+    for seed in range(100):
+        rng = np.random.default_rng(seed)
+        network = _Network(rng.normal(size=(10, 6)), rng.normal(size=6) - 0.5,
+                                [(rng.normal(size=(6, 6)), 0.3 * rng.normal(size=6))],
+                                rng.normal(size=(2, 6)), rng.normal(size=2) + 0.5, has_hidden=True)
+        greedy = network.greedy_mask()
+        slack = network.slack(masks)
+        if greedy is None or np.abs(slack).min() < 1e-6:  # no mask, or a near-tie: skip
+            continue
+        optimum = int(masks[slack > 0].sum(axis=1).min())
+        better = network.fewer_cells(greedy)
+        assert better.sum() == optimum and network.slack(better[None, :])[0] > 0, seed
+        missed += int(greedy.sum()) > optimum
+    assert missed >= 2
 
 
 def test_enumeration_gives_way_to_lps_beyond_its_cap() -> None:

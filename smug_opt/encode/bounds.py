@@ -112,10 +112,16 @@ def _cardinality_bounds(A1: np.ndarray, b1: np.ndarray, max_ones: int, lo: np.nd
     return np.maximum(lo, low - slack), np.minimum(hi, high + slack)
 
 
-MAX_ENUMERATED_MASKS = 1_500_000
+MAX_ENUMERATED_MASKS = 2_000_000
 """Masks of at most ``max_ones`` ones are enumerated for bounds when there are no more than
-this many (e.g. up to 3 of 200 cells, 2 of 1,700); beyond, LPs bound the ambiguous neurons."""
+this many (e.g. up to 3 of 228 cells, 2 of 1,990; a few seconds); beyond, LPs bound the
+ambiguous neurons and the smaller sizes that fit prove a lower bound on the ones."""
 
+
+
+def mask_count(m: int, max_ones: int) -> int:
+    """How many masks of ``m`` cells have at most ``max_ones`` ones."""
+    return sum(math.comb(m, k) for k in range(min(max_ones, m) + 1))
 
 
 def enumerated_bounds(A1: np.ndarray, b1: np.ndarray, layers: Sequence[tuple[np.ndarray, np.ndarray]],
@@ -131,9 +137,35 @@ def enumerated_bounds(A1: np.ndarray, b1: np.ndarray, layers: Sequence[tuple[np.
     ``eps`` through ``|W|``), bounds are widened by it, and a mask is dropped only when its
     output rows fail by more than their own error bound.
     """
-    m = A1.shape[0]
-    if max_ones < 0 or sum(math.comb(m, k) for k in range(min(max_ones, m) + 1)) > MAX_ENUMERATED_MASKS:
+    if max_ones < 0 or mask_count(A1.shape[0], max_ones) > MAX_ENUMERATED_MASKS:
         return None
+    lo, hi, fewest = _enumerate(A1, b1, layers, out_rows, out_rhs, max_ones)
+    return (lo, hi, fewest) if fewest >= 0 else None
+
+
+def fewest_ones(A1: np.ndarray, b1: np.ndarray, layers: Sequence[tuple[np.ndarray, np.ndarray]],
+                out_rows: np.ndarray, out_rhs: np.ndarray, max_ones: int) -> int:
+    """A proven lower bound on the ones of any mask that satisfies the output rows, for when
+    the masks of up to ``max_ones`` ones are too many to enumerate: every mask of at most
+    ``j`` ones is evaluated, ``j`` the largest size below ``max_ones`` whose count fits
+    :data:`MAX_ENUMERATED_MASKS`, with :func:`enumerated_bounds`' error bounds. The fewest
+    ones of a mask that may satisfy the rows, else ``j + 1`` (0 when nothing fits)."""
+    m = A1.shape[0]
+    j = min(max_ones - 1, m)
+    while j >= 0 and mask_count(m, j) > MAX_ENUMERATED_MASKS:
+        j -= 1
+    if j < 0:
+        return 0
+    fewest = _enumerate(A1, b1, layers, out_rows, out_rhs, j)[2]
+    return fewest if fewest >= 0 else j + 1
+
+
+def _enumerate(A1: np.ndarray, b1: np.ndarray, layers: Sequence[tuple[np.ndarray, np.ndarray]],
+               out_rows: np.ndarray, out_rhs: np.ndarray, max_ones: int
+               ) -> tuple[list[np.ndarray], list[np.ndarray], int]:
+    """Each layer's bounds over the masks of at most ``max_ones`` ones that may satisfy the
+    output rows, and the fewest ones of such a mask (-1: none may)."""
+    m = A1.shape[0]
     D = np.asarray(out_rows, dtype=np.float64)
     abs_D = np.abs(D)
     widths = [A1.shape[1], *(W.shape[1] for W, _ in layers)]
@@ -141,9 +173,9 @@ def enumerated_bounds(A1: np.ndarray, b1: np.ndarray, layers: Sequence[tuple[np.
     hi = [np.full(w, -np.inf) for w in widths]
     top = np.sort(np.abs(A1), axis=0)[::-1][:max(max_ones, 1)].sum(axis=0)
     eps1 = dot_error_bound(max_ones, np.abs(b1) + top)
-    kept, fewest = 0, -1
+    fewest = -1
     for k in range(min(max_ones, m) + 1):
-        for idx in _combination_chunks(m, k):
+        for idx in combination_chunks(m, k):
             z = b1 + A1[idx].sum(axis=1) if k else np.broadcast_to(b1, (1, b1.size))
             values, eps = [z], [eps1]
             for W, b in layers:  # float values, and a bound on their error for this chunk
@@ -157,15 +189,14 @@ def enumerated_bounds(A1: np.ndarray, b1: np.ndarray, layers: Sequence[tuple[np.
             ok = np.all(h_last @ D.T - out_rhs >= -err, axis=1)  # may satisfy the output rows
             if not ok.any():
                 continue
-            kept += int(ok.sum())
             fewest = k if fewest < 0 else fewest
             for layer, (z_layer, e) in enumerate(zip(values, eps, strict=True)):
                 lo[layer] = np.minimum(lo[layer], z_layer[ok].min(axis=0) - e)
                 hi[layer] = np.maximum(hi[layer], z_layer[ok].max(axis=0) + e)
-    return (lo, hi, fewest) if kept else None
+    return lo, hi, fewest
 
 
-def _combination_chunks(m: int, k: int) -> list[np.ndarray]:
+def combination_chunks(m: int, k: int) -> list[np.ndarray]:
     """All ``k``-subsets of ``range(m)`` as index arrays of shape ``(count, k)``, one chunk
     per first index (vectorised: no Python tuple per subset)."""
     if k == 0:
@@ -220,6 +251,8 @@ def network_bounds(A1: np.ndarray, b1: np.ndarray, layers: Sequence[tuple[np.nda
             lo[k], hi[k] = np.maximum(lo[k], e_lo), np.minimum(hi[k], e_hi)
         min_ones = enumerated[2]
     elif mode == "lp":
+        if max_ones is not None:  # too many masks for bounds: the smaller sizes still prove a count
+            min_ones = fewest_ones(A1, b1, layers, out_rows, out_rhs, max_ones)
         for k in range(len(lo)):
             ambiguous = np.flatnonzero((lo[k] < 0) & (hi[k] > 0))
             if ambiguous.size == 0:

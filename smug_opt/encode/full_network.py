@@ -18,7 +18,13 @@ from typing import Any
 import numpy as np
 import scipy.sparse as sp
 
-from smug_opt.encode.bounds import NetworkBounds, network_bounds
+from smug_opt.encode.bounds import (
+    MAX_ENUMERATED_MASKS,
+    NetworkBounds,
+    combination_chunks,
+    mask_count,
+    network_bounds,
+)
 from smug_opt.ir import Problem, ProblemBuilder
 from smug_opt.models.grid import regular_grid
 from smug_opt.models.mlp import MLP, as_mlp
@@ -45,8 +51,10 @@ def full_network(model_or_layers: Any, x: np.ndarray, label: int | None = None, 
 
     ``max_cells`` adds the row ``Σ M <= K``, which cannot change the optimum when a mask of
     ``K`` cells is feasible, and lets the bounds count only ``K`` cells' contributions:
-    ``"greedy"`` takes ``K`` from a greedy mask (checked in exact arithmetic against the
-    problem; dropped if it fails), an int is taken as given, None adds no row.
+    ``"greedy"`` takes ``K`` from a greedy mask, or from a smaller one found by trying every
+    mask of fewer cells while they are few enough to enumerate (the mask is checked in exact
+    arithmetic against the problem and dropped if it fails), an int is taken as given, None
+    adds no row.
     """
     mlp = as_mlp(model_or_layers, name)
     if bounds not in _BOUND_MODES:
@@ -76,6 +84,8 @@ def full_network(model_or_layers: Any, x: np.ndarray, label: int | None = None, 
 
     network = _Network(A1, b1, hidden, out_rows, out_rhs, has_hidden=len(mlp.layers) > 1)
     greedy = network.greedy_mask() if max_cells == "greedy" else None
+    if greedy is not None:
+        greedy = network.fewer_cells(greedy)
     limit = _cell_limit(max_cells, greedy)
     builder, nb, neurons = network.build(bounds, limit, strengthen)
     if greedy is not None:
@@ -142,12 +152,33 @@ class _Network:
                 value = np.maximum(value @ W + b, 0.0)
         return (value @ self.out_rows.T - self.out_rhs).min(axis=1)
 
+    @property
+    def tolerance(self) -> float:
+        """The output slack above which the float64 network is taken to accept a mask."""
+        return 1e-9 * (1.0 + float(np.abs(self.out_rhs).max(initial=0.0)))
+
+    def fewer_cells(self, mask: np.ndarray) -> np.ndarray:
+        """``mask``, or the first mask of fewer cells the float64 network accepts, trying
+        every mask of 0, 1, 2, … cells while their number fits
+        :data:`~smug_opt.encode.bounds.MAX_ENUMERATED_MASKS` (greedy can miss the optimum)."""
+        n = self.A1.shape[0]
+        for k in range(int(mask.sum())):
+            if mask_count(n, k) > MAX_ENUMERATED_MASKS:
+                break
+            for idx in combination_chunks(n, k):
+                trials = np.zeros((idx.shape[0], n))
+                np.put_along_axis(trials, idx, 1.0, axis=1)
+                slack = self.slack(trials)
+                if slack.max() > self.tolerance:
+                    return trials[int(np.argmax(slack))]
+        return mask
+
     def greedy_mask(self) -> np.ndarray | None:
         """A small mask the float64 network accepts: add the cell that raises the worst
         output slack most until all are positive, then drop cells while that lasts.
         None if even the full mask fails."""
         n = self.A1.shape[0]
-        tol = 1e-9 * (1.0 + float(np.abs(self.out_rhs).max(initial=0.0)))
+        tol = self.tolerance
         mask = np.zeros(n)
         while self.slack(mask[None, :])[0] <= tol:
             free = np.flatnonzero(mask == 0)
