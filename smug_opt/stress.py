@@ -88,13 +88,14 @@ def stress_suite(model: str = "mnist-mlp", *, n: int = 100, seed: int = 0, bound
                  cell: int = 1) -> tuple[Suite, str]:
     """Register (or re-register) the stress suite of the first ``n`` held-out digits of
     ``seed``'s order (:func:`~smug_opt.data.pick_test_digits`), encoded with ``bounds`` and
-    ``cell``; return it and the model's tag. Its version is the weights' digest, so other
-    weights rebuild the cached problems."""
+    ``cell``; return it and the model's tag. Its version is the weights' digest and the
+    encoding's version, so other weights or another encoder rebuild the cached problems."""
     import time
 
     from smug_opt.bench.suites import InstanceSpec, Suite, register_suite
     from smug_opt.data import pick_test_digits
     from smug_opt.encode import full_network
+    from smug_opt.encode.full_network import ENCODING_VERSION
 
     mlp, tag = load_stress_model(model)
     indices, images, labels = pick_test_digits(n, seed=seed)
@@ -115,7 +116,7 @@ def stress_suite(model: str = "mnist-mlp", *, n: int = 100, seed: int = 0, bound
     name = re.sub(r"[^A-Za-z0-9_.\-]", "_", f"stress-{tag}-{bounds}-c{cell}-s{seed}")
     suite = Suite(name, f"stress case: {tag} whole network, {n} held-out digits (seed {seed}), "
                         f"{bounds} bounds, cell {cell}", lambda: specs, build,
-                  version=mlp.digest, check=check)
+                  version=f"{mlp.digest}-e{ENCODING_VERSION}", check=check)
     register_suite(suite, replace=True)
     return suite, tag
 
@@ -159,7 +160,7 @@ def run_stress(n: int = 100, backends: Sequence[str] = ("highs",), time_limit: f
     records = [r for r in read_records(out / RESULTS_FILE)
                if r.suite == suite.name and r.instance in digits]
     table = stress_table(digit_rows(records), labels)
-    table["config"] = {"suite": "mnist", "model": tag, "model_digest": suite.version,
+    table["config"] = {"suite": "mnist", "model": tag, "suite_version": suite.version,
                        "bounds": bounds, "cell": cell, "time_limit": float(time_limit), "seed": seed, "n": n,
                        "z3_encoding": z3_encoding, "backends": labels, "bench_suite": suite.name}
     table["machine"] = {"cpu_count": os.cpu_count(), "load_average_start": load_start,
@@ -235,10 +236,11 @@ def stress_markdown(table: Mapping[str, Any]) -> str:
     rule = "|---|---|" + "---:|" * 11
     lines = []
     if config:
-        lines.append(f"Stress case: {config['model']} ({config['model_digest']}), bounds {config['bounds']}, "
-                     f"cell {config['cell']}, time limit {config['time_limit']:g} s, {config['n']} digits "
-                     f"(seed {config['seed']}). Columns are the true digit; solved = proven optimal, "
-                     f"verified exactly and in the model; runtimes are means over solved digits.")
+        c = config
+        lines.append(f"Stress case: {c['model']} (weights and encoding {c['suite_version']}), "
+                     f"bounds {c['bounds']}, cell {c['cell']}, time limit {c['time_limit']:g} s, "
+                     f"{c['n']} digits (seed {c['seed']}). Columns are the true digit; solved = proven "
+                     f"optimal, verified exactly and in the model; runtimes are means over solved digits.")
         lines.append("")
     lines += [head, rule]
     for backend, row in table["backends"].items():

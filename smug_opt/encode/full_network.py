@@ -30,6 +30,11 @@ from smug_opt.models.grid import regular_grid
 from smug_opt.models.mlp import MLP, as_mlp
 from smug_opt.verification import verify
 
+ENCODING_VERSION = 2
+"""Bumped whenever :func:`full_network` builds other problems from the same inputs (2:
+masks of fewer cells than the greedy one tried, ``min_cells`` from the affordable sizes);
+cached suites of its problems carry it in their version, so they are rebuilt."""
+
 __all__ = ["full_network", "solution_mask"]
 
 _BOUND_MODES = ("lp", "interval", "none")
