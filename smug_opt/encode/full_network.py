@@ -18,13 +18,8 @@ from typing import Any
 import numpy as np
 import scipy.sparse as sp
 
-from smug_opt.encode.bounds import (
-    MAX_ENUMERATED_MASKS,
-    NetworkBounds,
-    combination_chunks,
-    mask_count,
-    network_bounds,
-)
+from smug_opt.encode.bounds import NetworkBounds, network_bounds
+from smug_opt.encode.enumeration import MAX_ENUMERATED_MASKS, combination_chunks, mask_count
 from smug_opt.ir import Problem, ProblemBuilder
 from smug_opt.models.grid import regular_grid
 from smug_opt.models.mlp import MLP, as_mlp
@@ -165,7 +160,7 @@ class _Network:
     def fewer_cells(self, mask: np.ndarray) -> np.ndarray:
         """``mask``, or the first mask of fewer cells the float64 network accepts, trying
         every mask of 0, 1, 2, … cells while their number fits
-        :data:`~smug_opt.encode.bounds.MAX_ENUMERATED_MASKS` (greedy can miss the optimum)."""
+        :data:`~smug_opt.encode.enumeration.MAX_ENUMERATED_MASKS` (greedy can miss the optimum)."""
         n = self.A1.shape[0]
         for k in range(int(mask.sum())):
             if mask_count(n, k) > MAX_ENUMERATED_MASKS:
