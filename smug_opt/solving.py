@@ -28,7 +28,7 @@ from smug_opt.portfolio import is_race
 from smug_opt.registry import backend_class
 from smug_opt.result import Attempt, SolveResult, Timings
 from smug_opt.spawn import resolve_memory_limit
-from smug_opt.strengthen.presolve import Part, Pieces, worth_strengthening
+from smug_opt.strengthen.presolve import Pieces, worth_strengthening
 from smug_opt.verification import Verification, ViolationKind, snap_binaries, verify
 from smug_opt.workers import AttemptOutcome, run_attempt
 
@@ -150,39 +150,37 @@ def _solve(problem: Problem, backend: str, *, time_limit: float | None, threads:
     if not isinstance(problem, Problem):
         raise TypeError(f"problem must be a smug_opt.Problem, got {type(problem).__name__}")
     memory_limit_mb = resolve_memory_limit(memory_limit)
-    if is_race(backend):
-        if strengthen:  # the default (None) does not strengthen a race
-            raise ValueError("strengthen is not supported with a race (backend 'auto' or 'a,b,c')")
-        from smug_opt.portfolio import race
-
-        options = SolveOptions(time_limit=time_limit, threads=threads, seed=seed,
-                               relative_gap=relative_gap, verbose=verbose, extras=dict(extras or {}))
-        return race(problem, backend, options, grace=grace, memory_limit_mb=memory_limit_mb,
-                    start=start_values(problem, start), solve_loop=_Solve,
-                    tolerance=objective_tolerance(problem), workers=workers)
-    cls = backend_class(backend)
-    cls.check_extras(extras or {})
     options = SolveOptions(time_limit=time_limit, threads=threads, seed=seed,
                            relative_gap=relative_gap, verbose=verbose, extras=dict(extras or {}))
-    version = cls.solver_version()
     start_x = start_values(problem, start)
+    if is_race(backend):
+        from smug_opt.portfolio import race
+
+        solver = backend
+
+        def run_one(target: Problem, limit: float | None, first: np.ndarray | None) -> SolveResult:
+            return race(target, backend, replace(options, time_limit=limit), grace=grace,
+                        memory_limit_mb=memory_limit_mb, start=first, solve_loop=_Solve,
+                        tolerance=objective_tolerance(target), workers=workers)
+    else:
+        cls = backend_class(backend)
+        cls.check_extras(extras or {})
+        solver = cls.solver_version()
+
+        def run_one(target: Problem, limit: float | None, first: np.ndarray | None) -> SolveResult:
+            return _Solve(target, backend, solver, cls.levels, replace(options, time_limit=limit),
+                          isolate, grace, exact_backend=cls.capabilities.exact,
+                          memory_limit_mb=memory_limit_mb, start=first).run()
+
     if strengthen is None:
         strengthen = worth_strengthening(problem)
     if strengthen is False:
-        return _Solve(problem, backend, version, cls.levels, options, isolate, grace,
-                      exact_backend=cls.capabilities.exact, memory_limit_mb=memory_limit_mb,
-                      start=start_x).run()
+        return run_one(problem, time_limit, start_x)
     from smug_opt.strengthen.solve_parts import solve_strengthened
 
-    def solve_part(part: Part, limit: float | None, part_start: np.ndarray | None) -> SolveResult:
-        return _Solve(part.problem, backend, version, cls.levels,
-                      replace(options, time_limit=limit), isolate, grace,
-                      exact_backend=cls.capabilities.exact, memory_limit_mb=memory_limit_mb,
-                      start=part_start).run()
-
     pieces = strengthen if isinstance(strengthen, Pieces) else Pieces()
-    return solve_strengthened(problem, pieces, solve_part, time_limit=time_limit,
-                              backend=backend, solver=version, start=start_x)
+    return solve_strengthened(problem, pieces, lambda part, limit, first: run_one(part.problem, limit, first),
+                              time_limit=time_limit, backend=backend, solver=solver, start=start_x)
 
 
 def start_values(problem: Problem, start: Any = PROBLEM_START) -> np.ndarray | None:

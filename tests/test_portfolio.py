@@ -72,9 +72,16 @@ def test_bad_races_are_named(backend: str, error: str) -> None:
         solve(_cover(), backend)
 
 
-def test_strengthening_is_refused_in_a_race() -> None:
-    with pytest.raises(ValueError, match="race"):
-        solve(_cover(), "auto", strengthen=True)
+def test_a_race_solves_the_strengthened_parts() -> None:
+    """Strengthening works inside a race: each part is raced, the answer is verified
+    against the original problem and agrees with a single backend and brute force."""
+    problem = Problem.from_arrays([[1.0, 1.0, 2.0, -3.0], [0.0, 1.0, -1.0, 1.0]], ">", [0.0, 0.5])
+    raced = solve(problem, "highs,cpsat", time_limit=20, strengthen=True)
+    single = solve(problem, "highs", time_limit=20, strengthen=False)
+    assert raced.strengthening is not None and raced.strengthening["applied"]
+    assert raced.status is single.status is Status.OPTIMAL
+    assert raced.objective == single.objective == float(brute_force(problem).objective)
+    assert verify(problem, raced.x).ok and raced.backend == "highs,cpsat"
 
 
 def test_race_result_is_json_ready() -> None:
