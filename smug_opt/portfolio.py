@@ -28,7 +28,7 @@ import math
 import os
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, replace
 from typing import Any
 
@@ -184,6 +184,16 @@ class _Link:
         self.board.post_bound(self.name, bound)
 
 
+def _check_race_extras(names: list[str], extras: Mapping[str, Any]) -> None:
+    """Each raced backend gets the solver options it declares; one that none of them
+    declares is a mistake, named before any worker starts."""
+    unknown = sorted(str(k) for k in extras if not any(k in backend_class(n).options for n in names))
+    if unknown:
+        accepted = "; ".join(f"{n}: {', '.join(sorted(backend_class(n).options)) or 'none'}" for n in names)
+        raise ValueError(f"no backend of the race ({', '.join(names)}) accepts the option(s) "
+                         f"{', '.join(map(repr, unknown))}; they accept: {accepted}")
+
+
 def race(problem: Problem, backend: str, options: SolveOptions, *, grace: float,
          memory_limit_mb: float | None, start: np.ndarray | None, solve_loop: Callable[..., Any],
          tolerance: float, workers: int | None = None) -> SolveResult:
@@ -193,15 +203,16 @@ def race(problem: Problem, backend: str, options: SolveOptions, *, grace: float,
     objective tolerance, both handed in by :mod:`smug_opt.solving` (which this module must
     not import: it calls this one)."""
     names = race_backends(problem, backend, workers)
+    _check_race_extras(names, options.extras)
     started = time.monotonic()
     board = _Board(problem, tolerance)
     entries = [_Entry(name) for name in names]
 
     def run(entry: _Entry) -> None:
         cls = backend_class(entry.name)
+        own = replace(options, extras={k: v for k, v in options.extras.items() if k in cls.options})
         try:
-            cls.check_extras(options.extras)
-            solve = solve_loop(problem, entry.name, cls.solver_version(), cls.levels, options,
+            solve = solve_loop(problem, entry.name, cls.solver_version(), cls.levels, own,
                                True, grace, exact_backend=cls.capabilities.exact,
                                memory_limit_mb=memory_limit_mb, start=start,
                                race=_Link(board, entry.name))

@@ -118,7 +118,8 @@ def solve(
     ``backend="auto"`` races the backends measured best for the problem's class, and
     ``"a,b,c"`` races those (:mod:`smug_opt.portfolio`): up to ``workers`` (default the CPU
     count) at once, always in isolated workers, sharing verified incumbents; the first
-    proof ends the race and ``result.race`` says what each backend contributed.
+    proof ends the race and ``result.race`` says what each backend contributed. Each raced
+    backend gets the ``extras`` it declares; a key none of them declares raises ValueError.
     """
     started = time.monotonic()
     result = _solve(problem, backend, time_limit=time_limit, threads=threads, seed=seed,

@@ -84,6 +84,17 @@ def test_a_race_solves_the_strengthened_parts() -> None:
     assert verify(problem, raced.x).ok and raced.backend == "highs,cpsat"
 
 
+def test_a_race_gives_each_backend_its_own_options_and_names_unknown_ones() -> None:
+    """``presolve`` is HiGHS's option: in a race with CBC it reaches HiGHS only and the race
+    proves the optimum; an option no raced backend declares is refused before any worker."""
+    problem = _cover()
+    raced = solve(problem, "highs,mip-cbc", time_limit=20, extras={"presolve": "off"})
+    assert raced.status is Status.OPTIMAL and raced.objective == float(brute_force(problem).objective)
+    assert [e.status for e in raced.race if e.status == Status.ERROR.name] == [], raced.race
+    with pytest.raises(ValueError, match="no backend of the race .* accepts the option.*'no_such'"):
+        solve(problem, "highs,mip-cbc", time_limit=20, extras={"no_such": 1})
+
+
 def test_race_result_is_json_ready() -> None:
     import json
 
