@@ -31,6 +31,7 @@ from smug_opt.evaluate.lsc import (
     score_boxes,
     sweep_thresholds,
 )
+from smug_opt.evaluate.methods import METHODS, Method
 from smug_opt.evaluate.metrics import (
     Estimate,
     PrecisionRecall,
@@ -44,7 +45,8 @@ from smug_opt.evaluate.metrics import (
 )
 from smug_opt.evaluate.report import plot_examples, table_json, table_markdown
 from smug_opt.evaluate.results import EvaluationResult, MethodOutcome, MethodSummary
-from smug_opt.evaluate.runner import METHODS, Method, evaluate, summarize
+from smug_opt.evaluate.runner import evaluate
+from smug_opt.evaluate.scoring import summarize
 from smug_opt.evaluate.sis import sufficient_input_subset
 
 __all__ = [

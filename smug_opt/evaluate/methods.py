@@ -1,0 +1,208 @@
+"""The saliency methods the evaluation compares, by name: SMUG, SMUG_base, IG, Grad-CAM,
+boxes, SIS, and what each needs (the model as :class:`Subject`, the run's :class:`Settings`)."""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from smug_opt.evaluate._predict import PredictFn, chunks
+from smug_opt.evaluate.baselines import grad_cam, pixel_integrated_gradients, token_integrated_gradients
+from smug_opt.evaluate.boxes import Box, center_box, ground_truth_box, max_box
+from smug_opt.evaluate.lsc import LSCResult, opt_box
+from smug_opt.evaluate.results import Modality
+from smug_opt.evaluate.sis import sufficient_input_subset
+
+__all__ = ["METHODS", "NOT_IN_WIN_RATE", "Method", "MethodMap", "Settings", "Subject", "as_subject",
+           "check_methods"]
+
+
+@dataclass(frozen=True)
+class Settings:
+    """Everything a method may need besides the model and the input."""
+
+    backend: str
+    k: int
+    gamma: float
+    cell: int
+    time_limit: float
+    sis_threshold: float
+    mask_id: int
+    ig_steps: int
+    softmax: bool = False
+
+
+@dataclass(frozen=True, eq=False)
+class Subject:
+    """The model three ways: what ``explain`` receives, a predict function, the Keras model."""
+
+    model: Any
+    predict_fn: PredictFn
+    keras_model: Any | None
+
+
+@dataclass(frozen=True, eq=False)
+class MethodMap:
+    """A method's map for one input; ``lsc`` when the method already scored its box."""
+
+    saliency: np.ndarray
+    mask: np.ndarray | None
+    lsc: LSCResult | None = None
+
+
+Compute = Callable[[Subject, Settings, np.ndarray, int, Any], MethodMap]
+"""(subject, settings, input, label, annotation) -> map; annotation: a Box or a rationale."""
+
+
+@dataclass(frozen=True)
+class Method:
+    """A saliency method the runner knows: its name, what it is, where it applies."""
+
+    name: str
+    description: str
+    modalities: frozenset[str]
+    compute: Compute
+    needs_keras: bool = False
+
+
+def _smug(variant: str) -> Compute:
+    def compute(subject: Subject, s: Settings, x: np.ndarray, label: int, note: Any) -> MethodMap:
+        from smug_opt.explanation import explain
+
+        e = explain(
+            subject.model,
+            x,
+            method=variant,
+            backend=s.backend,
+            k=s.k,
+            gamma=s.gamma,
+            cell=s.cell,
+            time_limit=s.time_limit,
+            target=label,
+        )
+        if e.saliency is None or e.mask is None:
+            status = "no solver result" if e.result is None else e.result.status.name
+            raise ValueError(f"{variant} returned no mask ({status})")
+        return MethodMap(np.asarray(e.saliency, dtype=np.float64), np.asarray(e.mask, dtype=bool))
+
+    return compute
+
+
+def _ig(subject: Subject, s: Settings, x: np.ndarray, label: int, note: Any) -> MethodMap:
+    model = subject.keras_model
+    if x.ndim == 1:
+        return MethodMap(token_integrated_gradients(model, x, label, steps=s.ig_steps), None)
+    return MethodMap(pixel_integrated_gradients(model, x, label, steps=s.ig_steps), None)
+
+
+def _gradcam(subject: Subject, s: Settings, x: np.ndarray, label: int, note: Any) -> MethodMap:
+    return MethodMap(grad_cam(subject.keras_model, x, label), None)
+
+
+def _box_method(make_box: Callable[[tuple[int, int]], Box]) -> Compute:
+    def compute(subject: Subject, s: Settings, x: np.ndarray, label: int, note: Any) -> MethodMap:
+        mask = make_box(x.shape[:2]).mask(x.shape[:2])
+        return MethodMap(mask.astype(np.float64), mask)
+
+    return compute
+
+
+def _optbox(subject: Subject, s: Settings, x: np.ndarray, label: int, note: Any) -> MethodMap:
+    best = opt_box(subject.predict_fn, x, label)
+    mask = best.box.mask(x.shape[:2])
+    return MethodMap(mask.astype(np.float64), mask, best)
+
+
+def _groundtruth(subject: Subject, s: Settings, x: np.ndarray, label: int, note: Any) -> MethodMap:
+    if x.ndim == 1:
+        if note is None:
+            raise ValueError("groundtruth on text needs a rationale for this input; got none")
+        mask = note
+    else:
+        box = ground_truth_box(x) if note is None else note
+        mask = box.mask(x.shape[:2])
+    return MethodMap(mask.astype(np.float64), mask)
+
+
+def _sis(subject: Subject, s: Settings, x: np.ndarray, label: int, note: Any) -> MethodMap:
+    mask = sufficient_input_subset(subject.predict_fn, x, label, threshold=s.sis_threshold, mask_id=s.mask_id)
+    return MethodMap(mask.astype(np.float64), mask)
+
+
+_IMAGE, _TEXT, _BOTH = frozenset({"image"}), frozenset({"text"}), frozenset({"image", "text"})
+
+METHODS: dict[str, Method] = {
+    m.name: m
+    for m in (
+        Method("smug", "SMUG: solver-minimised mask, IG-scored cells", _BOTH, _smug("smug")),
+        Method("smug_base", "SMUG_base: receptive fields of the top-k neurons", _BOTH, _smug("smug_base")),
+        Method("ig", "Integrated Gradients (pixels, or token embeddings), zero baseline", _BOTH, _ig, True),
+        Method("gradcam", "Grad-CAM on the last conv layer", _IMAGE, _gradcam, True),
+        Method("centerbox", "centred box with half the area", _IMAGE, _box_method(center_box)),
+        Method("maxbox", "the whole input", _IMAGE, _box_method(max_box)),
+        Method("optbox", "brute-force lowest-LSC box on a 10x10 grid", _IMAGE, _optbox),
+        Method(
+            "groundtruth",
+            "annotated box (default: tightest box of non-zero pixels) or text rationale",
+            _BOTH,
+            _groundtruth,
+        ),
+        Method("sis", "Sufficient Input Subset by backward selection", _TEXT, _sis),
+    )
+}
+"""Every method the runner knows, by name."""
+
+NOT_IN_WIN_RATE = frozenset({"optbox"})
+"""OptBox optimises LSC itself: like the paper, it is left out of Win%."""
+
+
+def _keras_predict(model: Any, batch_size: int = 256) -> PredictFn:
+    def predict(batch: np.ndarray) -> np.ndarray:
+        parts = [np.asarray(model(batch[p], training=False)) for p in chunks(len(batch), batch_size)]
+        return np.concatenate(parts)
+
+    return predict
+
+
+def as_subject(adapter_or_model: Any) -> Subject:
+    """Read a Keras model, a model adapter (``.predict`` and ``.model``) or a predict function."""
+    keras = sys.modules.get("keras")
+    if keras is not None and isinstance(adapter_or_model, keras.Model):
+        return Subject(adapter_or_model, _keras_predict(adapter_or_model), adapter_or_model)
+    inner = getattr(adapter_or_model, "model", None)
+    predict = getattr(adapter_or_model, "predict", None)
+    if keras is not None and isinstance(inner, keras.Model) and callable(predict):
+        return Subject(adapter_or_model, predict, inner)
+    if callable(adapter_or_model):
+        return Subject(adapter_or_model, adapter_or_model, None)
+    raise TypeError(
+        "evaluate needs a keras.Model, a model adapter with .predict and .model, or a predict "
+        f"function (batch -> probabilities); got {type(adapter_or_model).__name__}"
+    )
+
+
+def check_methods(methods: Sequence[str], modality: Modality, subject: Subject) -> tuple[str, ...]:
+    """The method names, checked: known, usable on ``modality`` and ``subject``, no repeats."""
+    names = tuple(methods)
+    if not names:
+        raise ValueError(f"no method given; choose from {sorted(METHODS)}")
+    unknown = [m for m in names if m not in METHODS]
+    if unknown:
+        raise ValueError(f"unknown method(s) {unknown}; choose from {sorted(METHODS)}")
+    wrong = [m for m in names if modality not in METHODS[m].modalities]
+    if wrong:
+        usable = sorted(m for m, spec in METHODS.items() if modality in spec.modalities)
+        raise ValueError(f"method(s) {wrong} do not apply to {modality} inputs; usable: {usable}")
+    if len(set(names)) != len(names):
+        raise ValueError(f"a method is listed twice: {list(names)}")
+    gradient = [m for m in names if METHODS[m].needs_keras]
+    if gradient and subject.keras_model is None:
+        raise ValueError(
+            f"method(s) {gradient} need a Keras model (or an adapter with .model); got "
+            f"{type(subject.model).__name__}"
+        )
+    return names
