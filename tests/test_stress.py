@@ -143,3 +143,13 @@ def test_mnist_end_to_end_on_three_digits(tmp_path) -> None:
     assert all(r.checks["verified_in_model"] for r in records if r.objective is not None)
     assert table["backends"]["highs"]["wrong_masks"] == 0
     assert table["backends"]["highs"]["all"]["solved"] >= 2
+
+
+def test_the_stress_z3_encodings_are_the_z3_backend_s() -> None:
+    """One list of z3 formulations for the stress command, and each is one the z3 backend
+    accepts (so the command's choices cannot drift from the backend's)."""
+    from smug_opt_backends.z3_backend import ENCODINGS
+
+    command = cli_stress.add_parser(argparse.ArgumentParser().add_subparsers(dest="command"))
+    action = next(a for a in command._actions if a.dest == "z3_encoding")
+    assert tuple(action.choices) == stress.Z3_ENCODINGS and set(stress.Z3_ENCODINGS) <= set(ENCODINGS)

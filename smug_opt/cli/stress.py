@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import argparse
 
+from smug_opt.stress import Z3_ENCODINGS
+
 __all__ = ["add_parser", "run"]
 
 
@@ -28,7 +30,7 @@ def add_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParse
                    help="mnist-mlp (784-32-10, default), mnist-mlp-deep (784-64-64-10) or a .keras file")
     p.add_argument("--cell", type=int, default=1, help="mask cell size in pixels (default 1)")
     p.add_argument("--seed", type=int, default=0, help="seed of the digit draw (default 0)")
-    p.add_argument("--z3-encoding", choices=["paper", "exact", "pb"], default="paper",
+    p.add_argument("--z3-encoding", choices=Z3_ENCODINGS, default="paper",
                    help="z3 backend formulation (default paper: the reference encoding)")
     p.add_argument("--no-resume", action="store_true", help="rerun everything, replacing results.jsonl")
     p.add_argument("--quiet", action="store_true", help="no progress bar")
