@@ -84,15 +84,19 @@ def full_network(model_or_layers: Any, x: np.ndarray, label: int | None = None, 
 
     network = _Network(A1, b1, hidden, out_rows, out_rhs, has_hidden=len(mlp.layers) > 1)
     greedy = network.greedy_mask() if max_cells == "greedy" else None
-    if greedy is not None:
-        greedy = network.fewer_cells(greedy)
-    limit = _cell_limit(max_cells, greedy)
-    builder, nb, neurons = network.build(bounds, limit, strengthen)
-    if greedy is not None:
-        problem = builder.build()
-        if not verify(problem, np.concatenate([greedy, np.zeros(problem.num_vars - greedy.size)])).ok:
-            greedy = limit = None  # float64 accepted a mask exact arithmetic rejects: no cut-off
-            builder, nb, neurons = network.build(bounds, limit, strengthen)
+    candidates = [] if greedy is None else [network.fewer_cells(greedy)]
+    if candidates and candidates[0].sum() < greedy.sum():
+        candidates.append(greedy)  # the greedy mask, should exact arithmetic reject the smaller
+    start = None
+    for mask in candidates:  # the first mask exact arithmetic accepts is the start and cut-off
+        limit = _cell_limit(max_cells, mask)
+        builder, nb, neurons = network.build(bounds, limit, strengthen)
+        if verify(builder.build(), np.concatenate([mask, np.zeros(builder.num_vars - mask.size)])).ok:
+            start = mask
+            break
+    if start is None:  # float64 accepted masks exact arithmetic rejects (or none): no cut-off
+        limit = _cell_limit(max_cells, None)
+        builder, nb, neurons = network.build(bounds, limit, strengthen)
     builder.metadata.update({
         "encoding": "full-network",
         "model": mlp.name,
@@ -108,8 +112,8 @@ def full_network(model_or_layers: Any, x: np.ndarray, label: int | None = None, 
         "cells": cells.tolist(),
         "nonzero_inputs": int(nonzero.size),
         "bounds": bounds,
-        "greedy_cells": None if greedy is None else int(greedy.sum()),
-        **({} if greedy is None else {"start": greedy.astype(int).tolist()}),  # solve's start
+        "greedy_cells": None if start is None else int(start.sum()),
+        **({} if start is None else {"start": start.astype(int).tolist()}),  # solve's start
         "max_cells": limit,
         "strengthen": strengthen,
         "neurons": neurons,
