@@ -4,26 +4,14 @@ layer (Conv2D 64 filters 7×7, stride 2, 'same'), 4×4 cells (3,136 mask variabl
 import numpy as np
 import pytest
 
-
-def _inception_v1_stem():
-    import keras
-
-    keras.utils.set_random_seed(0)
-    return keras.Sequential([
-        keras.Input((224, 224, 3)),
-        keras.layers.Conv2D(64, 7, strides=2, padding="same", activation="relu",
-                            bias_initializer=keras.initializers.RandomNormal(stddev=0.05)),
-        keras.layers.Conv2D(8, 3, strides=4, activation="relu"),
-        keras.layers.GlobalAveragePooling2D(),
-        keras.layers.Dense(10, activation="softmax"),
-    ])
+from smug_opt.bench.generators import paper_scale_model
 
 
 @pytest.mark.parametrize("k", [pytest.param(500), pytest.param(3000, marks=pytest.mark.slow)])
 def test_paper_scale_end_to_end(k):
     from smug_opt.explanation import explain
 
-    model = _inception_v1_stem()
+    model = paper_scale_model()
     x = np.random.default_rng(0).random((224, 224, 3))
     e = explain(model, x, k=k, cell=4, steps=8, backend="highs", time_limit=300)
     assert e.problem.num_vars == 56 * 56 and e.problem.num_rows == k

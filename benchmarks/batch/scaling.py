@@ -41,19 +41,10 @@ def _timed(executor: Executor, x: np.ndarray, chunk: int, warm: np.ndarray) -> d
 
 def _paper_scale(n: int) -> float:
     """Median seconds to explain one 224x224x3 input (Inception-v1's stem, k=3000, 4x4 cells)."""
-    import keras
-
+    from smug_opt.bench.generators import paper_scale_model
     from smug_opt.explanation import explain
 
-    keras.utils.set_random_seed(0)
-    model = keras.Sequential([
-        keras.Input((224, 224, 3)),
-        keras.layers.Conv2D(64, 7, strides=2, padding="same", activation="relu",
-                            bias_initializer=keras.initializers.RandomNormal(stddev=0.05)),
-        keras.layers.Conv2D(8, 3, strides=4, activation="relu"),
-        keras.layers.GlobalAveragePooling2D(),
-        keras.layers.Dense(10, activation="softmax"),
-    ])
+    model = paper_scale_model()
     rng = np.random.default_rng(0)
     explain(model, rng.random((224, 224, 3)), k=3000, cell=4, backend="highs")  # trace once
     times = []

@@ -1,12 +1,15 @@
-"""Seeded random problems: strict 0/1 programs and first-layer-shaped SMUG problems.
+"""Seeded random problems: strict 0/1 programs and first-layer-shaped SMUG problems; and
+the paper-scale Keras model that end-to-end runs explain.
 
-They need nothing but numpy and scipy, so the harness, its tests and the micro-benchmarks
-run before (and independently of) the model zoo and the encoders.
+The problems need nothing but numpy and scipy, so the harness, its tests and the
+micro-benchmarks run before (and independently of) the model zoo and the encoders;
+:func:`paper_scale_model` imports Keras when it is called.
 """
 
 from __future__ import annotations
 
 import math
+from typing import Any
 
 import numpy as np
 import scipy.sparse as sp
@@ -115,3 +118,20 @@ def random_first_layer_problem(
     builder.add_constraints(A, mask, ">", rhs)
     builder.set_objective(mask, 1.0)
     return builder.build()
+
+
+def paper_scale_model(seed: int = 0) -> Any:
+    """An untrained Keras model on 224×224×3 inputs whose first layer is Inception-v1's
+    (Conv2D 64 filters 7×7/2, ``'same'``, ReLU, biases drawn N(0, 0.05)): the paper's scale
+    for end-to-end explain runs (4×4 cells: 3,136 mask variables), seeded."""
+    import keras
+
+    keras.utils.set_random_seed(seed)
+    return keras.Sequential([
+        keras.Input((224, 224, 3)),
+        keras.layers.Conv2D(64, 7, strides=2, padding="same", activation="relu",
+                            bias_initializer=keras.initializers.RandomNormal(stddev=0.05)),
+        keras.layers.Conv2D(8, 3, strides=4, activation="relu"),
+        keras.layers.GlobalAveragePooling2D(),
+        keras.layers.Dense(10, activation="softmax"),
+    ])
