@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from network_cases import all_ops_network
 
 from smug_opt.network.graph import (
     Add,
@@ -27,34 +28,6 @@ from smug_opt.network.graph import (
 
 torch = pytest.importorskip("torch")
 F = torch.nn.functional
-
-
-def _random(rng: np.random.Generator, *shape: int) -> np.ndarray:
-    return rng.normal(size=shape)
-
-
-def _cnn(rng: np.random.Generator) -> Network:
-    """Every operation once, on (3, 9, 9) inputs."""
-    nodes = [
-        Node("x", Input(), (), (3, 9, 9)),
-        Node("norm", Scale(_random(rng, 3, 1, 1), _random(rng, 3, 1, 1)), (0,), (3, 9, 9)),
-        Node("conv", Conv(_random(rng, 6, 3, 3, 3), _random(rng, 6), (2, 1), (1, 0, 2, 1), (1, 2)), (1,),
-             (6, 5, 6)),
-        Node("relu6", Clip(0.0, 6.0), (2,), (6, 5, 6)),
-        Node("dw", Conv(_random(rng, 6, 1, 3, 3), _random(rng, 6), pads=(1, 1, 1, 1), groups=6), (3,),
-             (6, 5, 6)),
-        Node("leaky", LeakyRelu(0.1), (4,), (6, 5, 6)),
-        Node("res", Add(), (3, 5), (6, 5, 6)),
-        Node("pad", Pad((0, 1, 1, 0), 0.5), (6,), (6, 6, 7)),
-        Node("max", MaxPool((2, 2), (2, 2), (1, 1, 1, 1)), (7,), (6, 4, 4)),
-        Node("avg", AvgPool((3, 3), (1, 1), (1, 1, 1, 1), count_include_pad=False), (8,), (6, 4, 4)),
-        Node("avgc", AvgPool((2, 2), (2, 2), (1, 1, 0, 0), count_include_pad=True), (9,), (6, 2, 2)),
-        Node("t", Transpose((1, 2, 0)), (10,), (2, 2, 6)),
-        Node("flat", Reshape(), (11,), (24,)),
-        Node("dense", Dense(_random(rng, 10, 24), _random(rng, 10)), (12,), (10,)),
-        Node("relu", Relu(), (13,), (10,)),
-    ]
-    return Network(tuple(nodes), name="all-ops")
 
 
 def _torch_forward(x: np.ndarray, net: Network) -> np.ndarray:
@@ -101,7 +74,7 @@ def _torch_forward(x: np.ndarray, net: Network) -> np.ndarray:
 
 def test_forward_matches_torch_on_every_operation():
     rng = np.random.default_rng(0)
-    net = _cnn(rng)
+    net = all_ops_network(rng)
     x = rng.normal(size=(4, 3, 9, 9))
     ours = net.forward(x)
     assert ours.shape == (4, 10)
@@ -111,9 +84,9 @@ def test_forward_matches_torch_on_every_operation():
 
 
 def test_digest_identifies_the_weights():
-    a, b = _cnn(np.random.default_rng(0)), _cnn(np.random.default_rng(0))
+    a, b = all_ops_network(np.random.default_rng(0)), all_ops_network(np.random.default_rng(0))
     assert a.digest == b.digest and len(a.digest) == 64
-    assert _cnn(np.random.default_rng(1)).digest != a.digest
+    assert all_ops_network(np.random.default_rng(1)).digest != a.digest
     assert parameter_count(a.nodes[2].op) == 6 * 3 * 3 * 3 + 6
 
 
