@@ -49,3 +49,43 @@ def all_ops_network(rng: np.random.Generator) -> Network:
         Node("relu", Relu(), (13,), (10,)),
     ]
     return Network(tuple(nodes), name="all-ops")
+
+
+def small_torch_cnn():
+    """A PyTorch CNN (NCHW) with every layer kind the readers cover: input normalisation,
+    Conv+BatchNorm, ReLU6, a dilated depthwise Conv, LeakyReLU, a residual Add, max and
+    average pooling, ``x.view(x.size(0), -1)``, Linear layers; ``input_shape`` says its
+    input (a factory for ``load_model("network_cases:small_torch_cnn")``)."""
+    import torch
+    from torch import nn
+
+    class SmallCNN(nn.Module):
+        input_shape = (1, 12, 12)
+
+        def __init__(self) -> None:
+            super().__init__()
+            torch.manual_seed(0)
+            self.register_buffer("mean", torch.tensor(0.1307))
+            self.register_buffer("std", torch.tensor(0.3081))
+            self.conv = nn.Conv2d(1, 6, 3, stride=2, padding=1)
+            self.bn = nn.BatchNorm2d(6)
+            self.depthwise = nn.Conv2d(6, 6, 3, padding=2, dilation=2, groups=6)
+            self.pool = nn.MaxPool2d(2, padding=1)
+            self.avg = nn.AvgPool2d(2, stride=1, padding=1, count_include_pad=False)
+            self.fc1 = nn.Linear(6 * 5 * 5, 16)
+            self.fc2 = nn.Linear(16, 10)
+            with torch.no_grad():  # non-trivial inference statistics
+                self.bn.running_mean.uniform_(-0.5, 0.5)
+                self.bn.running_var.uniform_(0.5, 2.0)
+                self.bn.weight.uniform_(0.5, 1.5)
+                self.bn.bias.uniform_(-0.5, 0.5)
+
+        def forward(self, x):
+            x = (x - self.mean) / self.std
+            h = nn.functional.relu6(self.bn(self.conv(x)))
+            h = h + nn.functional.leaky_relu(self.depthwise(h), 0.1)
+            h = self.avg(self.pool(h))
+            h = torch.relu(self.fc1(h.view(h.size(0), -1)))
+            return self.fc2(h)
+
+    return SmallCNN()

@@ -1,0 +1,79 @@
+"""The PyTorch reader (through ONNX) against PyTorch's own forward pass, in float64, on
+real digits: a module, a torch.export .pt2 file, and ``load_model`` specs."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from network_cases import small_torch_cnn
+
+torch = pytest.importorskip("torch")
+pytest.importorskip("onnx")
+
+from smug_opt.network.graph import AvgPool, Clip, Conv, LeakyRelu, MaxPool, Scale  # noqa: E402
+from smug_opt.network.load import load_model, model_spec_kind  # noqa: E402
+from smug_opt.network.lower import lower  # noqa: E402
+from smug_opt.network.torch_reader import read_exported_program, read_torch  # noqa: E402
+
+
+@pytest.fixture(scope="module")
+def digits() -> np.ndarray:
+    from smug_opt.data import load_digits
+
+    images = load_digits().x_test[:16, 8:20, 8:20, 0].astype(np.float64)  # 12x12 crops of real digits
+    return images[:, None]  # NCHW
+
+
+def _torch64(module, x: np.ndarray) -> np.ndarray:
+    import copy
+
+    double = copy.deepcopy(module).double().eval()
+    with torch.no_grad():
+        return double(torch.from_numpy(x)).numpy()
+
+
+def test_module_matches_torch_in_float64(digits):
+    module = small_torch_cnn()
+    net = read_torch(module, (1, 12, 12), input_range=(0.0, 1.0))
+    assert module.training  # the reader restores the module's mode
+    assert net.name == "SmallCNN" and net.input_shape == (1, 12, 12) and net.input_range == (0.0, 1.0)
+    ops = [type(node.op) for node in net.nodes]
+    assert ops[1] is Scale and Scale not in ops[2:]  # normalisation in front, BatchNorm folded
+    for kind in (Conv, Clip, LeakyRelu, MaxPool, AvgPool):
+        assert kind in ops
+    expected = _torch64(module, digits)
+    np.testing.assert_allclose(net.forward(digits), expected, rtol=0, atol=1e-9)
+    pre, flat = lower(net)
+    np.testing.assert_allclose(flat.forward(pre(digits))[-1], expected, rtol=0, atol=1e-9)
+
+
+def test_exported_program_file(tmp_path, digits):
+    module = small_torch_cnn().eval()
+    program = torch.export.export(module, (torch.zeros(1, 1, 12, 12),))
+    path = tmp_path / "small.pt2"
+    torch.export.save(program, str(path))
+    net = read_exported_program(path)
+    assert net.name == "small" and net.input_shape == (1, 12, 12)
+    np.testing.assert_allclose(net.forward(digits), _torch64(module, digits), rtol=0, atol=1e-9)
+    assert load_model(str(path)).digest == net.digest
+
+
+def test_factory_spec_reads_the_input_shape_attribute(digits):
+    assert model_spec_kind("network_cases:small_torch_cnn") == "factory"
+    net = load_model("network_cases:small_torch_cnn")
+    np.testing.assert_allclose(net.forward(digits), _torch64(small_torch_cnn(), digits), rtol=0, atol=1e-9)
+
+
+def test_bad_specs_say_what_is_wrong(tmp_path):
+    with pytest.raises(ValueError, match="never loaded"):
+        model_spec_kind("weights.pt")
+    with pytest.raises(ValueError, match="cannot import 'no_such_package'"):
+        load_model("no_such_package.nets:build")
+    with pytest.raises(ValueError, match="has no 'missing'"):
+        load_model("network_cases:missing")
+    bad = tmp_path / "bad.pt2"
+    bad.write_bytes(b"junk")
+    with pytest.raises(ValueError, match="is not a torch.export program"):
+        read_exported_program(bad)
+    with pytest.raises(ValueError, match="expected a torch.nn.Module"):
+        read_torch(object(), (1, 2))
