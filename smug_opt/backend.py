@@ -111,7 +111,7 @@ class RawResult:
 
 class LpSolver(Protocol):
     """A linear-programming solver a backend may provide (:meth:`Backend.lp_solver`) for the
-    core's bound LPs (:mod:`smug_opt.encode.bounds`): one LP whose objective changes."""
+    core's bound LPs (:mod:`smug_opt.bounds.lp`): one LP whose objective changes."""
 
     def load(self, A: sp.csr_matrix, row_lo: np.ndarray, row_hi: np.ndarray,
              col_lb: np.ndarray, col_ub: np.ndarray) -> bool:

@@ -334,7 +334,7 @@ def test_safe_lp_bound_holds_for_any_multipliers(seed: int) -> None:
     and tight for the optimal ones."""
     from scipy.optimize import linprog
 
-    from smug_opt.encode.bounds import _safe_min
+    from smug_opt.bounds.lp import safe_min as _safe_min
 
     rng = np.random.default_rng(seed)
     A = sp.csr_matrix(rng.normal(size=(6, 5)))
@@ -451,7 +451,7 @@ def test_enumeration_gives_way_to_lps_beyond_its_cap() -> None:
 
 
 def test_bound_lps_come_from_a_backend_s_lp_solver() -> None:
-    from smug_opt.encode.bounds import _lp_solver
+    from smug_opt.bounds.lp import lp_solver as _lp_solver
 
     solver = _lp_solver("highs")  # the default: HiGHS, through its backend
     A = sp.csr_matrix(np.array([[1.0, 1.0]]))

@@ -91,9 +91,14 @@ class FlatBounds:
             return down(lower[:r] + offset), up(-lower[r:] + offset)
 
 
-def propagate(network: FlatNetwork, domain: Domain, *, method: str = "crown") -> FlatBounds:
+def propagate(network: FlatNetwork, domain: Domain, *, method: str = "crown",
+              prior: tuple[dict[int, np.ndarray], dict[int, np.ndarray]] | None = None) -> FlatBounds:
     """Bounds on every layer of ``network`` over ``domain`` (:class:`Box` or :class:`Masks`
-    on its input): ``method`` ``"interval"`` or ``"crown"`` (back-substitution, never looser)."""
+    on its input): ``method`` ``"interval"`` or ``"crown"`` (back-substitution, never looser).
+
+    ``prior``: intervals already known for some layers (``({k: lo}, {k: hi})``, e.g. from
+    LPs), intersected with each layer's as soon as it is found, so later layers use them;
+    the results then hold wherever the prior ones do."""
     if method not in METHODS:
         raise ValueError(f"bounds method must be one of {', '.join(METHODS)}, got {method!r}")
     if not isinstance(domain, (Box, Masks)):
@@ -109,6 +114,8 @@ def propagate(network: FlatNetwork, domain: Domain, *, method: str = "crown") ->
     walk = _BackSubstitution(network, domain, lo, hi, matrices)
     for k in range(1, len(layers)):
         lo[k], hi[k] = _interval(layers[k], lo, hi, matrices)
+        if prior is not None and k in prior[0]:
+            lo[k], hi[k] = np.maximum(lo[k], prior[0][k]), np.minimum(hi[k], prior[1][k])
         rows = refine.get(k)
         if rows is not None:
             selected = np.flatnonzero(rows(lo[k], hi[k]))

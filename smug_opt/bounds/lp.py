@@ -1,0 +1,174 @@
+"""LP tightening of masked ReLU network bounds, rigorous by safe duals.
+
+:class:`RelaxationLP` is the LP relaxation of a masked ReLU MLP (big-M with relaxed phase
+variables, plus the output rows and a mask-size row) over given pre-activation bounds; one
+LP per neuron and side bounds a pre-activation, and the bound kept is not the solver's
+(tolerance-laden) value but the safe dual bound of Neumaier and Shcherbina (2004),
+evaluated with outward error bounds (:func:`safe_min`): valid whatever the solver returns.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import numpy as np
+import scipy.sparse as sp
+
+from smug_opt.backend import LpSolver
+from smug_opt.exact import TINY, UNIT_ROUNDOFF
+
+__all__ = ["LP_BACKEND", "LP_SECONDS", "RelaxationLP", "lp_solver", "safe_min"]
+
+LP_SECONDS = 5.0
+"""Time limit of each bound LP; one that hits it keeps the bound it had."""
+
+LP_BACKEND = "highs"
+"""The backend whose LP solver (:meth:`smug_opt.backend.Backend.lp_solver`) bounds neurons."""
+
+
+class RelaxationLP:
+    """The LP relaxation of the masked network, solved for one bound at a time by the LP
+    solver a backend provides (``lp_backend``, HiGHS by default).
+
+    Columns: ``M`` (the binaries), then per hidden layer ``z`` (pre-activations, within
+    their bounds), ``h`` (outputs) and ``a`` (phase, relaxed to [0, 1], one per unstable
+    neuron). Rows: ``z = A·input + b``; per unstable neuron ``h >= z``,
+    ``h <= z − l(1 − a)``, ``h <= u·a``, ``h <= max(0, b) + Σ max(0, w)·input``; per active
+    one ``h = z``; the output rows; the mask-size row if any. Every
+    coefficient is a given float (no arithmetic), so the LP is a true relaxation.
+    """
+
+    def __init__(self, A1: np.ndarray, b1: np.ndarray, layers: Sequence[tuple[np.ndarray, np.ndarray]],
+                 lo: Sequence[np.ndarray], hi: Sequence[np.ndarray],
+                 out_rows: np.ndarray, out_rhs: np.ndarray, max_ones: int | None,
+                 lp_backend: str = LP_BACKEND) -> None:
+        row_lo: list[np.ndarray] = []
+        row_hi: list[np.ndarray] = []
+        col_lb: list[np.ndarray] = [np.zeros(A1.shape[0])]
+        col_ub: list[np.ndarray] = [np.ones(A1.shape[0])]
+        self._z_cols: list[np.ndarray] = []
+        n = A1.shape[0]
+        prev = np.arange(n)  # columns of the previous layer's outputs (first: the binaries)
+        inputs = [(A1, b1), *layers]
+        triplets: list[tuple[np.ndarray, np.ndarray, np.ndarray]] = []
+        n_rows = 0
+
+        def add_rows(rows: np.ndarray, cols: np.ndarray, vals: np.ndarray, count: int,
+                     rlo: np.ndarray, rhi: np.ndarray) -> None:
+            nonlocal n_rows
+            triplets.append((rows + n_rows, cols, vals))
+            row_lo.append(rlo)
+            row_hi.append(rhi)
+            n_rows += count
+
+        for k, (W, b) in enumerate(inputs):
+            width = W.shape[1]
+            lk, uk = lo[k], hi[k]
+            z = n + np.arange(width)
+            h = z + width
+            unstable = np.flatnonzero((lk < 0) & (uk > 0))
+            a = n + 2 * width + np.arange(unstable.size)
+            n += 2 * width + unstable.size
+            col_lb += [lk, np.maximum(lk, 0.0), np.zeros(unstable.size)]
+            col_ub += [uk, np.maximum(uk, 0.0), np.ones(unstable.size)]
+            self._z_cols.append(z)
+            # z - Wᵀ·prev = b
+            w = sp.coo_matrix(W.T)
+            add_rows(np.concatenate([np.arange(width), w.row]), np.concatenate([z, prev[w.col]]),
+                     np.concatenate([np.ones(width), -w.data]), width, b, b)
+            # active: h - z = 0 ; dead: h fixed to 0 by its bounds
+            act = np.flatnonzero(lk >= 0)
+            r = np.arange(act.size)
+            add_rows(np.concatenate([r, r]), np.concatenate([h[act], z[act]]),
+                     np.concatenate([np.ones(act.size), -np.ones(act.size)]), act.size,
+                     np.zeros(act.size), np.zeros(act.size))
+            m = unstable.size
+            r = np.arange(m)
+            hu, zu, lu, uu = h[unstable], z[unstable], lk[unstable], uk[unstable]
+            inf = np.full(m, np.inf)
+            add_rows(np.concatenate([r, r]), np.concatenate([hu, zu]),
+                     np.concatenate([np.ones(m), -np.ones(m)]), m, np.zeros(m), inf)  # h - z >= 0
+            add_rows(np.concatenate([r, r, r]), np.concatenate([hu, zu, a]),
+                     np.concatenate([np.ones(m), -np.ones(m), -lu]), m, -inf, -lu)  # h - z - l a <= -l
+            add_rows(np.concatenate([r, r]), np.concatenate([hu, a]),
+                     np.concatenate([np.ones(m), -uu]), m, -inf, np.zeros(m))  # h - u a <= 0
+            # h - Σ max(0, w)·prev <= max(0, b): true for nonnegative inputs, missed by big-M
+            pos = sp.coo_matrix(np.maximum(W[:, unstable], 0.0).T)
+            add_rows(np.concatenate([r, pos.row]), np.concatenate([hu, prev[pos.col]]),
+                     np.concatenate([np.ones(m), -pos.data]), m, -inf, np.maximum(b[unstable], 0.0))
+            prev = h
+        d = sp.coo_matrix(out_rows)
+        add_rows(d.row, prev[d.col], d.data, out_rows.shape[0], out_rhs, np.full(out_rows.shape[0], np.inf))
+        if max_ones is not None:
+            m = A1.shape[0]
+            add_rows(np.zeros(m, dtype=np.int64), np.arange(m), np.ones(m), 1,
+                     np.array([-np.inf]), np.array([float(max_ones)]))
+
+        rows = np.concatenate([t[0] for t in triplets])
+        cols = np.concatenate([t[1] for t in triplets])
+        vals = np.concatenate([t[2] for t in triplets])
+        self.A = sp.csr_matrix((vals, (rows, cols)), shape=(n_rows, n))
+        self.row_lo = np.concatenate(row_lo)
+        self.row_hi = np.concatenate(row_hi)
+        self.col_lb = np.concatenate(col_lb)
+        self.col_ub = np.concatenate(col_ub)
+        self._abs_At = abs(self.A).T.tocsr()
+        self._At = self.A.T.tocsr()
+        self._lp = lp_solver(lp_backend)
+        self.feasible = self._lp.load(self.A, self.row_lo, self.row_hi, self.col_lb, self.col_ub)
+
+    def bound(self, layer: int, neuron: int, *, maximise: bool, seconds: float = LP_SECONDS
+              ) -> tuple[float, bool]:
+        """A rigorous bound on ``z[layer][neuron]`` (upper if ``maximise``) and whether the
+        LP answered within ``seconds`` (when it did not, the returned bound is the column's own)."""
+        col = int(self._z_cols[layer][neuron])
+        sign = -1.0 if maximise else 1.0
+        y = self._lp.minimize(col, sign, seconds)
+        fallback = float(self.col_ub[col] if maximise else self.col_lb[col])
+        if y is None:
+            return fallback, False
+        c = np.zeros(self.A.shape[1])
+        c[col] = sign
+        safe = safe_min(c, self._At, self._abs_At, self.row_lo, self.row_hi, self.col_lb, self.col_ub, y)
+        value = -safe if maximise else safe
+        return (min(value, fallback), True) if maximise else (max(value, fallback), True)
+
+
+def lp_solver(backend: str) -> LpSolver:
+    """The LP solver ``backend`` provides (:meth:`smug_opt.backend.Backend.lp_solver`)."""
+    from smug_opt.registry import backend_class
+
+    try:
+        solver = backend_class(backend).lp_solver()
+    except (ImportError, RuntimeError, ValueError) as error:
+        raise ImportError(f"LP bounds solve their LPs with backend {backend!r}, which is not usable "
+                          f"here ({error}); install it or use bounds without LPs ('crown', 'interval')"
+                          ) from error
+    if solver is None:
+        raise ValueError(f"backend {backend!r} provides no LP solver for LP bounds")
+    return solver
+
+
+def safe_min(c: np.ndarray, At: sp.csr_matrix, abs_At: sp.csr_matrix, row_lo: np.ndarray,
+              row_hi: np.ndarray, col_lb: np.ndarray, col_ub: np.ndarray, y: np.ndarray) -> float:
+    """A rigorous lower bound on ``min c·v`` s.t. ``row_lo <= A v <= row_hi``,
+    ``col_lb <= v <= col_ub`` (finite), from any multipliers ``y`` (Neumaier–Shcherbina).
+
+    ``c·v = yᵀ(Av) + rᵀv`` with ``r = c − Aᵀy``; each part is bounded below over the rows'
+    and the columns' ranges, and the float64 rounding of every step is subtracted.
+    """
+    # a multiplier may only lean on a finite side of its row
+    y = np.where((y > 0) & ~np.isfinite(row_lo), 0.0, y)
+    y = np.where((y < 0) & ~np.isfinite(row_hi), 0.0, y)
+    side = np.where(y > 0, row_lo, np.where(y < 0, row_hi, 0.0))
+    row_terms = y * side
+    r = c - At @ y
+    r_err = (2.0 * (np.diff(At.indptr) + 2) * UNIT_ROUNDOFF * (np.abs(c) + abs_At @ np.abs(y))
+             + (np.diff(At.indptr) + 2) * TINY)
+    col_terms = np.minimum(r * col_lb, r * col_ub)
+    col_err = r_err * np.maximum(np.abs(col_lb), np.abs(col_ub))
+    total = row_terms.sum() + col_terms.sum()
+    n_terms = row_terms.size + col_terms.size
+    err = (2.0 * (n_terms + 2) * UNIT_ROUNDOFF * (np.abs(row_terms).sum() + np.abs(col_terms).sum())
+           + col_err.sum() * (1.0 + 4.0 * n_terms * UNIT_ROUNDOFF) + (n_terms + 2) * TINY)
+    return float(total - err)
