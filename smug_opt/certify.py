@@ -1,17 +1,24 @@
 """Certification: turn a floating-point solver's OPTIMAL or INFEASIBLE into an exact proof.
 
-``solve(..., certify=True)`` hands its result here with what is left of the time limit:
+``solve(..., certify=True)`` hands its result here with what is left of the time limit.
+"Exact" means exact: a certified objective is the exact optimum, attained by the returned
+(verified) solution, and nothing below it exists; no tolerance enters an exact claim.
 
-* **Enumeration** settles small problems whose binaries decide everything (at most
-  :data:`ENUMERATION_BINARIES` binaries, :data:`ENUMERATION_RELU_BINARIES` with ReLUs):
-  every assignment is checked exactly; the exact optimum (or infeasibility) replaces the
-  claim.
+* **Small binary-decided problems** (at most :data:`ENUMERATION_BINARIES` binaries,
+  :data:`ENUMERATION_RELU_BINARIES` with ReLUs) are settled *differentially*: exact
+  enumeration of every binary assignment finds the optimum (ReLU outputs, and so their
+  share of the objective, recomputed exactly for each assignment), and the exact z3
+  encoding must confirm it ("no solution has objective < v", or "no solution at all").
+  The claim is exact only when both agree; a disagreement is reported and nothing is
+  claimed.
 * Otherwise the **exact z3 encoding** (its own isolated worker, like any solve) answers
-  the residual question: for OPTIMAL/FEASIBLE with objective ``v``, "is there a solution
-  with objective ``< v``" (integral objectives; else ``< v - objective_tolerance``); for
-  INFEASIBLE, "is there any solution". "No" (z3's exact unsat) proves the claim; a
-  solution is verified, becomes the incumbent, and the question is asked again.
-* When neither finishes in time (or z3 is not installed) the claim is **downgraded**:
+  the residual question for the incumbent's exact objective ``v``: "is there a solution
+  with ``c·x < v``" (``v`` written exactly, as a sum of float64 terms); for INFEASIBLE,
+  "is there any solution". "No" (z3's exact unsat) proves the claim. A solution found is
+  verified and becomes the incumbent; with a non-integral objective z3 then minimises
+  below it (continuous variables could otherwise improve forever), and its minimum is
+  certified by the same question.
+* When these do not finish in time (or z3 is not installed) the claim is **downgraded**:
   OPTIMAL becomes FEASIBLE and INFEASIBLE becomes NO_SOLUTION, with a message saying why.
 """
 
@@ -20,18 +27,20 @@ from __future__ import annotations
 import math
 import time
 from collections.abc import Callable
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from fractions import Fraction
 
 import numpy as np
+import scipy.sparse as sp
 
 from smug_opt.backend import Status
 from smug_opt.exact import dot_error_bound
-from smug_opt.ir import Problem
+from smug_opt.ir import Problem, Sense, VarKind
 from smug_opt.result import SolveResult
 from smug_opt.verification import Verification, decide_rows, verify
 
-__all__ = ["ENUMERATION_BINARIES", "ENUMERATION_RELU_BINARIES", "EXACT_BACKEND", "certify"]
+__all__ = ["ENUMERATION_BINARIES", "ENUMERATION_RELU_BINARIES", "EXACT_BACKEND", "certify",
+           "objective_below"]
 
 ENUMERATION_BINARIES = 14
 """Problems of binaries only, with at most this many, are settled by exact enumeration."""
@@ -41,29 +50,32 @@ ENUMERATION_RELU_BINARIES = 8
 
 EXACT_BACKEND = "z3"
 _EXACT_EXTRAS = {"encoding": "exact"}
+_ENUMERATION = "exact enumeration of every binary assignment"
 
 
 def certify(problem: Problem, result: SolveResult, *, solve: Callable[..., SolveResult],
-            tolerance: float, deadline: float | None, isolate: bool, grace: float,
+            deadline: float | None, isolate: bool, grace: float,
             memory_limit: float | None) -> SolveResult:
     """``result`` with its claim proven exactly, corrected, or downgraded (see module doc).
     Results whose claim is already exact, or that claim nothing provable, pass through.
-    ``solve`` runs the residual questions (:func:`smug_opt.solving.solve`, handed in so
-    that this module does not import the one that calls it); ``tolerance`` is the
-    problem's :func:`~smug_opt.solving.objective_tolerance`."""
+    ``solve`` runs z3's questions (:func:`smug_opt.solving.solve`, handed in so that this
+    module does not import the one that calls it)."""
     if result.proof == "exact" or not (
             result.status in (Status.OPTIMAL, Status.INFEASIBLE)
             or (result.status is Status.FEASIBLE and result.x is not None)):
         return result
     start = time.monotonic()
+    z3 = _ExactQuestions(problem, solve, deadline, isolate, grace, memory_limit)
     if _enumerable(problem):
         try:
-            best = _enumerate(problem, deadline)
+            enumerated = _enumerate(problem, deadline)
         except TimeoutError:
             return _downgraded(result, "exact enumeration did not finish within the time limit", start)
-        return _settled(problem, result, best, "exact enumeration of every binary assignment", start)
-    return _Residual(problem, result, deadline, isolate, grace, memory_limit, start, solve,
-                     tolerance).run()
+        return _cross_checked(problem, result, enumerated, z3, start)
+    if not z3.available():
+        return _downgraded(result, z3.missing(), start)
+    incumbent = None if result.x is None else verify(problem, result.x)
+    return _Residual(problem, result, incumbent, z3, start).run()
 
 
 # ------------------------------------------------------------------- enumeration
@@ -74,126 +86,215 @@ def _enumerable(problem: Problem) -> bool:
 
 
 def _enumerate(problem: Problem, deadline: float | None = None) -> Verification | None:
-    """The exact optimum over every binary assignment (None: infeasible). Rows are decided
-    by :func:`~smug_opt.verification.decide_rows` (the decider verify uses); the feasible
-    assignments are verified, in order of their (approximate) objective. Raises
-    TimeoutError past ``deadline``."""
+    """The exact optimum over every binary assignment (None: infeasible). Without ReLUs,
+    rows are decided by :func:`~smug_opt.verification.decide_rows` and the feasible
+    assignments verified in order of their float objective, stopping once it exceeds the
+    best by more than twice its rigorous error bound. With ReLUs part of the objective
+    sits on their outputs, which only verification computes (exactly): every assignment is
+    verified. Raises TimeoutError past ``deadline``."""
     binary = np.flatnonzero(problem.binary)
     count = 1 << binary.size
     X = np.zeros((count, problem.num_vars))
     X[:, binary] = (np.arange(count)[:, None] >> np.arange(binary.size)) & 1
-    maybe = np.ones(count, dtype=bool)
-    if not problem.num_relus:  # rows decided exactly, as verify does (near-ties in exact arithmetic)
+    if problem.num_relus:
+        order = list(range(count))
+        approx = np.full(count, -math.inf)  # unknown: never stop early
+    else:
         maybe = decide_rows(problem, X).holds.all(axis=1)
-    approx = X @ problem.objective
-    scale = float(dot_error_bound(problem.num_vars, float(np.abs(problem.objective).sum())))
+        approx = X @ problem.objective
+        order = np.flatnonzero(maybe)[np.argsort(approx[maybe], kind="stable")].tolist()
+    slack = 2 * float(dot_error_bound(problem.num_vars, float(np.abs(problem.objective).sum())))
     best: Verification | None = None
     best_approx = math.inf
-    order = np.flatnonzero(maybe)[np.argsort(approx[maybe], kind="stable")].tolist()
     for done, k in enumerate(order):
-        if approx[k] > best_approx + 2 * scale:
+        if approx[k] > best_approx + slack:
             break
         if deadline is not None and done % 256 == 255 and time.monotonic() > deadline:
             raise TimeoutError
         v = verify(problem, X[k])
         if v.ok and (best is None or v.objective < best.objective):
-            best, best_approx = v, min(best_approx, float(approx[k]))
+            best, best_approx = v, float(approx[k])
     return best
 
 
-# -------------------------------------------------------------------- residual
-class _Residual:
-    """The residual-question loop on the exact z3 encoding."""
+def _cross_checked(problem: Problem, result: SolveResult, enumerated: Verification | None,
+                   z3: _ExactQuestions, start: float) -> SolveResult:
+    """Enumeration's answer, exact only when z3 (the second exact method) confirms it."""
+    if not z3.available():
+        return _settled(problem, result, enumerated,
+                        f"{_ENUMERATION} ({z3.missing()}: not cross-checked)", start)
+    said = ("infeasible" if enumerated is None
+            else f"optimum {float(enumerated.objective)!r}")
+    answer = z3.below(None if enumerated is None else enumerated.objective)
+    if answer.none_below:
+        return _settled(problem, result, enumerated,
+                        f"{_ENUMERATION}, confirmed by {EXACT_BACKEND} (exact)", start)
+    if answer.found is not None:
+        return _corrected(problem, result, answer.found,
+                          f"the exact methods disagree ({_ENUMERATION} found {said}, "
+                          f"{EXACT_BACKEND} (exact) a verified solution of objective "
+                          f"{float(answer.found.objective)!r}): nothing is claimed exact",
+                          start, proven=False)
+    why = (f"{_ENUMERATION} found {said}, but {EXACT_BACKEND} did not confirm it "
+           f"({answer.why}); two exact methods must agree")
+    if enumerated is not None and (result.x is None or enumerated.objective < Fraction(result.objective)):
+        return _corrected(problem, result, enumerated, f"not certified: {why}", start, proven=False)
+    return _downgraded(result, why, start)
 
-    def __init__(self, problem: Problem, result: SolveResult, deadline: float | None, isolate: bool,
-                 grace: float, memory_limit: float | None, start: float,
-                 solve: Callable[..., SolveResult], tolerance: float) -> None:
-        self.problem, self.result = problem, result
-        self.deadline, self.isolate, self.grace, self.memory_limit = deadline, isolate, grace, memory_limit
-        self.start = start
-        self.solve, self.tolerance = solve, tolerance
-        self.best = None if result.x is None else verify(problem, result.x)
-        self.improved = False
-        self.rhs = math.inf  # the bound the current question asks to beat
 
-    def run(self) -> SolveResult:
+# -------------------------------------------------------------------- z3's part
+@dataclass(frozen=True)
+class _Answer:
+    """What z3 said: ``none_below`` (exact unsat), or a verified ``found`` solution, or
+    ``why`` neither; ``bound`` is z3's exact lower bound rounded down, when it minimised."""
+
+    none_below: bool = False
+    found: Verification | None = None
+    better_exists: bool = False  # z3 found one, but its float64 rounding fails verification
+    bound: float | None = None
+    why: str = ""
+
+
+class _ExactQuestions:
+    """Questions to the exact z3 encoding, each in its own worker, within the deadline."""
+
+    def __init__(self, problem: Problem, solve: Callable[..., SolveResult], deadline: float | None,
+                 isolate: bool, grace: float, memory_limit: float | None) -> None:
+        self.problem, self.solve, self.deadline = problem, solve, deadline
+        self.isolate, self.grace, self.memory_limit = isolate, grace, memory_limit
+
+    @staticmethod
+    def available() -> bool:
         from smug_opt.registry import available_backends
 
-        if EXACT_BACKEND not in available_backends():
-            return _downgraded(self.result, f"certification needs the {EXACT_BACKEND!r} backend, "
-                                            f"which is not installed here", self.start)
+        return EXACT_BACKEND in available_backends()
+
+    @staticmethod
+    def missing() -> str:
+        return f"the {EXACT_BACKEND!r} backend is not installed here"
+
+    def below(self, value: Fraction | None) -> _Answer:
+        """Is there a solution with objective ``< value`` (None: any solution)?"""
+        return self._ask(value, minimise=False)
+
+    def minimum(self) -> _Answer:
+        """A minimiser and the exact minimum (rounded down), by z3's exact minimisation."""
+        return self._ask(None, minimise=True)
+
+    def _ask(self, value: Fraction | None, *, minimise: bool) -> _Answer:
+        p = self.problem
+        question = objective_below(p, value, keep_objective=minimise)
+        if question is None:
+            return _Answer(why=f"the objective value {value} cannot be written as a sum of float64 terms")
+        remaining = None if self.deadline is None else self.deadline - time.monotonic()
+        if remaining is not None and remaining <= 0.05:
+            return _Answer(why="the time limit was reached")
+        answer = self.solve(question, EXACT_BACKEND, time_limit=remaining, extras=_EXACT_EXTRAS,
+                            isolate=self.isolate, grace=self.grace, memory_limit=self.memory_limit,
+                            start=None, certify=False)
+        if answer.status is Status.INFEASIBLE and answer.proof == "exact":
+            return _Answer(none_below=True)
+        bound = answer.bound if minimise else None
+        if answer.x is None:
+            return _Answer(better_exists=answer.verified is False, bound=bound,
+                           why=answer.message or f"{EXACT_BACKEND} said {answer.status.name}")
+        found = verify(p, answer.x[:p.num_vars])
+        if not found.ok:  # cannot happen for a verified answer; never trust it
+            return _Answer(why="its solution failed verification against the problem")
+        return _Answer(found=found, bound=bound)
+
+
+def objective_below(problem: Problem, value: Fraction | None, *,
+                    keep_objective: bool = False) -> Problem | None:
+    """``problem`` plus the row ``c·x < value`` with ``value`` exact (None: no row), and a
+    zero objective unless ``keep_objective``. A value that is no float64 is written as
+    ``f0`` plus fixed continuous variables holding ``f1, f2, ...`` (its exact expansion
+    into float64 terms), which are appended after the problem's variables; None when no
+    such expansion exists (a part below the subnormal range)."""
+    p = replace(problem, metadata={})
+    if not keep_objective:
+        p = replace(p, objective=np.zeros(problem.num_vars))
+    if value is None:
+        return p
+    terms = _float_expansion(value)
+    if terms is None:
+        return None
+    head, rest = terms[0], np.array(terms[1:])
+    k = rest.size
+    if k:
+        zeros = sp.csr_matrix((p.num_rows, k))
+        p = replace(p, kinds=np.concatenate([p.kinds, np.full(k, VarKind.CONTINUOUS, dtype=p.kinds.dtype)]),
+                    lb=np.concatenate([p.lb, rest]), ub=np.concatenate([p.ub, rest]),
+                    A=sp.hstack([p.A, zeros], format="csr"),
+                    objective=np.concatenate([p.objective, np.zeros(k)]),
+                    relu_in=sp.hstack([p.relu_in, sp.csr_matrix((p.num_relus, k))], format="csr"))
+    row = np.concatenate([problem.objective, -np.ones(k)])
+    return p.with_constraints(row[None, :], [Sense.LT], [head])
+
+
+def _float_expansion(value: Fraction, max_terms: int = 64) -> list[float] | None:
+    """Floats whose exact sum is ``value``, largest first; None when there are none."""
+    terms, rest = [], value
+    while rest != 0 or not terms:
+        f = float(rest) if rest != 0 else 0.0
+        if (rest != 0 and f == 0.0) or not math.isfinite(f) or len(terms) == max_terms:
+            return None
+        terms.append(f)
+        rest -= Fraction(f)
+    return terms
+
+
+class _Residual:
+    """The residual-question loop for problems enumeration does not settle."""
+
+    def __init__(self, problem: Problem, result: SolveResult, incumbent: Verification | None,
+                 z3: _ExactQuestions, start: float) -> None:
+        self.problem, self.result, self.z3, self.start = problem, result, z3, start
+        self.best = incumbent
+        self.improved = False
+        self.bound: float | None = None  # z3's exact lower bound (rounded down), once it minimised
+
+    def run(self) -> SolveResult:
+        minimised = False
         while True:
-            question = self._question()
-            if question is None:
-                return _downgraded(self.result, "the objective value cannot be written exactly as "
-                                                "a float bound", self.start)
-            remaining = None if self.deadline is None else self.deadline - time.monotonic()
-            if remaining is not None and remaining <= 0.05:
-                return self._out_of_time()
-            answer = self.solve(question, EXACT_BACKEND, time_limit=remaining, extras=_EXACT_EXTRAS,
-                                isolate=self.isolate, grace=self.grace,
-                                memory_limit=self.memory_limit)
-            if answer.status is Status.INFEASIBLE and answer.proof == "exact":
-                if self.best is not None and _attainment_open(self.problem):
-                    return self._near_infimum()
+            answer = self.z3.below(None if self.best is None else self.best.objective)
+            if answer.none_below:
                 what = (f"{EXACT_BACKEND} (exact) proved no solution is better" if self.best
                         else f"{EXACT_BACKEND} (exact) proved infeasibility")
                 return _settled(self.problem, self.result, self.best, what, self.start)
-            if answer.x is None:
-                return self._out_of_time(answer.message)
-            found = verify(self.problem, answer.x)
-            if not found.ok:  # cannot happen for a verified residual answer; never trust it
-                return _downgraded(self.result, "certification's solution failed verification",
-                                   self.start)
+            if answer.found is not None:
+                self._offer(answer.found)
+                if self.problem.integral_objective:
+                    continue  # each answer improves by at least 1: the loop ends
+            elif not answer.better_exists:
+                return self._unsettled(answer.why)
+            if minimised:
+                return self._unsettled(f"{EXACT_BACKEND} finds solutions below every float64 one it "
+                                       f"returns: the optimum is not attained by a float64 point")
+            least = self.z3.minimum()
+            minimised = True
+            if least.none_below:
+                return self._unsettled(f"{EXACT_BACKEND} called the problem infeasible after finding "
+                                       f"a solution")
+            if least.found is not None:
+                self._offer(least.found)
+            self.bound = least.bound
+            if least.found is None and least.bound is None:
+                return self._unsettled(least.why)
+
+    def _offer(self, found: Verification) -> None:
+        if self.best is None or found.objective < self.best.objective:
             self.best, self.improved = found, True
 
-    def _question(self) -> Problem | None:
-        """The problem's rows with a zero objective, plus ``c·x < v`` below the incumbent."""
-        p = self.problem
-        feasibility = _zero_objective(p)
-        if self.best is None:
-            return feasibility
-        value = self.best.objective
-        if p.integral_objective:
-            rhs = float(value)
-            if Fraction(rhs) != value:
-                return None
-            self.rhs = rhs
-            return feasibility.with_constraints(p.objective[None, :], "<", [rhs])
-        else:
-            rhs = _float_down(value - Fraction(self.tolerance))
-        self.rhs = rhs
-        return feasibility.with_constraints(p.objective[None, :], "<", [rhs])
-
-    def _near_infimum(self) -> SolveResult:
-        """No solution lies below the question's bound, but strict rows may keep the
-        infimum unattained: FEASIBLE, with that bound proven exactly."""
-        assert self.best is not None
-        objective = float(self.best.objective)
-        return _finish(self.result, status=Status.FEASIBLE, x=self.best.x, objective=objective,
-                       bound=self.rhs, gap=max(objective - self.rhs, 0.0) / max(abs(objective), 1.0),
-                       proof=None, verified=True, verification=self.best.summary(),
-                       note=f"{EXACT_BACKEND} (exact) proved no solution has objective below "
-                            f"{self.rhs!r}; whether strict rows leave the infimum unattained is "
-                            f"not decided, so no optimum is claimed", start=self.start)
-
-    def _out_of_time(self, why: str = "") -> SolveResult:
+    def _unsettled(self, why: str) -> SolveResult:
         if self.improved:  # the solver's claim was wrong: keep the better solution found
             return _corrected(self.problem, self.result, self.best,
                               f"certification found a better solution ({float(self.best.objective)!r}) "
-                              f"than the solver's claim but could not prove it optimal in time",
-                              self.start, proven=False)
+                              f"than the solver's claim but could not prove it optimal ({why})",
+                              self.start, proven=False, bound=self.bound)
         detail = f" ({why})" if why else ""
-        return _downgraded(self.result, f"{EXACT_BACKEND} did not settle it within the time limit{detail}",
-                           self.start)
-
-
-def _attainment_open(problem: Problem) -> bool:
-    """Strict rows and continuous variables in the objective that the binaries do not fix:
-    a solution within the tolerance of the infimum may exist while no minimiser does."""
-    return (not problem.integral_objective and problem.has_strict
-            and not problem.determined_by_binaries
-            and bool(np.any(problem.objective[~problem.binary] != 0)))
+        result = self.result if self.bound is None else replace(self.result, bound=self.bound)
+        return _downgraded(result, f"{EXACT_BACKEND} did not settle it{detail}", self.start)
 
 
 # ---------------------------------------------------------------------- results
@@ -210,17 +311,19 @@ def _settled(problem: Problem, result: SolveResult, best: Verification | None, h
                        note=note, start=start)
     same = result.x is not None and result.objective == float(best.objective)
     note = (f"certified {'OPTIMAL' if result.status is Status.OPTIMAL else 'optimal'} by {how}" if same
-            else f"the solver's {result.status.name} was not optimal: {how} found objective "
-                 f"{float(best.objective)!r}")
+            else f"the solver's {result.status.name} was not optimal: certification found objective "
+                 f"{float(best.objective)!r} ({how})")
     return _corrected(problem, result, best, note, start, proven=True)
 
 
 def _corrected(problem: Problem, result: SolveResult, best: Verification, note: str, start: float,
-               *, proven: bool) -> SolveResult:
+               *, proven: bool, bound: float | None = None) -> SolveResult:
     objective = float(best.objective)
-    bound = objective if proven else None
+    if proven:
+        bound = objective if Fraction(objective) == best.objective else _float_down(best.objective)
+    gap = None if bound is None else max(objective - bound, 0.0) / max(abs(objective), 1.0)
     return _finish(result, status=Status.OPTIMAL if proven else Status.FEASIBLE, x=best.x,
-                   objective=objective, bound=bound, gap=0.0 if proven else None,
+                   objective=objective, bound=bound, gap=gap,
                    proof="exact" if proven else None, verified=True, verification=best.summary(),
                    note=note, start=start)
 
@@ -241,10 +344,6 @@ def _finish(result: SolveResult, *, note: str, start: float, **changes: object) 
     times = replace(result.times, total=result.times.total + spent,
                     overhead=result.times.overhead + spent)
     return replace(result, message=message, times=times, **changes)
-
-
-def _zero_objective(problem: Problem) -> Problem:
-    return replace(problem, objective=np.zeros(problem.num_vars))
 
 
 def _float_down(value: Fraction) -> float:

@@ -17,6 +17,7 @@ import threading
 import time
 from collections.abc import Mapping
 from dataclasses import replace
+from fractions import Fraction
 from typing import Any, Protocol
 
 import numpy as np
@@ -139,7 +140,7 @@ def solve(
         return result
     from smug_opt.certify import certify as certify_result
 
-    return certify_result(problem, result, solve=solve, tolerance=objective_tolerance(problem),
+    return certify_result(problem, result, solve=solve,
                           deadline=None if time_limit is None else started + time_limit,
                           isolate=isolate, grace=grace, memory_limit=memory_limit)
 
@@ -462,17 +463,15 @@ class _Solve:
                 self.messages.append(f"the solver's bound {bound!r} is contradicted by a verified "
                                      f"solution of objective {objective!r}: bound discarded")
                 bound = None
-            # (an exact backend's bound is rounded down, the objective to nearest: 2 ulps)
-            proven = bound is not None and objective <= max(
-                bound + 2 * tolerance, math.nextafter(math.nextafter(bound, math.inf), math.inf))
+            proven = bound is not None and self._meets_bound(bound, tolerance)
             if proven and self._infimum_may_be_unattained():
                 proven = False
                 self.messages.append(
                     "a strict row binds a continuous variable in the objective: the infimum "
                     "(>= bound) may not be attained by any solution, so no optimum is claimed "
                     "(backend 'z3' decides this exactly)")
-            if proven:  # an exact backend proved the objective itself optimal
-                bound = objective if self.exact_backend else min(bound, objective)
+            if proven:  # never above the exact objective (rounded to nearest, it may be)
+                bound = objective if Fraction(objective) <= self.best[1].objective else min(bound, objective)
             status = Status.OPTIMAL if proven else Status.FEASIBLE
         if status is Status.NO_SOLUTION and self.strict_ties and not self.exact_backend:
             self.messages.append(
@@ -498,6 +497,27 @@ class _Solve:
             proof=proof, metadata=dict(self.problem.metadata),
         )
 
+
+    def _meets_bound(self, bound: float, tolerance: float) -> bool:
+        """Whether the incumbent is proven optimal by ``bound``. A float backend's: within
+        twice the objective tolerance. An exact backend's bound is its exact optimum rounded
+        down to float64: met exactly, or, where the binaries fix every variable (so the
+        verified objective is exactly the value of the solver's own exact model), within the
+        two ulps that rounding the bound down and the objective to nearest leave."""
+        objective = self.best[1].objective
+        if not self.exact_backend:
+            return float(objective) <= bound + 2 * tolerance
+        if objective <= Fraction(bound):
+            return True
+        if float(objective) > math.nextafter(math.nextafter(bound, math.inf), math.inf):
+            return False
+        if not self.problem.determined_by_binaries:
+            self.messages.append(
+                f"{self.backend}'s optimum is no float64 number and its model was rounded to "
+                f"float64: the solution is within 2 ulps of the optimum, not proven equal to it "
+                f"(certify=True decides whether it is)")
+            return False
+        return True
 
     def _infimum_may_be_unattained(self) -> bool:
         """A float backend's solution came from a margin level (level 0's answer broke a

@@ -13,7 +13,6 @@ from test_solve_claims import _Scripted
 
 from smug_opt import Problem, RawResult, Status, registry, solve, verify
 from smug_opt.certify import ENUMERATION_BINARIES, certify
-from smug_opt.solving import objective_tolerance
 
 pytestmark = pytest.mark.skipif("z3" not in registry.available_backends(), reason="needs z3")
 
@@ -102,7 +101,7 @@ def test_claims_are_downgraded_when_time_runs_out(status: Status, downgraded: St
         from dataclasses import replace
 
         result = replace(result, status=Status.INFEASIBLE, x=None, objective=None, bound=float("inf"))
-    r = certify(p, result, solve=solve, tolerance=objective_tolerance(p), deadline=time.monotonic() - 1.0,
+    r = certify(p, result, solve=solve, deadline=time.monotonic() - 1.0,
                 isolate=True, grace=1.0, memory_limit=None)
     assert r.status is downgraded and r.proof is None
     assert "could not be certified" in r.message and "time limit" in r.message
