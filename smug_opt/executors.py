@@ -23,12 +23,17 @@ inside whichever worker runs the task.
 from __future__ import annotations
 
 import concurrent.futures
+import contextlib
 import multiprocessing
+import os
+import signal
 import threading
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Hashable, Iterable, Iterator
 from types import TracebackType
 from typing import Any, TypeVar
+
+from smug_opt.spawn import end_descendants, exit_with_parent
 
 __all__ = [
     "EXECUTORS",
@@ -80,6 +85,10 @@ class Executor(ABC):
     def close(self) -> None:  # noqa: B027 - an optional hook: the sequential executor holds nothing
         """Release the executor's workers."""
 
+    def abort(self) -> None:
+        """Release the executor's workers at once, killing what they run (an interrupt)."""
+        self.close()
+
     def describe(self) -> str:
         """What a run's metadata records about the executor."""
         return self.name
@@ -89,7 +98,10 @@ class Executor(ABC):
 
     def __exit__(self, kind: type[BaseException] | None, value: BaseException | None,
                  traceback: TracebackType | None) -> None:
-        self.close()
+        if kind is not None and issubclass(kind, KeyboardInterrupt):
+            self.abort()
+        else:
+            self.close()
 
 
 class SequentialExecutor(Executor):
@@ -161,7 +173,8 @@ class LocalPoolExecutor(Executor):
     def _pool(self) -> concurrent.futures.ProcessPoolExecutor:
         if self._processes is None:  # spawn: TensorFlow and solver libraries do not survive fork
             self._processes = concurrent.futures.ProcessPoolExecutor(
-                self.workers, mp_context=multiprocessing.get_context("spawn"))
+                self.workers, mp_context=multiprocessing.get_context("spawn"),
+                initializer=exit_with_parent, initargs=(os.getpid(),))
         return self._processes
 
     def map(self, fn: Callable[..., R], items: Iterable[Any], *, light: bool = False,
@@ -200,6 +213,19 @@ class LocalPoolExecutor(Executor):
         if self._processes is not None:
             self._processes.shutdown(wait=True, cancel_futures=True)
             self._processes = None
+
+    def abort(self) -> None:
+        """Kill the pool's processes, and what each started, by pid (they share the
+        caller's process group, which is never signalled)."""
+        if self._processes is None:
+            return
+        processes = list(getattr(self._processes, "_processes", None) or {})  # pid -> Process
+        for pid in processes:
+            end_descendants(pid)
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, signal.SIGKILL)
+        self._processes.shutdown(wait=False, cancel_futures=True)
+        self._processes = None
 
 
 class DaskExecutor(Executor):

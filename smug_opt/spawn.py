@@ -13,6 +13,11 @@ like a crash) and counts reserved but untouched memory (TensorFlow reserves giga
 so it hits the wrong processes for the wrong reasons. Sampling every
 :data:`POLL_SECONDS` lets a process overshoot by what it allocates in that time (z3's
 worst measured growth, 18 GB in 50 s, is ~40 MB per 0.1 s).
+
+Nothing outlives its parent: a child calls :func:`exit_with_parent` first thing, and once
+its parent is gone (SIGTERM or SIGKILL to a library caller, a killed Dask worker) it ends
+every process it started and exits. :func:`end_descendants` is the parent's side: it kills
+what this process started, each by its own pid or session, never the caller's group.
 """
 
 from __future__ import annotations
@@ -24,6 +29,8 @@ import signal
 import socket
 import subprocess
 import sys
+import threading
+import time
 from dataclasses import dataclass
 from multiprocessing.connection import Connection
 from pathlib import Path
@@ -34,6 +41,8 @@ __all__ = [
     "Child",
     "MemoryWatch",
     "default_memory_limit_mb",
+    "end_descendants",
+    "exit_with_parent",
     "kill_group",
     "resident_mb",
     "resolve_memory_limit",
@@ -43,6 +52,10 @@ __all__ = [
 POLL_SECONDS = 0.1
 """How often a parent waiting on a child samples its memory."""
 
+PARENT_POLL_SECONDS = 0.2
+"""How often a child looks whether its parent is still there."""
+
+_PARENT_ENV = "SMUG_OPT_PARENT_PID"
 _MIN_DEFAULT_MB = 1024.0
 _SHARE_OF_RAM = 8  # the default budget is this fraction of the machine's RAM
 
@@ -88,6 +101,7 @@ def spawn(module: str, *args: str, stdout: IO[bytes] | int | None = None,
     env = dict(os.environ)
     root = str(Path(__file__).resolve().parent.parent)
     env["PYTHONPATH"] = os.pathsep.join([root, *filter(None, [env.get("PYTHONPATH")])])
+    env[_PARENT_ENV] = str(os.getpid())
     try:
         proc = subprocess.Popen(
             [sys.executable, "-m", module, *args, str(child_sock.fileno())],
@@ -146,3 +160,52 @@ class MemoryWatch:
             return "no memory limit"
         return (f"memory limit of {self.limit_mb:g} MB exceeded (resident {self.peak_mb:.0f} MB): "
                 "the worker was killed")
+
+
+def end_descendants(pid: int | None = None) -> None:
+    """SIGKILL every process that ``pid`` (this process by default) started, directly or not:
+    one leading a session of its own (a solver worker, a benchmark job) with its whole
+    process group, any other by its pid alone; ``pid`` itself and its group are spared, as
+    is multiprocessing's resource tracker (it ends with its parent, freeing what it tracks)."""
+    import psutil
+
+    try:
+        descendants = psutil.Process(pid).children(recursive=True)
+    except psutil.Error:
+        return
+    tracker = sys.modules.get("multiprocessing.resource_tracker")
+    spared = getattr(getattr(tracker, "_resource_tracker", None), "_pid", None)
+    for process in descendants:
+        if process.pid == spared:
+            continue
+        with contextlib.suppress(ProcessLookupError, PermissionError, psutil.Error):
+            if os.getpgid(process.pid) == process.pid:
+                os.killpg(process.pid, signal.SIGKILL)
+            process.kill()
+
+
+def exit_with_parent(parent_pid: int | None = None) -> None:
+    """In a child: end it, and every process it started, as soon as its parent is gone.
+
+    ``parent_pid``: the parent expected (default: the one :func:`spawn` recorded in the
+    environment, else the current one). A daemon thread looks every
+    :data:`PARENT_POLL_SECONDS`; when the process has been re-parented it kills its
+    descendants, then its own process group if it leads one (else itself alone)."""
+    if parent_pid is None:
+        parent_pid = int(os.environ.get(_PARENT_ENV, os.getppid()))
+    if os.getppid() != parent_pid:
+        _end_self()
+
+    def watch() -> None:
+        while os.getppid() == parent_pid:
+            time.sleep(PARENT_POLL_SECONDS)
+        _end_self()
+
+    threading.Thread(target=watch, name="smug-opt-exit-with-parent", daemon=True).start()
+
+
+def _end_self() -> None:
+    end_descendants()
+    if os.getpgid(0) == os.getpid():  # a session of our own (spawn): its helpers go too
+        os.killpg(0, signal.SIGKILL)
+    os._exit(1)

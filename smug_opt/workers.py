@@ -38,7 +38,7 @@ import numpy as np
 
 from smug_opt.backend import Backend, RawResult, SolveOptions, Status
 from smug_opt.ir import Problem
-from smug_opt.spawn import POLL_SECONDS, MemoryWatch, kill_group, resident_mb, spawn
+from smug_opt.spawn import POLL_SECONDS, MemoryWatch, exit_with_parent, kill_group, resident_mb, spawn
 
 IncumbentListener = Callable[[np.ndarray, float], None]
 """Told of each improving solution a worker streams back: ``(x, objective)``."""
@@ -111,6 +111,7 @@ def child_main(backend_name: str, fd: int) -> None:
     """The worker loop: load the backend, then lower and solve what the parent sends."""
     from smug_opt.registry import backend_class
 
+    exit_with_parent()  # a parent killed by SIGTERM or SIGKILL takes this worker with it
     conn = Connection(fd)
     devnull = os.open(os.devnull, os.O_WRONLY)
     stdout = os.dup(1)  # the parent's stderr (see _Worker._spawn)

@@ -28,6 +28,7 @@ import numpy as np
 
 from smug_opt.bench.records import backend_name
 from smug_opt.result import SolveResult
+from smug_opt.spawn import exit_with_parent
 
 if TYPE_CHECKING:
     from smug_opt.ir import Problem
@@ -54,14 +55,14 @@ class Solved:
 
 
 def _die_with_parent(parent_pid: int) -> None:
-    """Linux: get SIGKILL when the parent dies, so no job outlives a killed harness."""
+    """No job outlives a killed harness: on Linux SIGKILL when the parent dies; everywhere,
+    the job and what it started (a race's solver workers) end once it is re-parented."""
     if sys.platform.startswith("linux"):
         import ctypes
 
         pr_set_pdeathsig = 1
         ctypes.CDLL(None).prctl(pr_set_pdeathsig, signal.SIGKILL)
-    if os.getppid() != parent_pid:
-        os._exit(1)
+    exit_with_parent(parent_pid)
 
 
 def _fault(kind: str) -> None:

@@ -10,10 +10,13 @@ import argparse
 import importlib
 import os
 import re
+import signal
 import sys
 from collections.abc import Sequence
 
 from smug_opt.console import one_line_warnings, results_only_stdout
+from smug_opt.interrupt import TerminationState, signals_interrupt
+from smug_opt.spawn import end_descendants
 
 __all__ = ["EXIT_ERROR", "EXIT_INTERRUPTED", "EXIT_NO_ANSWER", "EXIT_OK", "build_parser", "flag_names",
            "main"]
@@ -25,7 +28,8 @@ EXIT_ERROR = 1
 EXIT_NO_ANSWER = 3
 """The work ran but gave no answer: INFEASIBLE (proven), NO_SOLUTION (limit hit), solver ERROR."""
 EXIT_INTERRUPTED = 130
-"""Interrupted (Ctrl-C); resumable commands keep what finished."""
+"""Interrupted (Ctrl-C); resumable commands keep what finished. SIGTERM and SIGHUP end a
+command the same way, with exit code 143 and 129 (128 + the signal's number)."""
 
 _COMMANDS = ("backends", "solve", "export", "explain", "stress", "bench", "evaluate")
 
@@ -61,12 +65,16 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 2
     os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
     one_line_warnings()
+    state = TerminationState()
     try:
-        with results_only_stdout():
-            return int(args._run(args) or 0)
+        with results_only_stdout(), signals_interrupt() as state:
+            code = int(args._run(args) or 0)
+        return state.exit_code or code  # a command that handled the signal itself
     except KeyboardInterrupt:
-        print("interrupted", file=sys.stderr)
-        return EXIT_INTERRUPTED
+        end_descendants()  # busy solver workers and pool processes: at once, not at exit
+        signame = "" if state.signum is None else f" ({signal.Signals(state.signum).name})"
+        print(f"interrupted{signame}", file=sys.stderr)
+        return state.exit_code or EXIT_INTERRUPTED
     except (ValueError, FileNotFoundError, NotADirectoryError, IsADirectoryError, RuntimeError) as exc:
         print(f"smug-opt {args.command}: error: {flag_names(str(exc))}", file=sys.stderr)
         return EXIT_ERROR
