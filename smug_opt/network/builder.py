@@ -28,11 +28,8 @@ class GraphBuilder:
 
     def add(self, name: str, op: Op, inputs: tuple[int, ...], target: tuple[int, ...] | None = None) -> int:
         """Append ``op`` on ``inputs`` (``target``: a Reshape's shape); a shape that does not
-        fit raises ``ValueError`` naming the node."""
-        try:
-            shape = output_shape(op, [self.nodes[i].shape for i in inputs], target)
-        except ValueError as error:
-            raise ValueError(f"{name!r} ({type(op).__name__}): {error}") from None
+        fit raises ``ValueError`` (the reader adds which node of its source it was)."""
+        shape = output_shape(op, [self.nodes[i].shape for i in inputs], target)
         self.nodes.append(Node(name, op, inputs, shape))
         return len(self.nodes) - 1
 
