@@ -421,21 +421,25 @@ def test_fewest_ones_is_a_lower_bound_exact_up_to_the_sizes_it_can_afford(seed, 
 def test_fewer_cells_finds_the_optimum_the_greedy_mask_misses() -> None:
     """Random 10-cell networks: trying every smaller mask gives a brute-force optimal mask,
     including where the greedy one has more cells (which happens: checked)."""
-    from smug_opt.encode.full_network import _Network
+    from smug_opt.encode.masked import MaskedNetwork, flat_mlp
+    from smug_opt.encode.masks import fewer_cells, greedy_mask
 
     masks = _all_masks(10)
     missed = 0
     for seed in range(100):
         rng = np.random.default_rng(seed)
-        network = _Network(rng.normal(size=(10, 6)), rng.normal(size=6) - 0.5,
-                                [(rng.normal(size=(6, 6)), 0.3 * rng.normal(size=6))],
-                                rng.normal(size=(2, 6)), rng.normal(size=2) + 0.5, has_hidden=True)
-        greedy = network.greedy_mask()
+        # scores D·h − d over the last hidden layer, each required > 0
+        layers = [(rng.normal(size=(10, 6)), rng.normal(size=6) - 0.5),
+                  (rng.normal(size=(6, 6)), 0.3 * rng.normal(size=6)),
+                  (rng.normal(size=(2, 6)).T, -(rng.normal(size=2) + 0.5))]
+        network = MaskedNetwork(flat_mlp(layers), np.ones(10), np.arange(10), sp.identity(10, format="csr"),
+                                np.eye(2), np.zeros(2))
+        greedy = greedy_mask(network)
         slack = network.slack(masks)
         if greedy is None or np.abs(slack).min() < 1e-6:  # no mask, or a near-tie: skip
             continue
         optimum = int(masks[slack > 0].sum(axis=1).min())
-        better = network.fewer_cells(greedy)
+        better = fewer_cells(network, greedy)
         assert better.sum() == optimum and network.slack(better[None, :])[0] > 0, seed
         missed += int(greedy.sum()) > optimum
     assert missed >= 2

@@ -1,0 +1,126 @@
+"""A :class:`~smug_opt.network.flat.FlatNetwork` seen as a function of mask-cell binaries:
+the affine input's value ``i`` is ``xa[i]·M[cell of i]``, and the query is that the
+label's class score beats every other one by more than a margin.
+
+This is what the whole-network encoder, its bounds and its mask searches share: the
+input-to-cells matrix, the output rows, and a float64 evaluation of many masks at once.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+import scipy.sparse as sp
+
+from smug_opt.network.flat import FlatLayer, FlatNetwork
+
+__all__ = ["MaskedNetwork", "flat_digest", "flat_mlp", "mlp_form", "output_rows"]
+
+
+@dataclass(frozen=True, eq=False)
+class MaskedNetwork:
+    """``net`` on the affine input ``xa`` (flat) masked by cell binaries.
+
+    ``cells`` lists the grid cells holding a nonzero input, one binary each, in order;
+    ``inputs`` (``num_inputs × len(cells)``, CSR) maps binaries to the affine input
+    (entry ``xa[i]`` where input ``i`` lies in the cell); ``out_rows``·scores ``>=``
+    ``out_rhs`` are the output rows, meant strictly.
+    """
+
+    net: FlatNetwork
+    xa: np.ndarray
+    cells: np.ndarray
+    inputs: sp.csr_matrix
+    out_rows: np.ndarray
+    out_rhs: np.ndarray
+
+    @classmethod
+    def build(cls, net: FlatNetwork, xa: np.ndarray, cell_of: np.ndarray, label: int,
+              margin: float) -> MaskedNetwork:
+        """Binaries for the cells (``cell_of[i]``: the cell of affine input ``i``) that hold
+        a nonzero input; output rows for ``label`` with ``margin``."""
+        nonzero = np.flatnonzero(xa != 0)
+        cells, member = np.unique(cell_of[nonzero], return_inverse=True)
+        inputs = sp.csr_matrix((xa[nonzero], (nonzero, member)), shape=(xa.size, cells.size))
+        rows, rhs = output_rows(net.num_outputs, label, margin)
+        return cls(net, xa, cells, inputs, rows, rhs)
+
+    @property
+    def num_cells(self) -> int:
+        return int(self.cells.size)
+
+    def scores(self, masks: np.ndarray) -> np.ndarray:
+        """Class scores ``(batch, n_out)`` of cell masks ``(batch, num_cells)``, float64."""
+        affine = np.asarray(self.inputs @ np.asarray(masks, dtype=np.float64).T).T
+        return self.net.forward(affine)[-1]
+
+    def slack(self, masks: np.ndarray, chunk: int = 256) -> np.ndarray:
+        """The smallest ``out_rows·scores − out_rhs`` of each mask (a row of ``masks``)."""
+        masks = np.atleast_2d(masks)
+        parts = [(self.scores(masks[s:s + chunk]) @ self.out_rows.T - self.out_rhs).min(axis=1)
+                 for s in range(0, masks.shape[0], chunk)]
+        return np.concatenate(parts) if parts else np.zeros(0)
+
+    @property
+    def tolerance(self) -> float:
+        """The output slack above which the float64 network is taken to accept a mask."""
+        return 1e-9 * (1.0 + float(np.abs(self.out_rhs).max(initial=0.0)))
+
+
+def output_rows(num_outputs: int, label: int, margin: float) -> tuple[np.ndarray, np.ndarray]:
+    """Rows ``D·s >= d`` over class scores ``s`` meaning ``s[label] − s[l] > margin`` for
+    every ``l ≠ label`` (a single sigmoid output: ``±s > margin``)."""
+    if num_outputs == 1:
+        sign = 1.0 if label == 1 else -1.0
+        return np.array([[sign]]), np.array([float(margin)])
+    others = np.delete(np.arange(num_outputs), label)
+    rows = np.zeros((others.size, num_outputs))
+    rows[:, label] = 1.0
+    rows[np.arange(others.size), others] = -1.0
+    return rows, np.full(others.size, float(margin))
+
+
+def mlp_form(net: FlatNetwork) -> list[tuple[sp.csr_matrix, np.ndarray]] | None:
+    """The network's ``(matrix, bias)`` layers when it is a plain ReLU MLP (linear, relu,
+    linear, …, linear, each reading the one before), else None."""
+    layers = net.layers[1:]
+    if not layers or len(layers) % 2 == 0:
+        return None
+    for k, layer in enumerate(layers):
+        if layer.inputs != (k,) or layer.kind != ("linear" if k % 2 == 0 else "relu"):
+            return None
+    return [(layer.matrix, layer.bias) for layer in layers[::2]]
+
+
+def flat_digest(net: FlatNetwork) -> str:
+    """A short hash of the network's layers and weights."""
+    digest = hashlib.sha256(repr(net.input_shape).encode())
+    for layer in net.layers:
+        digest.update(_layer_key(layer).encode())
+        for array in (layer.matrix.data if layer.matrix is not None else None,
+                      layer.matrix.indices if layer.matrix is not None else None,
+                      layer.matrix.indptr if layer.matrix is not None else None,
+                      layer.bias, layer.windows):
+            if array is not None:
+                digest.update(np.ascontiguousarray(array).tobytes())
+    return digest.hexdigest()[:16]
+
+
+def _layer_key(layer: FlatLayer) -> str:
+    return f"{layer.kind}:{layer.inputs}:{layer.size}:{layer.alpha!r}:{layer.lo!r}:{layer.hi!r}"
+
+
+def flat_mlp(layers: Sequence[tuple[np.ndarray, np.ndarray]], output: str = "logits") -> FlatNetwork:
+    """The flat form of a ReLU MLP given as ``(W, b)`` layers, ``W`` of shape ``(n_in, n_out)``."""
+    flat = [FlatLayer("input", (), int(layers[0][0].shape[0]))]
+    for k, (W, b) in enumerate(layers):
+        if k:
+            flat.append(FlatLayer("relu", (len(flat) - 1,), flat[-1].size))
+        flat.append(FlatLayer("linear", (len(flat) - 1,), int(W.shape[1]),
+                              matrix=sp.csr_matrix(np.asarray(W, dtype=np.float64).T),
+                              bias=np.asarray(b, dtype=np.float64)))
+    kind = output if output in ("softmax", "sigmoid") else "logits"
+    return FlatNetwork(tuple(flat), (flat[0].size,), kind)

@@ -1,0 +1,57 @@
+"""Small masks the float64 network accepts, found before solving: a greedy mask, and the
+first smaller one among all masks of fewer cells while they are few enough to enumerate.
+The encoder checks the one it keeps in exact arithmetic against its problem (it becomes
+the solve's start and the cardinality row's cut-off)."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from smug_opt.encode.enumeration import MAX_ENUMERATED_MASKS, combination_chunks, mask_count
+from smug_opt.encode.masked import MaskedNetwork
+
+__all__ = ["fewer_cells", "greedy_mask"]
+
+
+def greedy_mask(network: MaskedNetwork) -> np.ndarray | None:
+    """A small mask the float64 network accepts: add the cell that raises the worst output
+    slack most until all are positive, then drop cells while that lasts. None if even the
+    full mask fails."""
+    n = network.num_cells
+    tol = network.tolerance
+    mask = np.zeros(n)
+    while network.slack(mask[None, :])[0] <= tol:
+        free = np.flatnonzero(mask == 0)
+        if free.size == 0:
+            return None
+        trials = np.repeat(mask[None, :], free.size, axis=0)
+        trials[np.arange(free.size), free] = 1.0
+        mask[free[np.argmax(network.slack(trials))]] = 1.0
+    while True:
+        kept = np.flatnonzero(mask)
+        if kept.size == 0:
+            return mask
+        trials = np.repeat(mask[None, :], kept.size, axis=0)
+        trials[np.arange(kept.size), kept] = 0.0
+        slack = network.slack(trials)
+        if slack.max() <= tol:
+            return mask
+        mask[kept[np.argmax(slack)]] = 0.0
+
+
+def fewer_cells(network: MaskedNetwork, mask: np.ndarray,
+                max_masks: int = MAX_ENUMERATED_MASKS) -> np.ndarray:
+    """``mask``, or the first mask of fewer cells the float64 network accepts, trying every
+    mask of 0, 1, 2, … cells while their number fits ``max_masks`` (greedy can miss the
+    optimum)."""
+    n = network.num_cells
+    for k in range(int(mask.sum())):
+        if mask_count(n, k) > max_masks:
+            break
+        for idx in combination_chunks(n, k):
+            trials = np.zeros((idx.shape[0], n))
+            np.put_along_axis(trials, idx, 1.0, axis=1)
+            slack = network.slack(trials, chunk=4096)
+            if slack.max() > network.tolerance:
+                return trials[int(np.argmax(slack))]
+    return mask

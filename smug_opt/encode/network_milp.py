@@ -1,0 +1,272 @@
+"""The constraints of a masked :class:`~smug_opt.network.flat.FlatNetwork`, layer by layer.
+
+Every layer's value is kept as an affine expression over the problem's variables (cell
+binaries, ReLU outputs, max-pool outputs and their selection binaries), so linear layers
+and residual sums add no variable. ReLUs are the IR's ReLU constraints with their bounds
+(neurons proven dead dropped); leaky ReLU is ``α·v + (1−α)·relu(v)``; clip is
+``lo + relu(v − lo) − relu(v − hi)``; max pooling is exact: a binary picks the input equal
+to the output, with big-M from the bounds, inputs another's lower bound dominates dropped
+and a single survivor taken as it is. Bounds on each value are interval arithmetic over
+the variables' boxes (widened past float64 rounding, the mask-size limit counted on the
+binaries), intersected with the bounds given per layer (:mod:`smug_opt.encode.layer_bounds`).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+import scipy.sparse as sp
+
+from smug_opt.encode.layer_bounds import LayerBounds
+from smug_opt.encode.masked import MaskedNetwork
+from smug_opt.exact import dot_error_bound
+from smug_opt.ir import ProblemBuilder
+
+__all__ = ["Expression", "NetworkEncoding", "encode_network"]
+
+
+@dataclass(frozen=True, eq=False)
+class Expression:
+    """Values ``coef @ x[:width] + const`` of a layer, one row per value."""
+
+    coef: sp.csr_matrix
+    const: np.ndarray
+
+    def widened(self, width: int) -> sp.csr_matrix:
+        coef = self.coef.copy()
+        coef.resize((coef.shape[0], width))
+        return coef
+
+
+@dataclass(eq=False)
+class NetworkEncoding:
+    """What :func:`encode_network` added: the class scores' expression, per ReLU layer the
+    neuron counts, and the variables' boxes."""
+
+    scores: Expression
+    neurons: list[dict[str, Any]] = field(default_factory=list)
+    maxpools: list[dict[str, Any]] = field(default_factory=list)
+
+
+class _Encoder:
+    def __init__(self, builder: ProblemBuilder, network: MaskedNetwork, bounds: LayerBounds, *,
+                 declare: bool, strengthen: bool, max_ones: int | None) -> None:
+        self.builder, self.network, self.bounds = builder, network, bounds
+        self.declare, self.strengthen, self.max_ones = declare, strengthen, max_ones
+        self.n_cells = network.num_cells
+        self.lb: list[np.ndarray] = [np.zeros(builder.num_vars)]
+        self.ub: list[np.ndarray] = [np.ones(builder.num_vars)]
+        self.result = NetworkEncoding(Expression(sp.csr_matrix((0, 0)), np.zeros(0)))
+
+    # ----------------------------------------------------------------- variables and bounds
+    def _add_vars(self, lb: np.ndarray, ub: np.ndarray, *, binary: bool = False) -> np.ndarray:
+        idx = self.builder.add_binaries(lb.size) if binary else self.builder.add_continuous(lb.size, lb, ub)
+        self.lb.append(np.asarray(lb, dtype=np.float64))
+        self.ub.append(np.asarray(ub, dtype=np.float64))
+        return idx
+
+    def _interval(self, expr: Expression, *, cardinality: bool) -> tuple[np.ndarray, np.ndarray]:
+        """Rigorous bounds on each value of ``expr`` over the variables' boxes (and, with
+        ``cardinality``, at most ``max_ones`` cell binaries set)."""
+        width = expr.coef.shape[1]
+        lb, ub = np.concatenate(self.lb)[:width], np.concatenate(self.ub)[:width]
+        pos, neg = expr.coef.maximum(0), expr.coef.minimum(0)
+        lo = expr.const + pos @ lb + neg @ ub
+        hi = expr.const + pos @ ub + neg @ lb
+        terms = np.diff(expr.coef.indptr) + 1
+        magnitude = np.abs(expr.const) + abs(expr.coef) @ np.maximum(np.abs(lb), np.abs(ub))
+        slack = dot_error_bound(terms, magnitude)
+        if cardinality and self.max_ones is not None and self.max_ones < self.n_cells:
+            lo, hi = self._cardinality(expr.coef, lo, hi)
+            slack = 4.0 * slack  # three sums of terms of at most that magnitude, and two subtractions
+        return lo - slack, hi + slack
+
+    def _cardinality(self, coef: sp.csr_matrix, lo: np.ndarray, hi: np.ndarray
+                     ) -> tuple[np.ndarray, np.ndarray]:
+        """Replace the cell binaries' part of the bounds by the sum of each row's
+        ``max_ones`` largest (smallest) coefficients on them."""
+        coo = coef.tocoo()
+        on_cells = coo.col < self.n_cells
+        rows, data = coo.row[on_cells], coo.data[on_cells]
+        k = int(self.max_ones)
+        for sign, bound in ((1.0, hi), (-1.0, lo)):
+            values = np.maximum(sign * data, 0.0)
+            order = np.lexsort((-values, rows))
+            ranked_rows = rows[order]
+            first = np.searchsorted(ranked_rows, ranked_rows, side="left")
+            keep = (np.arange(order.size) - first) < k
+            top = np.bincount(ranked_rows[keep], values[order][keep], minlength=coef.shape[0])
+            full = np.bincount(rows, values, minlength=coef.shape[0])
+            bound -= sign * (full - top)  # all cells' positive part counted before: keep the top k
+        return lo, hi
+
+    def _layer_bounds(self, index: int, expr: Expression, shift: float = 0.0
+                      ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+        """``(lo, hi)`` for feasible masks and ``(global_lo, global_hi)`` for every mask of
+        ``expr``, the values of layer ``index`` minus ``shift``."""
+        g_lo, g_hi = self._interval(expr, cardinality=False)
+        lo, hi = self._interval(expr, cardinality=True)
+        lo, hi = np.maximum(lo, g_lo), np.minimum(hi, g_hi)
+        for given_lo, given_hi, which in ((self.bounds.global_lo, self.bounds.global_hi, "global"),
+                                          (self.bounds.lo, self.bounds.hi, "feasible")):
+            if index not in given_lo:
+                continue
+            low = np.nextafter(given_lo[index] - shift, -np.inf) if shift else given_lo[index]
+            high = np.nextafter(given_hi[index] - shift, np.inf) if shift else given_hi[index]
+            if which == "global":
+                g_lo, g_hi = np.maximum(g_lo, low), np.minimum(g_hi, high)
+            else:
+                lo, hi = np.maximum(lo, low), np.minimum(hi, high)
+        lo, hi = np.maximum(lo, g_lo), np.minimum(hi, g_hi)
+        return np.minimum(lo, hi), hi, g_lo, g_hi
+
+    # ----------------------------------------------------------------------------- layers
+    def run(self) -> NetworkEncoding:
+        net = self.network.net
+        values: list[Expression] = [Expression(self.network.inputs.tocsr(), np.zeros(net.num_inputs))]
+        for index, layer in enumerate(net.layers[1:], start=1):
+            src = values[layer.inputs[0]]
+            if layer.kind == "linear":
+                out = Expression(sp.csr_matrix(layer.matrix @ src.coef),
+                                 layer.matrix @ src.const + layer.bias)
+            elif layer.kind == "relu":
+                out = self._relu(layer.inputs[0], src, str(index))
+            elif layer.kind == "leaky_relu":
+                rect = self._relu(layer.inputs[0], src, str(index))
+                alpha = float(layer.alpha)
+                out = Expression(sp.csr_matrix(alpha * src.widened(rect.coef.shape[1])
+                                               + (1.0 - alpha) * rect.coef), alpha * src.const)
+            elif layer.kind == "clip":
+                out = self._clip(layer.inputs[0], src, float(layer.lo), float(layer.hi), index)
+            elif layer.kind == "maxpool":
+                out = self._maxpool(layer.inputs[0], src, layer.windows, index)
+            elif layer.kind == "add":
+                other = values[layer.inputs[1]]
+                width = max(src.coef.shape[1], other.coef.shape[1])
+                out = Expression(sp.csr_matrix(src.widened(width) + other.widened(width)),
+                                 src.const + other.const)
+            else:
+                raise ValueError(f"the encoder has no rule for flat layer {index} of kind {layer.kind!r}")
+            values.append(out)
+        self.result.scores = values[-1]
+        return self.result
+
+    def _relu(self, index: int, src: Expression, name: str, shift: float = 0.0) -> Expression:
+        """``relu(src − shift)`` as an expression over new ReLU outputs (dead neurons: 0);
+        ``src`` holds the values of layer ``index``, whose given bounds apply."""
+        if shift:
+            src = Expression(src.coef, src.const - shift)
+        lo, hi, _, g_hi = self._layer_bounds(index, src, shift)
+        dead, active = hi <= 0, lo >= 0
+        kept = ~dead if self.declare else np.ones(lo.size, dtype=bool)
+        out = self._add_vars(np.maximum(lo[kept], 0.0), np.maximum(hi[kept], 0.0))
+        coef = src.coef[kept]
+        self.builder.add_relus(out, coef, np.arange(coef.shape[1]), src.const[kept],
+                               lo=lo[kept] if self.declare else -np.inf,
+                               hi=hi[kept] if self.declare else np.inf)
+        cut = dead & (g_hi > 0) if self.declare else np.zeros(lo.size, dtype=bool)
+        if cut.any():  # dead only for feasible masks: a row holds it off for every mask
+            self.builder.add_constraints(src.coef[cut], np.arange(src.coef.shape[1]), "<=", -src.const[cut])
+        if self.strengthen:
+            self._upper_cuts(out[~active[kept]], coef[~active[kept]], src.const[kept][~active[kept]])
+        self.result.neurons.append({
+            "layer": len(self.result.neurons), "flat_layer": name, "n": int(lo.size),
+            "dead": int(dead.sum()), "active": int(active.sum()),
+            "unstable": int((~dead & ~active).sum()), "kept": np.flatnonzero(kept).tolist()})
+        rows = np.flatnonzero(kept)
+        unit = sp.csr_matrix((np.ones(rows.size), (rows, out)), shape=(lo.size, self.builder.num_vars))
+        return Expression(unit, np.zeros(lo.size))
+
+    def _upper_cuts(self, outputs: np.ndarray, coef: sp.csr_matrix, const: np.ndarray) -> None:
+        """Rows ``h_j − Σ_i max(0, w_ij)·v_i <= max(0, b_j)`` for ReLUs whose inputs are all
+        nonnegative variables: true for every input, since ``max(0, b + Σ w v) <= max(0, b)
+        + Σ max(0, w) v`` when ``v >= 0``, but missed by big-M's LP relaxation."""
+        if outputs.size == 0:
+            return
+        lb = np.concatenate(self.lb)[:coef.shape[1]]
+        negative_input = abs(coef) @ (lb < 0).astype(np.float64) > 0
+        rows = np.flatnonzero(~negative_input)
+        if rows.size == 0:
+            return
+        width = self.builder.num_vars
+        positive = coef[rows].maximum(0)
+        positive.resize((rows.size, width))
+        cuts = sp.csr_matrix((np.ones(rows.size), (np.arange(rows.size), outputs[rows])),
+                             shape=(rows.size, width)) - positive
+        self.builder.add_constraints(cuts, np.arange(width), "<=", np.maximum(const[rows], 0.0))
+
+    def _clip(self, index: int, src: Expression, lo: float, hi: float, layer: int) -> Expression:
+        """``lo + relu(v − lo) − relu(v − hi)`` (one part when a side is infinite)."""
+        parts: list[tuple[float, Expression]] = []
+        base = np.zeros(src.const.size)
+        if np.isfinite(lo):
+            parts.append((1.0, self._relu(index, src, f"{layer}.lo", shift=lo)))
+            base += lo
+        else:
+            parts.append((1.0, src))
+        if np.isfinite(hi):
+            parts.append((-1.0, self._relu(index, src, f"{layer}.hi", shift=hi)))
+        width = self.builder.num_vars
+        coef = sum(sign * part.widened(width) for sign, part in parts)
+        const = base + sum(sign * part.const for sign, part in parts)
+        return Expression(sp.csr_matrix(coef), const)
+
+    def _maxpool(self, index: int, src: Expression, windows: np.ndarray, layer: int) -> Expression:
+        """The exact max of each window: inputs whose upper bound another's lower bound
+        reaches are dropped; one survivor is the output itself; else a new output ``y``,
+        ``y >= v_k`` and, with binaries ``d`` (one set), ``y <= v_k + (U − l_k)(1 − d_k)``."""
+        lo, hi, _, _ = self._layer_bounds(index, src)
+        rows: list[sp.csr_matrix] = []
+        const = np.zeros(windows.shape[0])
+        stats = {"flat_layer": layer, "n": int(windows.shape[0]), "identity": 0, "inputs": 0}
+        for i, window in enumerate(windows):
+            window = window[window >= 0]
+            best = window[np.argmax(lo[window])]
+            keep = window[(hi[window] > lo[best]) | (window == best)]
+            stats["inputs"] += int(keep.size)
+            if keep.size == 1:
+                stats["identity"] += 1
+                rows.append(src.coef[int(keep[0])])
+                const[i] = src.const[int(keep[0])]
+                continue
+            top = float(hi[keep].max())
+            y = self._add_vars(np.array([lo[best]]), np.array([top]))
+            d = self._add_vars(np.zeros(keep.size), np.ones(keep.size), binary=True)
+            width = self.builder.num_vars
+            v = src.coef[keep]
+            v.resize((keep.size, width))
+            y_col = sp.csr_matrix((np.ones(keep.size), (np.arange(keep.size), np.full(keep.size, y[0]))),
+                                  shape=(keep.size, width))
+            big_m = np.nextafter(top - lo[keep], np.inf)  # rounded up: never below U − l_k
+            d_col = sp.csr_matrix((big_m, (np.arange(keep.size), d)), shape=(keep.size, width))
+            everything = np.arange(width)
+            self.builder.add_constraints(y_col - v, everything, ">=", src.const[keep])
+            # rhs rounded up, so that the row never cuts off y = v_k where d_k = 1
+            upper = np.nextafter(big_m + src.const[keep], np.inf)
+            self.builder.add_constraints(y_col - v + d_col, everything, "<=", upper)
+            self.builder.add_constraints(np.ones((1, keep.size)), d, "==", 1.0)
+            rows.append(sp.csr_matrix(([1.0], ([0], y)), shape=(1, width)))
+        width = self.builder.num_vars
+        for row in rows:
+            row.resize((1, width))
+        self.result.maxpools.append(stats)
+        return Expression(sp.vstack(rows, format="csr") if rows else sp.csr_matrix((0, width)), const)
+
+
+def encode_network(builder: ProblemBuilder, network: MaskedNetwork, bounds: LayerBounds, *,
+                   declare: bool = True, strengthen: bool = True,
+                   max_ones: int | None = None) -> NetworkEncoding:
+    """Add ``network``'s layers and its strict output rows to ``builder``, whose first
+    ``network.num_cells`` variables are the cell binaries. ``declare`` off: no bounds
+    declared on ReLUs and no neuron dropped (variable boxes still from the bounds);
+    ``max_ones``: the mask-size limit the problem imposes, counted in the bounds."""
+    encoder = _Encoder(builder, network, bounds, declare=declare, strengthen=strengthen,
+                       max_ones=max_ones)
+    result = encoder.run()
+    scores = result.scores
+    rows = sp.csr_matrix(network.out_rows) @ scores.coef
+    rhs = network.out_rhs - network.out_rows @ scores.const
+    builder.add_constraints(rows, np.arange(rows.shape[1]), ">", rhs)
+    return result
