@@ -4,9 +4,11 @@ Every layer's value is kept as an affine expression over the problem's variables
 binaries, ReLU outputs, max-pool outputs and their selection binaries), so linear layers
 and residual sums add no variable. ReLUs are the IR's ReLU constraints with their bounds
 (neurons proven dead dropped); leaky ReLU is ``α·v + (1−α)·relu(v)``; clip is
-``lo + relu(v − lo) − relu(v − hi)``; max pooling is exact: a binary picks the input equal
-to the output, with big-M from the bounds, inputs another's lower bound dominates dropped
-and a single survivor taken as it is. Bounds on each value are interval arithmetic over
+``lo + relu(v − lo) − relu(v − hi)``; max pooling is exact, a chain of ReLUs
+``m ← m + relu(v_k − m)`` (each ReLU's phase binary says whether ``v_k`` beats the inputs
+before it; big-M from the bounds; inputs another's lower bound dominates dropped, a single
+survivor taken as it is). Every continuous variable is a ReLU output, so the binaries
+determine everything and exact verification recomputes it. Bounds on each value are interval arithmetic over
 the variables' boxes (widened past float64 rounding, the mask-size limit counted on the
 binaries), intersected with the bounds given per layer (:mod:`smug_opt.encode.layer_bounds`).
 """
@@ -75,9 +77,10 @@ class _Encoder:
         pos, neg = expr.coef.maximum(0), expr.coef.minimum(0)
         lo = expr.const + pos @ lb + neg @ ub
         hi = expr.const + pos @ ub + neg @ lb
-        terms = np.diff(expr.coef.indptr) + 1
+        terms = np.diff(expr.coef.indptr)
         magnitude = np.abs(expr.const) + abs(expr.coef) @ np.maximum(np.abs(lb), np.abs(ub))
-        slack = dot_error_bound(terms, magnitude)
+        # a row of zero magnitude is exact (a constant, or terms that are all 0)
+        slack = np.where(magnitude > 0, dot_error_bound(terms + 1, magnitude), 0.0)
         if cardinality and self.max_ones is not None and self.max_ones < self.n_cells:
             lo, hi = self._cardinality(expr.coef, lo, hi)
             slack = 4.0 * slack  # three sums of terms of at most that magnitude, and two subtractions
@@ -214,45 +217,37 @@ class _Encoder:
         return Expression(sp.csr_matrix(coef), const)
 
     def _maxpool(self, index: int, src: Expression, windows: np.ndarray, layer: int) -> Expression:
-        """The exact max of each window: inputs whose upper bound another's lower bound
-        reaches are dropped; one survivor is the output itself; else a new output ``y``,
-        ``y >= v_k`` and, with binaries ``d`` (one set), ``y <= v_k + (U − l_k)(1 − d_k)``."""
+        """The exact max of each window as a chain ``m ← m + relu(v_k − m)``, starting from
+        the input of the highest lower bound (every variable stays a ReLU output, which exact
+        verification recomputes): inputs whose upper bound that lower bound reaches are
+        dropped, a single survivor is the output itself, and each step's ReLU has its bounds
+        (so is dropped when the bounds prove the input never wins)."""
         lo, hi, _, _ = self._layer_bounds(index, src)
-        rows: list[sp.csr_matrix] = []
-        const = np.zeros(windows.shape[0])
-        stats = {"flat_layer": layer, "n": int(windows.shape[0]), "identity": 0, "inputs": 0}
-        for i, window in enumerate(windows):
+        survivors = []
+        for window in windows:
             window = window[window >= 0]
             best = window[np.argmax(lo[window])]
-            keep = window[(hi[window] > lo[best]) | (window == best)]
-            stats["inputs"] += int(keep.size)
-            if keep.size == 1:
-                stats["identity"] += 1
-                rows.append(src.coef[int(keep[0])])
-                const[i] = src.const[int(keep[0])]
-                continue
-            top = float(hi[keep].max())
-            y = self._add_vars(np.array([lo[best]]), np.array([top]))
-            d = self._add_vars(np.zeros(keep.size), np.ones(keep.size), binary=True)
+            rest = window[(hi[window] > lo[best]) & (window != best)]
+            survivors.append([int(best), *rest[np.argsort(-hi[rest], kind="stable")].tolist()])
+        n_out = windows.shape[0]
+        firsts = np.array([w[0] for w in survivors])
+        current = Expression(src.coef[firsts], src.const[firsts])
+        stats = {"flat_layer": layer, "n": n_out, "identity": sum(len(w) == 1 for w in survivors),
+                 "inputs": sum(len(w) for w in survivors)}
+        for step in range(1, max(len(w) for w in survivors)):
+            rows = np.array([i for i, w in enumerate(survivors) if len(w) > step])
+            picked = np.array([survivors[i][step] for i in rows])
+            width = max(current.coef.shape[1], src.coef.shape[1])
+            gather = sp.csr_matrix((np.ones(rows.size), (np.arange(rows.size), rows)),
+                                   shape=(rows.size, n_out))
+            diff = Expression(sp.csr_matrix(src.widened(width)[picked] - gather @ current.widened(width)),
+                              src.const[picked] - current.const[rows])
+            step_relu = self._relu(-1, diff, f"{layer}.max{step}")
             width = self.builder.num_vars
-            v = src.coef[keep]
-            v.resize((keep.size, width))
-            y_col = sp.csr_matrix((np.ones(keep.size), (np.arange(keep.size), np.full(keep.size, y[0]))),
-                                  shape=(keep.size, width))
-            big_m = np.nextafter(top - lo[keep], np.inf)  # rounded up: never below U − l_k
-            d_col = sp.csr_matrix((big_m, (np.arange(keep.size), d)), shape=(keep.size, width))
-            everything = np.arange(width)
-            self.builder.add_constraints(y_col - v, everything, ">=", src.const[keep])
-            # rhs rounded up, so that the row never cuts off y = v_k where d_k = 1
-            upper = np.nextafter(big_m + src.const[keep], np.inf)
-            self.builder.add_constraints(y_col - v + d_col, everything, "<=", upper)
-            self.builder.add_constraints(np.ones((1, keep.size)), d, "==", 1.0)
-            rows.append(sp.csr_matrix(([1.0], ([0], y)), shape=(1, width)))
-        width = self.builder.num_vars
-        for row in rows:
-            row.resize((1, width))
+            current = Expression(sp.csr_matrix(current.widened(width) + gather.T @ step_relu.widened(width)),
+                                 current.const)
         self.result.maxpools.append(stats)
-        return Expression(sp.vstack(rows, format="csr") if rows else sp.csr_matrix((0, width)), const)
+        return current
 
 
 def encode_network(builder: ProblemBuilder, network: MaskedNetwork, bounds: LayerBounds, *,
