@@ -157,7 +157,7 @@ def test_every_backend_finds_the_brute_force_optimum(arch: str, seed: int, backe
 @pytest.mark.parametrize(("arch", "seed"), INSTANCES)
 def test_bound_methods_and_the_cardinality_row_keep_the_optimum(arch: str, seed: int) -> None:
     pre, flat, x, label, masks, slack = _brute_force(arch, seed)
-    for bounds in ("none", "interval", "lp"):
+    for bounds in ("none", "interval", "crown", "crown+lp"):
         for max_cells in (None, "greedy"):
             problem = full_network(flat, x, label, preprocess=pre, bounds=bounds, max_cells=max_cells)
             result = smug_opt.solve(problem, "highs", time_limit=60)

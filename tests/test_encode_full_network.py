@@ -22,7 +22,7 @@ fn = sys.modules["smug_opt.encode.full_network"]
 
 N_IN = 16
 FIRST_PARTY = [i.name for i in smug_opt.backend_infos() if i.usable and i.distribution == "smug-opt"]
-MODES = ("none", "interval", "lp")
+MODES = ("none", "interval", "lp", "crown", "crown+lp")
 
 
 def _net(seed: int, hidden: tuple[int, ...] = (8,), n_in: int = N_IN, n_out: int = 3
@@ -161,11 +161,11 @@ def test_problem_accepts_exactly_the_feasible_masks(seed: int, bounds: str, max_
 def test_bounds_hold_for_every_feasible_mask(seed: int, max_cells: str | None) -> None:
     """Declared first-layer bounds contain the pre-activation of every feasible mask (within
     the size limit, if any), eliminated neurons never fire on one, and LP bounds lie inside
-    interval bounds."""
+    interval bounds, as do propagated ones."""
     layers, x, label, masks, feasible = _instance(seed)
     W1, b1 = layers[0]
     previous = None
-    for bounds in ("interval", "lp"):
+    for bounds in ("interval", "lp", "crown"):
         problem = full_network(layers, x, label, bounds=bounds, max_cells=max_cells)
         ok = feasible.copy()
         if problem.metadata["max_cells"] is not None:
@@ -177,10 +177,10 @@ def test_bounds_hold_for_every_feasible_mask(seed: int, max_cells: str | None) -
         lo[kept] = problem.relu_lo[: kept.size]
         hi[kept] = problem.relu_hi[: kept.size]
         assert np.all(z >= lo) and np.all(z <= hi), bounds
-        if previous is not None:  # (an eliminated neuron's lo is -inf here: no claim)
+        if bounds != "interval":  # (an eliminated neuron's lo is -inf here: no claim)
             both = np.isfinite(lo) & np.isfinite(previous[0])
             assert np.all(lo[both] >= previous[0][both]) and np.all(hi <= previous[1])
-        previous = (lo, hi)
+        previous = previous or (lo, hi)  # the interval bounds
 
 
 @pytest.mark.parametrize("seed", DEEP_SEEDS)

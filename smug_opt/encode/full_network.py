@@ -19,7 +19,7 @@ from typing import Any
 import numpy as np
 
 from smug_opt.encode.enumeration import MAX_ENUMERATED_MASKS
-from smug_opt.encode.layer_bounds import BOUND_METHODS, LayerBounds, layer_bounds
+from smug_opt.encode.layer_bounds import BOUND_METHODS, DEFAULT_BOUNDS, LayerBounds, layer_bounds
 from smug_opt.encode.masked import MaskedNetwork, flat_digest, flat_mlp
 from smug_opt.encode.masks import fewer_cells, greedy_mask
 from smug_opt.encode.network_milp import NetworkEncoding, encode_network
@@ -55,7 +55,7 @@ class _Subject:
 
 
 def full_network(model_or_layers: Any, x: np.ndarray, label: int | None = None, cell: int = 1, *,
-                 bounds: str = "lp", margin: float = 0.0, shape: tuple[int, int] | None = None,
+                 bounds: str = DEFAULT_BOUNDS, margin: float = 0.0, shape: tuple[int, int] | None = None,
                  max_cells: int | str | None = "greedy", strengthen: bool = True,
                  name: str | None = None, preprocess: Preprocess | None = None) -> Problem:
     """The stress-case problem for input ``x``.

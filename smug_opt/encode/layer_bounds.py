@@ -3,18 +3,21 @@ over the methods that compute them.
 
 ``method``:
 
-- ``"interval"``: no bounds beyond the encoder's own interval arithmetic over its
-  variables' boxes (always applied, and intersected with whatever is given here);
-- ``"lp"``: on a plain ReLU MLP, :func:`smug_opt.encode.bounds.network_bounds` (every mask
-  of up to the mask-size limit evaluated when they are few enough, else one LP per
-  ambiguous neuron and side, and the smaller sizes enumerated to prove a minimum size);
-  on other networks, the interval bounds;
+- ``"crown"`` (default): linear bound propagation (:func:`smug_opt.bounds.propagate`)
+  over the masks of at most the mask-size limit's cells;
+- ``"crown+lp"``: on a plain ReLU MLP, then LPs for the most ambiguous neurons within a
+  time budget, or every small mask evaluated where they are few enough (with a proven
+  minimum size); on other networks, as ``"crown"``;
+- ``"lp"``: on a plain ReLU MLP, interval bounds then one LP per ambiguous neuron and side
+  (or every small mask evaluated); on other networks, as ``"crown"``;
+- ``"interval"``: the encoder's own interval arithmetic over its variables' boxes only
+  (always applied, and intersected with whatever is given here);
 - ``"none"``: the encoder declares no ReLU bounds and drops no neuron (variable boxes and
-  max-pool big-Ms still come from interval arithmetic).
+  big-Ms still come from interval arithmetic).
 
-Every bound is rigorous (outward-rounded); ``lo``/``hi`` hold for every mask that
-satisfies the problem (its output rows and mask-size limit), ``global_lo``/``global_hi``
-for every mask.
+On MLPs the methods are :func:`smug_opt.encode.bounds.network_bounds`'s. Every bound is
+rigorous (outward-rounded); ``lo``/``hi`` hold for every mask that satisfies the problem
+(its output rows and mask-size limit), ``global_lo``/``global_hi`` for every mask.
 """
 
 from __future__ import annotations
@@ -25,11 +28,22 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from smug_opt.encode.bounds import network_bounds
+from smug_opt.encode.enumeration import enumerated_bounds, mask_count
 from smug_opt.encode.masked import MaskedNetwork, mlp_form
 
-__all__ = ["BOUND_METHODS", "LayerBounds", "layer_bounds"]
+__all__ = ["BOUND_METHODS", "DEFAULT_BOUNDS", "LayerBounds", "layer_bounds"]
 
-BOUND_METHODS = ("lp", "interval", "none")
+BOUND_METHODS = ("crown", "crown+lp", "lp", "interval", "none")
+DEFAULT_BOUNDS = "crown"
+
+ENUMERATION_WORK = 2e10
+"""Multiply-adds that ``"crown"`` may spend on MLPs evaluating every mask of at most the
+mask-size limit's cells (about 2M masks of the 784-32-10 MLP, 75k of 784-256-256-10)."""
+
+PRODUCT_MARGIN = 1e-9
+"""Relative widening of propagated bounds on general networks: they bound the network's
+exact values, the problem's coefficients are float64 products of them (``xa·W``,
+``α·W``), which differ by a few units in the last place."""
 
 
 @dataclass(frozen=True, eq=False)
@@ -54,12 +68,17 @@ class LayerBounds:
         return self.method != "none"
 
 
-def layer_bounds(network: MaskedNetwork, method: str = "lp", max_ones: int | None = None) -> LayerBounds:
+def layer_bounds(network: MaskedNetwork, method: str = DEFAULT_BOUNDS,
+                 max_ones: int | None = None) -> LayerBounds:
     """Bounds for ``method`` (see the module docstring) under at most ``max_ones`` cells."""
     if method not in BOUND_METHODS:
         raise ValueError(f"bounds must be one of {', '.join(BOUND_METHODS)}, got {method!r}")
+    if method in ("none", "interval"):
+        return LayerBounds(method)
     layers = mlp_form(network.net)
-    if method == "none" or layers is None or len(layers) == 1:
+    if layers is None:
+        return _propagated(network, method, max_ones)
+    if len(layers) == 1:
         return LayerBounds(method)
     start = time.perf_counter()
     first, *rest = layers
@@ -69,9 +88,41 @@ def layer_bounds(network: MaskedNetwork, method: str = "lp", max_ones: int | Non
     rows = np.asarray((W_out.T @ network.out_rows.T).T)
     rhs = network.out_rhs - network.out_rows @ b_out
     nb = network_bounds(A1, first[1], hidden, rows, rhs, method, max_ones=max_ones)
-    indices = [1 + 2 * k for k in range(len(nb.lo))]  # the linear layers the ReLUs read
-    return LayerBounds(method, dict(zip(indices, nb.lo, strict=True)), dict(zip(indices, nb.hi, strict=True)),
+    lo, hi, min_ones = list(nb.lo), list(nb.hi), nb.min_ones
+    enumerated = method != "crown" and nb.lps == 0 and max_ones is not None
+    if method == "crown" and max_ones is not None and _affordable(A1, hidden, max_ones):
+        found = enumerated_bounds(A1, first[1], hidden, rows, rhs, max_ones)
+        if found is not None:  # every small mask evaluated: as tight as bounds can be
+            lo = [np.minimum(np.maximum(a, e), b) for a, b, e in zip(lo, hi, found[0], strict=True)]
+            hi = [np.maximum(np.minimum(b, e), a) for a, b, e in zip(lo, hi, found[1], strict=True)]
+            min_ones, enumerated = found[2], True
+    indices = [1 + 2 * k for k in range(len(lo))]  # the linear layers the ReLUs read
+    return LayerBounds(method, dict(zip(indices, lo, strict=True)), dict(zip(indices, hi, strict=True)),
                        dict(zip(indices, nb.global_lo, strict=True)),
                        dict(zip(indices, nb.global_hi, strict=True)),
-                       min_ones=nb.min_ones, lps=nb.lps, seconds=time.perf_counter() - start,
-                       source="enumeration" if method == "lp" and nb.lps == 0 else method)
+                       min_ones=min_ones, lps=nb.lps, seconds=time.perf_counter() - start,
+                       source=f"{method} (mlp{', enumeration' if enumerated else ''})")
+
+
+def _affordable(A1: np.ndarray, hidden: list[tuple[np.ndarray, np.ndarray]], max_ones: int) -> bool:
+    """Whether evaluating every mask of at most ``max_ones`` cells fits
+    :data:`ENUMERATION_WORK` multiply-adds."""
+    work = A1.shape[1] * max(max_ones, 1) + sum(W.size for W, _ in hidden)
+    return mask_count(A1.shape[0], max_ones) * work <= ENUMERATION_WORK
+
+
+def _propagated(network: MaskedNetwork, method: str, max_ones: int | None) -> LayerBounds:
+    """Linear bound propagation over the masks, every layer, widened by
+    :data:`PRODUCT_MARGIN`."""
+    from smug_opt.bounds import Masks, propagate
+
+    start = time.perf_counter()
+    coo = network.inputs.tocoo()
+    cell_of = np.zeros(network.net.num_inputs, dtype=np.int64)
+    cell_of[coo.row] = coo.col
+    found = propagate(network.net, Masks(network.xa, cell_of, max_ones), method="crown")
+    lo, hi = {}, {}
+    for k in range(1, len(found.lo)):
+        margin = PRODUCT_MARGIN * (1.0 + np.abs(found.lo[k]) + np.abs(found.hi[k]))
+        lo[k], hi[k] = found.lo[k] - margin, found.hi[k] + margin
+    return LayerBounds(method, lo, hi, seconds=time.perf_counter() - start, source="crown")
