@@ -8,6 +8,7 @@ from smug_opt.backend import Backend, Capabilities, RawResult, SolveOptions, Sta
 from smug_opt.batch import explain_many
 from smug_opt.explanation import Explanation, explain
 from smug_opt.ir import Problem, ProblemBuilder, Sense, VarKind
+from smug_opt.parameters import SmugParameters
 from smug_opt.problem_file import load_problem, save_problem
 from smug_opt.registry import available_backends, backend_infos
 from smug_opt.result import SolveResult
@@ -22,6 +23,7 @@ __all__ = [
     "ProblemBuilder",
     "RawResult",
     "Sense",
+    "SmugParameters",
     "SolveOptions",
     "SolveResult",
     "Status",

@@ -14,14 +14,16 @@ from __future__ import annotations
 import logging
 import os
 import time
+import warnings
 from collections.abc import Iterator, Mapping, Sequence
-from dataclasses import asdict, dataclass, field
+from dataclasses import InitVar, dataclass, field
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
 from smug_opt.executors import Executor, SequentialExecutor, worker_cache
+from smug_opt.parameters import PAPER_PARAMETERS, SmugParameters
 from smug_opt.runstore import RunFolder
 
 __all__ = ["BatchRun", "ExplainSettings", "ExplainedInput", "ModelRef", "explain_many",
@@ -60,14 +62,16 @@ class ModelRef:
 
 @dataclass(frozen=True)
 class ExplainSettings:
-    """The arguments of :func:`smug_opt.explain` shared by every input of a batch."""
+    """The arguments of :func:`smug_opt.explain` shared by every input of a batch.
 
-    method: str = "smug"
+    ``params``: the SMUG parameters (:meth:`for_model` fills in a model's own defaults).
+    ``method``, ``k``, ``gamma``, ``cell`` and ``steps`` as keywords are deprecated (they
+    were this class's fields): they still work for one release, on top of the paper's
+    defaults as before, with a :class:`DeprecationWarning`.
+    """
+
+    params: SmugParameters = PAPER_PARAMETERS
     backend: str = "highs"
-    k: int = 3000
-    gamma: float = 0.0
-    cell: int = 4
-    steps: int = 64
     target: int | None = None
     time_limit: float = 60.0
     grid_shape: tuple[int, ...] | None = None
@@ -75,18 +79,47 @@ class ExplainSettings:
     pixel_scale: float = 255.0
     preprocessing: str = "unit"
     ig_batch: int | None = None
+    method: InitVar[str | None] = None
+    k: InitVar[int | None] = None
+    gamma: InitVar[float | None] = None
+    cell: InitVar[int | None] = None
+    steps: InitVar[int | None] = None
+
+    def __post_init__(self, method: str | None, k: int | None, gamma: float | None,
+                      cell: int | None, steps: int | None) -> None:
+        old = {"method": method, "k": k, "gamma": gamma, "cell": cell, "steps": steps}
+        given = {key: value for key, value in old.items() if value is not None}
+        if given:
+            warnings.warn(f"ExplainSettings({', '.join(given)}=...) is deprecated: pass "
+                          "params=SmugParameters(...) (or ExplainSettings.for_model)",
+                          DeprecationWarning, stacklevel=3)
+            object.__setattr__(self, "params", self.params.updated(**given))
+
+    @classmethod
+    def for_model(cls, model: Any, params: SmugParameters | None = None, *,
+                  method: str | None = None, k: int | None = None, gamma: float | None = None,
+                  cell: int | None = None, steps: int | None = None, **settings: Any) -> ExplainSettings:
+        """Settings for ``model``: its own SMUG defaults (or ``params``), with any SMUG
+        parameter given here replacing the default, and the other ``settings``."""
+        from smug_opt.models.catalog import smug_parameters
+
+        chosen = smug_parameters(model, params, method=method, k=k, gamma=gamma, cell=cell, steps=steps)
+        return cls(params=chosen, **settings)
 
     def explain_kwargs(self) -> dict[str, Any]:
-        return {"method": self.method, "backend": self.backend, "k": self.k, "gamma": self.gamma,
-                "cell": self.cell, "steps": self.steps, "target": self.target,
+        return {"params": self.params, "backend": self.backend, "target": self.target,
                 "time_limit": self.time_limit, "grid_shape": self.grid_shape,
                 "solver_options": dict(self.solver_options), "ig_batch": self.ig_batch}
 
     def to_dict(self) -> dict[str, Any]:
-        d = asdict(self)
-        d["grid_shape"] = None if self.grid_shape is None else list(self.grid_shape)
-        d["solver_options"] = dict(self.solver_options)
-        return d
+        """The settings as a run folder's configuration records them (flat, JSON-ready)."""
+        p = self.params
+        return {"method": p.method.value, "backend": self.backend, "k": p.k, "gamma": p.gamma,
+                "cell": list(p.cell) if isinstance(p.cell, tuple) else p.cell, "steps": p.steps,
+                "target": self.target, "time_limit": self.time_limit,
+                "grid_shape": None if self.grid_shape is None else list(self.grid_shape),
+                "solver_options": dict(self.solver_options), "pixel_scale": self.pixel_scale,
+                "preprocessing": self.preprocessing, "ig_batch": self.ig_batch}
 
 
 @dataclass(frozen=True, eq=False)
@@ -248,14 +281,15 @@ def explain_many(
     model/adapter (this process only: save it for worker processes or Dask). ``inputs``: an
     array (N, ...), a folder of images/.npy files, or a list of such files. The
     :func:`smug_opt.explain` arguments come as ``settings`` or keywords (``k=``,
-    ``backend=``...). ``executor`` (default: this process) runs chunks of ``chunk_size``
-    inputs as tasks. With ``out``, results go to a run folder (module docstring) which
-    ``resume`` continues (skipping finished inputs) and ``overwrite`` replaces;
-    ``overlays`` also writes a PNG per image input there.
+    ``backend=``...; SMUG parameters not given are the model's own). ``executor``
+    (default: this process) runs chunks of ``chunk_size`` inputs as tasks. With ``out``,
+    results go to a run folder (module docstring) which ``resume`` continues (skipping
+    finished inputs) and ``overwrite`` replaces; ``overlays`` also writes a PNG per image
+    input there.
     """
     if settings is not None and explain_args:
         raise ValueError("give explain arguments either as settings= or as keywords, not both")
-    settings = settings or ExplainSettings(**explain_args)
+    settings = settings or ExplainSettings.for_model(model, **explain_args)
     if chunk_size < 1:
         raise ValueError(f"chunk_size must be at least 1, got {chunk_size}")
     executor = executor or SequentialExecutor()

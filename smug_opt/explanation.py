@@ -17,6 +17,8 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from smug_opt.parameters import Method, SmugParameters
+
 if TYPE_CHECKING:
     from smug_opt.encode.first_layer import FirstLayerEncoding
     from smug_opt.ir import Problem
@@ -27,7 +29,8 @@ if TYPE_CHECKING:
 
 __all__ = ["METHODS", "Explanation", "as_adapter", "display_scale", "explain"]
 
-METHODS = ("smug", "smug_base")
+METHODS = tuple(m.value for m in Method)
+"""The method names (kept for callers that check a name; :class:`Method` is the type)."""
 
 _adapters: weakref.WeakKeyDictionary[Any, ModelAdapter] = weakref.WeakKeyDictionary()
 
@@ -123,14 +126,18 @@ def display_scale(scores: np.ndarray) -> np.ndarray:
 
 
 def as_adapter(model: Any) -> ModelAdapter:
-    """A :class:`ModelAdapter` for an adapter, a Keras model, or a .keras/.h5 path."""
+    """A :class:`ModelAdapter` for an adapter, a Keras model, an embedded model's name, or a
+    .keras/.h5 path."""
     from smug_opt.models.base import ModelAdapter
 
     if isinstance(model, ModelAdapter):
         return model
+    from smug_opt.models import zoo
     from smug_opt.models.keras_adapter import KerasAdapter, load_model
 
-    if isinstance(model, (str, Path)):
+    if isinstance(model, str) and zoo.embedded_name(model) is not None:
+        model = zoo.load(model, progress=False)
+    elif isinstance(model, (str, Path)):
         model = load_model(model)
     adapter = _adapters.get(model)
     if adapter is None:  # one adapter per model: its traced functions are reused
@@ -142,12 +149,13 @@ def explain(
     model: Any,
     x: np.ndarray,
     *,
-    method: str = "smug",
+    params: SmugParameters | None = None,
+    method: Method | str | None = None,
+    k: int | None = None,
+    gamma: float | None = None,
+    cell: int | tuple[int, ...] | None = None,
+    steps: int | None = None,
     backend: str = "highs",
-    k: int = 3000,
-    gamma: float = 0.0,
-    cell: int | tuple[int, ...] = 4,
-    steps: int = 64,
     target: int | None = None,
     time_limit: float | None = 60.0,
     grid_shape: tuple[int, ...] | None = None,
@@ -158,9 +166,12 @@ def explain(
 ) -> Explanation:
     """Explain ``model``'s prediction on one input ``x`` with SMUG (or SMUG_base).
 
-    ``k`` neurons with the largest positive IG attribution (``steps`` points, in batches
-    of ``ig_batch``, default sized from the model's memory footprint; ``progress(done,
-    total)`` after each) are kept above ``gamma`` times their original pre-activation by a
+    The SMUG parameters are ``params`` (default: the model's own,
+    :func:`smug_opt.models.catalog.describe`), with any of ``method``, ``k``,
+    ``gamma``, ``cell`` and ``steps`` given here replacing theirs. ``k`` neurons with
+    the largest positive IG attribution (``steps`` points, in batches of ``ig_batch``,
+    default sized from the model's memory footprint; ``progress(done, total)`` after
+    each) are kept above ``gamma`` times their original pre-activation by a
     mask of ``cell``-sized cells, solved on ``backend`` within ``time_limit`` seconds.
     ``x`` has the model's input shape, or holds as many values in the shape the data came
     in (a 28×28 picture for an ``Input(784)`` MLP); the adapter draws the mask grid from
@@ -170,37 +181,36 @@ def explain(
     padding); a cell made only of them is kept by construction and not counted.
     """
     from smug_opt.encode.first_layer import encode_first_layer
+    from smug_opt.models.catalog import smug_parameters
     from smug_opt.models.integrated_gradients import integrated_gradients, top_k_neurons
 
-    if method not in METHODS:
-        raise ValueError(f"method must be one of {', '.join(METHODS)}, got {method!r}")
+    p = smug_parameters(model, params, method=method, k=k, gamma=gamma, cell=cell, steps=steps)
     adapter = as_adapter(model)
     data_shape = np.shape(x)
     x = adapter.model_input(x)
     if grid_shape is None:
-        grid = adapter.mask_grid(cell, data_shape)
+        grid = adapter.mask_grid(p.cell, data_shape)
     else:
         from smug_opt.models.grid import cell_grid
 
-        grid = cell_grid(adapter.affine, cell, grid_shape)
+        grid = cell_grid(adapter.affine, p.cell, grid_shape)
     t0 = time.perf_counter()
-    attribution = integrated_gradients(adapter, x, target=target, steps=steps, batch_size=ig_batch,
+    attribution = integrated_gradients(adapter, x, target=target, steps=p.steps, batch_size=ig_batch,
                                        progress=progress)
     o, _ = adapter.first_layer(x)
-    neurons = top_k_neurons(attribution, k, eligible=o.reshape(-1) > 0)
+    neurons = top_k_neurons(attribution, p.k, eligible=o.reshape(-1) > 0)
     t1 = time.perf_counter()
-    encoding = encode_first_layer(adapter.affine, adapter.affine_input(x), neurons, gamma=gamma,
+    encoding = encode_first_layer(adapter.affine, adapter.affine_input(x), neurons, gamma=p.gamma,
                                   grid=grid)
     t2 = time.perf_counter()
     ig = attribution.values.reshape(-1)[neurons]
     cell_scores = np.asarray(encoding.receptive.T @ ig).ravel()
-    params = {"k": int(k), "gamma": float(gamma), "cell": list(encoding.grid.cell),
-              "steps": int(steps)}
+    params = {"k": p.k, "gamma": p.gamma, "cell": list(encoding.grid.cell), "steps": p.steps}
     times = {"ig": t1 - t0, "encode": t2 - t1}
     result = None
     fixed = None if always_keep is None else _fixed_cells(encoding.grid, always_keep)
     problem = encoding.problem if fixed is None else _keep_cells(encoding.problem, fixed)
-    if method == "smug_base":
+    if p.method is Method.SMUG_BASE:
         cell_mask = (np.asarray(encoding.receptive.sum(axis=0)).ravel() > 0).astype(np.float64)
         if fixed is not None:
             cell_mask[fixed] = 1.0
@@ -209,8 +219,9 @@ def explain(
 
         result = solve(problem, backend, time_limit=time_limit, **dict(solver_options or {}))
         cell_mask = None if result.x is None else np.round(result.x[: encoding.grid.num_cells])
-    return replace(_explanation(method, attribution, neurons, encoding, cell_scores, cell_mask, result,
-                                params, times), problem=problem, fixed=fixed)
+    explanation = _explanation(p.method.value, attribution, neurons, encoding, cell_scores, cell_mask,
+                               result, params, times)
+    return replace(explanation, problem=problem, fixed=fixed)
 
 
 def _fixed_cells(grid: CellGrid, always_keep: np.ndarray) -> np.ndarray:

@@ -16,10 +16,11 @@ import pytest
 
 from smug_opt.batch import ExplainSettings, explain_many
 from smug_opt.executors import DaskExecutor, LocalPoolExecutor
+from smug_opt.parameters import SmugParameters
 from smug_opt.runstore import RECORDS_FILE, RunFolder
 
 N = 8
-SETTINGS = ExplainSettings(k=200, cell=2, backend="highs", time_limit=30.0)  # the CLI's mnist-cnn preset
+SETTINGS = ExplainSettings(SmugParameters(k=200, cell=2), backend="highs", time_limit=30.0)
 ENV = {**os.environ, "TF_CPP_MIN_LOG_LEVEL": "3"}
 
 

@@ -22,8 +22,9 @@ import numpy as np
 
 from smug_opt.batch import ExplainSettings, explain_many
 from smug_opt.executors import DaskExecutor, Executor, LocalPoolExecutor, SequentialExecutor
+from smug_opt.parameters import SmugParameters
 
-MNIST = ExplainSettings(k=200, cell=2, backend="highs", time_limit=60.0)  # the CLI's mnist-cnn preset
+MNIST = ExplainSettings(SmugParameters(k=200, cell=2), backend="highs", time_limit=60.0)
 
 
 def _timed(executor: Executor, x: np.ndarray, chunk: int, warm: np.ndarray) -> dict[str, float]:

@@ -18,12 +18,8 @@ from smug_opt.outputs import check_out_dir
 
 __all__ = ["add_parser", "run"]
 
-SUITES = ("mnist-cnn", "text")
-DEFAULT_METHODS = {
-    "mnist-cnn": "smug,smug_base,ig,gradcam,centerbox,maxbox,optbox,groundtruth",
-    "text": "smug,smug_base,ig,sis",
-    "images": "smug,smug_base,ig,gradcam,centerbox,maxbox,optbox",
-}
+SUITES = {"mnist-cnn": "mnist-cnn", "text": "text-cnn"}
+"""The embedded suites and the embedded model each one evaluates."""
 
 
 def add_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParser:
@@ -31,18 +27,22 @@ def add_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParse
         "evaluate", help="score SMUG against baselines: LSC, Win%%, sparsity, deletion/insertion",
         description="Evaluate saliency methods as in the paper's section 4. Without --model "
                     "an embedded suite is used (--suite mnist-cnn or text).")
-    p.add_argument("--suite", choices=SUITES, help="embedded suite (default mnist-cnn)")
+    p.add_argument("--suite", choices=tuple(SUITES), help="embedded suite (default mnist-cnn)")
     p.add_argument("--model", help="a .keras/.h5 image classifier (with --images)")
     p.add_argument("--images", type=Path, help="a folder of images (.png/.jpg/.npy)")
     p.add_argument("--boxes", type=Path, help="CSV name,top,left,bottom,right of ground-truth boxes")
     p.add_argument("--pixel-scale", type=float, default=255.0,
                    help="divide --images pixels by this (default 255)")
-    p.add_argument("--methods", help="comma-separated methods (default: all that apply)")
+    p.add_argument("--methods", help="comma-separated methods (default: those the model declares, "
+                   "all that apply)")
     p.add_argument("--n", type=int, default=200, help="inputs of an embedded suite (default 200)")
     p.add_argument("--backend", default="highs", help="backend for smug (default highs)")
-    p.add_argument("--k", type=int, default=100, help="SMUG neurons (default 100)")
-    p.add_argument("--gamma", type=float, default=0.5, help="SMUG γ (default 0.5)")
-    p.add_argument("--cell", type=int, default=2, help="SMUG cell size (default 2)")
+    smug_defaults = _defaults_help()
+    p.add_argument("--k", type=int, help=f"SMUG neurons (default: the model's own; {smug_defaults})")
+    p.add_argument("--gamma", type=float, help="SMUG γ (default: the model's own, 0 for every "
+                   "embedded model)")
+    p.add_argument("--cell", type=int, help="SMUG cell size, also the deletion/insertion grid "
+                   "(default: the model's own)")
     p.add_argument("--time-limit", type=float, default=60.0, help="seconds per solve (default 60)")
     p.add_argument("--out", type=Path, default=Path("eval"),
                    help="output folder (default eval/); each finished input is kept there")
@@ -59,9 +59,9 @@ def _check_args(args: argparse.Namespace) -> None:
     """Reject bad flags before any model loads."""
     checks = [
         (args.n < 1, f"--n must be at least 1, got {args.n}"),
-        (args.k < 1, f"--k must be at least 1, got {args.k}"),
-        (args.cell < 1, f"--cell must be at least 1, got {args.cell}"),
-        (not args.gamma >= 0, f"--gamma must be at least 0, got {args.gamma:g}"),
+        (args.k is not None and args.k < 1, f"--k must be at least 1, got {args.k}"),
+        (args.cell is not None and args.cell < 1, f"--cell must be at least 1, got {args.cell}"),
+        (args.gamma is not None and not args.gamma >= 0, f"--gamma must be at least 0, got {args.gamma}"),
         (not args.time_limit > 0, f"--time-limit must be positive, got {args.time_limit:g}"),
         (not args.pixel_scale > 0, f"--pixel-scale must be positive, got {args.pixel_scale:g}"),
         (args.chunk < 1, f"--chunk must be at least 1, got {args.chunk}"),
@@ -83,10 +83,21 @@ def _check_args(args: argparse.Namespace) -> None:
     check_out_dir(args.out)
 
 
-def _methods(text: str | None, default: str) -> list[str]:
+def _defaults_help() -> str:
+    """The embedded models' SMUG defaults, for the help text: ``mnist-cnn k=200 cell=2, ...``."""
+    from smug_opt.models import zoo
+    from smug_opt.models.description import GENERIC_IMAGE_MODEL
+
+    own = ", ".join(f"{m}: k={zoo.description(m).smug.k}, cell={zoo.description(m).smug.cell}"
+                    for m in SUITES.values())
+    generic = GENERIC_IMAGE_MODEL.smug
+    return f"{own}; a model file: k={generic.k}, cell={generic.cell}"
+
+
+def _methods(text: str | None, default: tuple[str, ...]) -> list[str]:
     from smug_opt.evaluate import METHODS
 
-    names = [m.strip() for m in (text or default).split(",") if m.strip()]
+    names = [m.strip() for m in text.split(",") if m.strip()] if text else list(default)
     unknown = [m for m in names if m not in METHODS]
     if unknown:
         raise ValueError(f"unknown method(s) {', '.join(unknown)}; choose from {', '.join(METHODS)}")
@@ -98,6 +109,7 @@ def run(args: argparse.Namespace) -> int:
     from smug_opt.evaluate import evaluate
     from smug_opt.evaluate.report import table_markdown
     from smug_opt.models import zoo
+    from smug_opt.models.catalog import describe
 
     extra: dict[str, object] = {}
     if args.images is not None:
@@ -105,7 +117,7 @@ def run(args: argparse.Namespace) -> int:
         from smug_opt.explanation import as_adapter
 
         adapter = as_adapter(args.model)
-        methods = _methods(args.methods, DEFAULT_METHODS["images"])
+        methods = _methods(args.methods, describe(str(args.model)).evaluation_methods)
         images, names = load_image_folder(args.images, size=adapter.input_shape[:2])
         _say_resized(args.images, adapter.input_shape[:2])
         inputs = images.astype(np.float64) / args.pixel_scale
@@ -121,21 +133,20 @@ def run(args: argparse.Namespace) -> int:
         model = str(args.model)
     else:
         suite = args.suite or "mnist-cnn"
-        methods = _methods(args.methods, DEFAULT_METHODS[suite])
+        model = SUITES[suite]
+        methods = _methods(args.methods, describe(model).evaluation_methods)
         if suite == "text":
-            from smug_opt.data.text import PAD_ID, load_reviews
+            from smug_opt.data.text import load_reviews
 
             reviews = load_reviews()
             n = min(args.n, len(reviews.x_test))
             inputs, labels = reviews.x_test[:n], reviews.y_test[:n]
-            extra |= {"rationales": reviews.rationale_test[:n], "mask_id": PAD_ID}
-            model = "text-cnn"
+            extra |= {"rationales": reviews.rationale_test[:n], "mask_id": describe(model).padding_token}
         else:
             from smug_opt.data.mnist import pick_test_digits
 
             indices, inputs, labels = pick_test_digits(args.n)
             extra["names"] = [f"test digit #{int(i)}" for i in indices]
-            model = "mnist-cnn"
         zoo.load(model, progress=not args.quiet)  # trains and caches it on first use
     with executor_from_args(args) as executor:
         result = evaluate(model, inputs, labels, methods, backend=args.backend, k=args.k,

@@ -25,7 +25,9 @@ from smug_opt.cli.options import (
 from smug_opt.cli.solve import add_solver_options, solver_kwargs
 from smug_opt.console import use_colour
 from smug_opt.inputs import PREPROCESSING
+from smug_opt.models.catalog import describe
 from smug_opt.outputs import check_out_dir, replace_run_files
+from smug_opt.parameters import Method, SmugParameters
 
 __all__ = ["add_parser", "run"]
 
@@ -33,13 +35,6 @@ RUN_FILES = ("record.json", "mask.npy", "saliency.npy", "cell_mask.npy", "overla
              "explanation.html")
 """What a single explain writes: a rerun into the same folder replaces all of them."""
 
-EMBEDDED_IMAGE_MODEL = "mnist-cnn"
-EMBEDDED_TEXT_MODEL = "text-cnn"
-# presets for the embedded models (a 28×28 digit, 100-token reviews): the paper's k = 3000
-# and 4×4 cells are sized for 224×224 ImageNet inputs
-EMBEDDED_PRESETS = {"mnist-cnn": (200, 2), "mnist-mlp": (32, 2), "mnist-mlp-deep": (64, 2),
-                    "mnist-resnet": (200, 2), "text-cnn": (25, 1)}
-PAPER_K, PAPER_CELL = 3000, 4
 
 
 def add_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParser:
@@ -71,13 +66,17 @@ def add_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParse
     src.add_argument("--grid", help="override the mask grid of a flat dense input, e.g. 28x28 "
                      "(normally it follows from the model and the input)")
     smug = p.add_argument_group("SMUG")
-    smug.add_argument("--method", choices=("smug", "smug_base"), default="smug")
-    smug.add_argument("--k", type=int, help=f"neurons to keep active (default {PAPER_K}; "
-                      "embedded models: 200 CNN, 32 MLP, 25 text)")
-    smug.add_argument("--gamma", type=float, default=0.0, help="activity threshold γ (default 0)")
-    smug.add_argument("--cell", type=int, help=f"mask cell size in pixels/tokens (default "
-                      f"{PAPER_CELL}; embedded: 2 for digits, 1 for text)")
-    smug.add_argument("--steps", type=int, default=64, help="Integrated Gradients steps (64)")
+    own, generic = _defaults_help()
+    smug.add_argument("--method", choices=tuple(m.value for m in Method),
+                      help=f"default {generic.method}")
+    smug.add_argument("--k", type=int, help=f"neurons to keep active (default: the model's own; "
+                      f"a model file {generic.k}; {own('k')})")
+    smug.add_argument("--gamma", type=float, help=f"activity threshold γ (default: the model's own; "
+                      f"a model file {generic.gamma:g}; {own('gamma')})")
+    smug.add_argument("--cell", type=int, help=f"mask cell size in pixels/tokens (default: the "
+                      f"model's own; a model file {generic.cell}; {own('cell')})")
+    smug.add_argument("--steps", type=int, help=f"Integrated Gradients steps (default: the model's "
+                      f"own; a model file {generic.steps})")
     smug.add_argument("--target", type=int, help="class to explain (default: the prediction)")
     smug.add_argument("--ig-batch", type=int, help="Integrated Gradients points per batch "
                       "(default: sized from the model's memory footprint)")
@@ -97,13 +96,26 @@ def add_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParse
     return p
 
 
+def _defaults_help() -> tuple[Any, SmugParameters]:
+    """For the help text: a function naming the embedded models' defaults for one
+    parameter, and the defaults of a model file."""
+    from smug_opt.models import zoo
+    from smug_opt.models.description import GENERIC_IMAGE_MODEL
+
+    def own(parameter: str) -> str:
+        return "embedded: " + ", ".join(f"{name} {getattr(zoo.description(name).smug, parameter)}"
+                                        for name in zoo.available_models())
+
+    return own, GENERIC_IMAGE_MODEL.smug
+
+
 def _say(args: argparse.Namespace, message: str) -> None:
     if not args.quiet:
         print(f"smug-opt: {message}", file=sys.stderr, flush=True)
 
 
 def _embedded_example(name: str, index: int, tokens: str | None) -> tuple[np.ndarray, dict[str, Any]]:
-    if name == EMBEDDED_TEXT_MODEL:
+    if describe(name).vocabulary:
         from smug_opt.data.text import UNK_ID, default_vocabulary, load_reviews
 
         vocab = default_vocabulary()
@@ -133,10 +145,11 @@ def _check_args(args: argparse.Namespace) -> None:
     checks = [
         (args.k is not None and args.k < 1, f"--k must be at least 1, got {args.k}"),
         (args.cell is not None and args.cell < 1, f"--cell must be at least 1, got {args.cell}"),
-        (args.steps < 1, f"--steps must be at least 1, got {args.steps}"),
+        (args.steps is not None and args.steps < 1, f"--steps must be at least 1, got {args.steps}"),
         (not args.time_limit > 0, f"--time-limit must be positive, got {args.time_limit:g}"),
-        (not args.gamma >= 0, f"--gamma must be at least 0 (each kept neuron stays above gamma "
-                              f"times its activation), got {args.gamma:g}"),
+        (args.gamma is not None and not args.gamma >= 0,
+         f"--gamma must be at least 0 (each kept neuron stays above gamma times its activation), "
+         f"got {args.gamma}"),
         (args.target is not None and args.target < 0, f"--target must be a class index ≥ 0, "
                                                        f"got {args.target}"),
         (not args.pixel_scale > 0, f"--pixel-scale must be positive, got {args.pixel_scale:g}"),
@@ -147,7 +160,7 @@ def _check_args(args: argparse.Namespace) -> None:
     for bad, message in checks:
         if bad:
             raise ValueError(message)
-    if args.method == "smug":
+    if args.method in (None, Method.SMUG.value):
         from smug_opt.portfolio import is_race
         from smug_opt.registry import backend_class
 
@@ -167,16 +180,15 @@ def _check_args(args: argparse.Namespace) -> None:
 
 
 def _settings(args: argparse.Namespace, name: str) -> ExplainSettings:
-    k_default, cell_default = EMBEDDED_PRESETS.get(name, (PAPER_K, PAPER_CELL))
+    """The flags over the model's own defaults (:func:`~smug_opt.models.catalog.describe`)."""
     kwargs = solver_kwargs(args)
     backend = str(kwargs.pop("backend"))
     time_limit = float(kwargs.pop("time_limit"))  # type: ignore[arg-type]
-    return ExplainSettings(
-        method=args.method, backend=backend, k=args.k if args.k is not None else k_default,
-        gamma=args.gamma, cell=args.cell if args.cell is not None else cell_default,
-        steps=args.steps, target=args.target, time_limit=time_limit,
-        grid_shape=_grid(args.grid), solver_options=kwargs, pixel_scale=args.pixel_scale,
-        preprocessing=args.preprocess, ig_batch=args.ig_batch)
+    return ExplainSettings.for_model(
+        name, method=args.method, k=args.k, gamma=args.gamma, cell=args.cell, steps=args.steps,
+        backend=backend, target=args.target, time_limit=time_limit, grid_shape=_grid(args.grid),
+        solver_options=kwargs, pixel_scale=args.pixel_scale, preprocessing=args.preprocess,
+        ig_batch=args.ig_batch)
 
 
 def _npy_rows(path: Path) -> tuple[int, ...] | None:
@@ -205,7 +217,9 @@ def run(args: argparse.Namespace) -> int:
     if args.list_vocab:
         return _list_vocab()
     _check_args(args)
-    name = args.model or (EMBEDDED_TEXT_MODEL if args.tokens else EMBEDDED_IMAGE_MODEL)
+    from smug_opt.models.zoo import DEFAULT_IMAGE_MODEL, DEFAULT_TEXT_MODEL
+
+    name = args.model or (DEFAULT_TEXT_MODEL if args.tokens else DEFAULT_IMAGE_MODEL)
     settings = _settings(args, name)
     if args.input is not None and args.input.is_dir():
         return _run_batch(args, name, settings, args.input)
@@ -272,7 +286,7 @@ def _run_single(args: argparse.Namespace, name: str, settings: ExplainSettings, 
             _say(args, f"resized {args.input} from {resized[0]}x{resized[1]} to the model's "
                        f"{adapter.input_shape[0]}x{adapter.input_shape[1]} input")
     elif args.tokens is not None:
-        if name != EMBEDDED_TEXT_MODEL:
+        if not describe(name).vocabulary:
             raise ValueError("--tokens needs the embedded text model's vocabulary; for your own "
                              "text model pass token ids with --input ids.npy")
         x, extra = _embedded_example(name, args.index, args.tokens)
@@ -282,13 +296,12 @@ def _run_single(args: argparse.Namespace, name: str, settings: ExplainSettings, 
         info |= extra
     else:
         raise ValueError("--model was given without --input (or --tokens)")
-    _say(args, f"{s.method}: k={s.k}, gamma={s.gamma}, cell={s.cell}"
-               + ("" if s.method == "smug_base" else f", backend {s.backend} (limit {s.time_limit:g}s)"))
+    _say(args, s.params.describe() + ("" if s.params.method is Method.SMUG_BASE
+                                      else f", backend {s.backend} (limit {s.time_limit:g}s)"))
     padding = None
-    if name == EMBEDDED_TEXT_MODEL:  # padding is no part of the text: always kept, never counted
-        from smug_opt.data.text import PAD_ID
-
-        padding = np.asarray(x).reshape(-1) == PAD_ID
+    pad = describe(name).padding_token
+    if pad is not None:  # padding is no part of the text: always kept, never counted
+        padding = np.asarray(x).reshape(-1) == pad
     e = explain(adapter, x, **s.explain_kwargs(), progress=None if args.quiet else _ig_progress(),
                 always_keep=padding)
     out = args.out
@@ -310,7 +323,7 @@ def _run_single(args: argparse.Namespace, name: str, settings: ExplainSettings, 
     cells = e.grid.num_cells - (0 if e.fixed is None else int(e.fixed.sum()))
     unit = "tokens" if padding is not None and e.grid.cell == (1,) else "cells"
     mask = f"mask {e.mask_size}/{cells} {unit}" if e.ok else f"no mask (of {cells} {unit})"
-    print(f"{args.method} on {name}: target {_class_name(name, e.target)}, {e.neurons.size} neurons, "
+    print(f"{e.method} on {name}: target {describe(name).class_label(e.target)}, {e.neurons.size} neurons, "
           f"{mask}, status {status}")
     print(f"wrote {out}/")
     if not e.ok:
@@ -351,7 +364,7 @@ def _render(e: Any, x: np.ndarray, name: str, info: dict[str, Any], out: Path) -
         render.overlay_png(x.reshape((*hw, -1)), saliency, out / "overlay.png",
                            title=render.overlay_title(e, name))
         return
-    if name == EMBEDDED_TEXT_MODEL:
+    if describe(name).vocabulary:
         from smug_opt.data.text import default_vocabulary
 
         words = default_vocabulary().decode(np.asarray(x))
@@ -379,10 +392,3 @@ def _grid(text: str | None) -> tuple[int, ...] | None:
         return tuple(int(v) for v in text.lower().split("x"))
     except ValueError:
         raise ValueError(f"--grid expects e.g. 28x28, got {text!r}") from None
-
-
-def _class_name(model: str, target: int) -> str:
-    """The class with its name where the embedded model has one (text: negative/positive)."""
-    if model == EMBEDDED_TEXT_MODEL:
-        return f"{target} ({('negative', 'positive')[target]})"
-    return str(target)

@@ -16,6 +16,8 @@ from smug_opt.evaluate.boxes import Box, center_box, ground_truth_box, max_box
 from smug_opt.evaluate.lsc import LSCResult, opt_box
 from smug_opt.evaluate.results import Modality
 from smug_opt.evaluate.sis import sufficient_input_subset
+from smug_opt.parameters import Method as SmugMethod
+from smug_opt.parameters import SmugParameters
 
 __all__ = ["METHODS", "NOT_IN_WIN_RATE", "Method", "MethodMap", "Settings", "Subject", "as_subject",
            "check_methods"]
@@ -23,17 +25,25 @@ __all__ = ["METHODS", "NOT_IN_WIN_RATE", "Method", "MethodMap", "Settings", "Sub
 
 @dataclass(frozen=True)
 class Settings:
-    """Everything a method may need besides the model and the input."""
+    """Everything a method may need besides the model and the input: the SMUG parameters
+    (``smug``; its method is replaced by the variant being run), the backend and time
+    limit of its solves, SIS's threshold and mask token, IG's steps, and whether the
+    model outputs logits (``softmax``)."""
 
+    smug: SmugParameters
     backend: str
-    k: int
-    gamma: float
-    cell: int
     time_limit: float
     sis_threshold: float
     mask_id: int
     ig_steps: int
     softmax: bool = False
+
+    def record(self) -> dict[str, Any]:
+        """The settings as a run folder's configuration records them (flat, JSON-ready)."""
+        return {"backend": self.backend, "k": self.smug.k, "gamma": self.smug.gamma,
+                "cell": self.smug.cell, "time_limit": self.time_limit,
+                "sis_threshold": self.sis_threshold, "mask_id": self.mask_id,
+                "ig_steps": self.ig_steps, "softmax": self.softmax}
 
 
 @dataclass(frozen=True, eq=False)
@@ -69,21 +79,12 @@ class Method:
     needs_keras: bool = False
 
 
-def _smug(variant: str) -> Compute:
+def _smug(variant: SmugMethod) -> Compute:
     def compute(subject: Subject, s: Settings, x: np.ndarray, label: int, note: Any) -> MethodMap:
         from smug_opt.explanation import explain
 
-        e = explain(
-            subject.model,
-            x,
-            method=variant,
-            backend=s.backend,
-            k=s.k,
-            gamma=s.gamma,
-            cell=s.cell,
-            time_limit=s.time_limit,
-            target=label,
-        )
+        e = explain(subject.model, x, params=s.smug.updated(method=variant), backend=s.backend,
+                    time_limit=s.time_limit, target=label)
         if e.saliency is None or e.mask is None:
             status = "no solver result" if e.result is None else e.result.status.name
             raise ValueError(f"{variant} returned no mask ({status})")
@@ -138,8 +139,9 @@ _IMAGE, _TEXT, _BOTH = frozenset({"image"}), frozenset({"text"}), frozenset({"im
 METHODS: dict[str, Method] = {
     m.name: m
     for m in (
-        Method("smug", "SMUG: solver-minimised mask, IG-scored cells", _BOTH, _smug("smug")),
-        Method("smug_base", "SMUG_base: receptive fields of the top-k neurons", _BOTH, _smug("smug_base")),
+        Method("smug", "SMUG: solver-minimised mask, IG-scored cells", _BOTH, _smug(SmugMethod.SMUG)),
+        Method("smug_base", "SMUG_base: receptive fields of the top-k neurons", _BOTH,
+               _smug(SmugMethod.SMUG_BASE)),
         Method("ig", "Integrated Gradients (pixels, or token embeddings), zero baseline", _BOTH, _ig, True),
         Method("gradcam", "Grad-CAM on the last conv layer", _IMAGE, _gradcam, True),
         Method("centerbox", "centred box with half the area", _IMAGE, _box_method(center_box)),

@@ -30,6 +30,8 @@ from smug_opt.evaluate.report import plot_examples, table_json, table_markdown
 from smug_opt.evaluate.results import EvaluationResult, MethodOutcome, Modality
 from smug_opt.evaluate.scoring import evaluate_input, summarize
 from smug_opt.executors import Executor, SequentialExecutor, worker_cache
+from smug_opt.models.catalog import smug_parameters
+from smug_opt.parameters import SmugParameters
 from smug_opt.runstore import RunFolder
 
 __all__ = ["evaluate", "evaluate_chunk"]
@@ -201,10 +203,11 @@ def evaluate(
     labels: Sequence[int] | np.ndarray,
     methods: Sequence[str],
     *,
+    params: SmugParameters | None = None,
+    k: int | None = None,
+    gamma: float | None = None,
+    cell: int | None = None,
     backend: str = "highs",
-    k: int = 100,
-    gamma: float = 0.0,
-    cell: int = 1,
     time_limit: float = 60.0,
     boxes: Sequence[Box | None] | None = None,
     rationales: Sequence[np.ndarray] | np.ndarray | None = None,
@@ -226,7 +229,9 @@ def evaluate(
     model's name or a .keras path (loaded once per worker), a Keras model, an adapter with
     ``.predict``/``.model``, or a bare predict function (then only the model-agnostic
     methods work). ``softmax``: the model outputs logits; confidences are their softmax.
-    ``backend, k, gamma, cell, time_limit`` go to SMUG; ``cell`` is also the
+    SMUG runs with ``params`` (default: the model's own,
+    :func:`smug_opt.models.catalog.describe`; ``k``, ``gamma``, ``cell`` given here
+    replace theirs) on ``backend`` within ``time_limit``; the SMUG cell is also the
     deletion/insertion grid. ``boxes``: one ground-truth box (or ``None``) per image;
     ``rationales``: one boolean token mask per text. ``sis_threshold`` and ``mask_id`` (the
     pad/mask token, also the text deletion baseline) are for SIS. ``names`` label the inputs
@@ -263,12 +268,13 @@ def evaluate(
     if len(input_names) != len(inputs):
         raise ValueError(f"names must have one entry per input ({len(inputs)}); got {len(input_names)}")
     notes = _annotations(inputs, modality, boxes, rationales)
-    settings = Settings(backend, k, gamma, cell, time_limit, sis_threshold, mask_id, ig_steps, softmax)
+    smug = smug_parameters(model, params, k=k, gamma=gamma, cell=cell)
+    settings = Settings(smug, backend, time_limit, sis_threshold, mask_id, ig_steps, softmax)
     folder = None
     if out_dir is not None:
         config = {"model": _model_label(model), "methods": list(names_checked), "n": len(inputs),
                   "inputs_sha1": hashlib.sha1(np.ascontiguousarray(inputs).tobytes()).hexdigest(),
-                  "labels": labels.tolist(), **asdict(settings)}
+                  "labels": labels.tolist(), **settings.record()}
         folder, note = RunFolder.open(out_dir, config, kind="evaluate", resume=resume,
                                       overwrite=overwrite, records_name=_STORE_FILE,
                                       extra_files=_OUTPUT_FILES)

@@ -53,7 +53,7 @@ def score_map(
     baseline = settings.mask_id if text else 0.0
     for key, curve in (("deletion_auc", deletion_curve), ("insertion_auc", insertion_curve)):
         scores[key] = curve(
-            subject.predict_fn, x, label, mm.saliency, cell=settings.cell, baseline=baseline
+            subject.predict_fn, x, label, mm.saliency, cell=settings.smug.cell, baseline=baseline
         ).auc
     return scores
 

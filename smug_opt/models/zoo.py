@@ -12,6 +12,7 @@ import os
 import sys
 import tempfile
 import time
+import weakref
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -22,13 +23,21 @@ import numpy as np
 from smug_opt.cache import cache_dir
 from smug_opt.filelock import exclusive_lock
 from smug_opt.models._keras import import_keras
+from smug_opt.models.description import IMAGE_EVALUATION_METHODS, ModelDescription
+from smug_opt.parameters import SmugParameters
 
 if TYPE_CHECKING:
     import keras
 
-__all__ = ["available_models", "cache_dir", "load", "model_info", "test_accuracy"]
+__all__ = ["DEFAULT_IMAGE_MODEL", "DEFAULT_TEXT_MODEL", "available_models", "cache_dir", "description",
+           "embedded_name", "load", "model_info", "test_accuracy"]
 
 _SEED = 0
+DEFAULT_IMAGE_MODEL = "mnist-cnn"
+"""The model ``smug-opt explain`` uses without ``--model``."""
+DEFAULT_TEXT_MODEL = "text-cnn"
+"""The model ``smug-opt explain --tokens`` uses without ``--model``."""
+_loaded: weakref.WeakKeyDictionary[Any, str] = weakref.WeakKeyDictionary()
 
 
 @dataclass(frozen=True)
@@ -42,8 +51,15 @@ class _Recipe:
     data: Callable[[], tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]]
     loss: str
     epochs: int
+    smug: SmugParameters
+    """SMUG defaults sized for the model's input (the paper's k = 3000 and 4×4 cells are
+    sized for 224×224 ImageNet pictures; a digit is 28×28, a review 100 tokens)."""
     learning_rate: float = 1e-3
     batch_size: int = 32
+    evaluation_methods: tuple[str, ...] = IMAGE_EVALUATION_METHODS
+    class_names: tuple[str, ...] | None = None
+    padding_token: int | None = None
+    vocabulary: bool = False
 
 
 def _flat_digits() -> tuple[np.ndarray, ...]:
@@ -126,6 +142,7 @@ _RECIPES = {
         data=_flat_digits,
         loss="sparse_categorical_crossentropy",
         epochs=10,
+        smug=SmugParameters(k=32, cell=2),
     ),
     "mnist-mlp-deep": _Recipe(
         version="1",
@@ -134,6 +151,7 @@ _RECIPES = {
         data=_flat_digits,
         loss="sparse_categorical_crossentropy",
         epochs=10,
+        smug=SmugParameters(k=64, cell=2),
     ),
     "mnist-cnn": _Recipe(
         version="1",
@@ -143,6 +161,10 @@ _RECIPES = {
         data=_digits,
         loss="sparse_categorical_crossentropy",
         epochs=8,
+        # γ = 0.5: at γ = 0 a positive bias alone keeps many neurons active, and the mask
+        # of a digit can be empty (no box for LSC)
+        smug=SmugParameters(k=100, gamma=0.5, cell=2),
+        evaluation_methods=(*IMAGE_EVALUATION_METHODS, "groundtruth"),
     ),
     "mnist-resnet": _Recipe(
         version="1",
@@ -152,6 +174,8 @@ _RECIPES = {
         data=_digits,
         loss="sparse_categorical_crossentropy",
         epochs=8,
+        smug=SmugParameters(k=200, cell=2),
+        evaluation_methods=(*IMAGE_EVALUATION_METHODS, "groundtruth"),
     ),
     "text-cnn": _Recipe(
         version="1",
@@ -161,6 +185,11 @@ _RECIPES = {
         data=_reviews,
         loss="binary_crossentropy",
         epochs=10,
+        smug=SmugParameters(k=25, cell=1),
+        evaluation_methods=("smug", "smug_base", "ig", "sis"),
+        class_names=("negative", "positive"),
+        padding_token=0,  # smug_opt.data.text.PAD_ID (a test checks they agree)
+        vocabulary=True,
     ),
 }
 
@@ -168,6 +197,29 @@ _RECIPES = {
 def available_models() -> dict[str, str]:
     """Names of the zoo models and what each one is."""
     return {name: recipe.description for name, recipe in _RECIPES.items()}
+
+
+def description(name: str) -> ModelDescription:
+    """What the embedded model ``name`` declares: SMUG defaults, classes, padding, methods."""
+    recipe = _recipe(name)
+    return ModelDescription(name, smug=recipe.smug, class_names=recipe.class_names,
+                            padding_token=recipe.padding_token, vocabulary=recipe.vocabulary,
+                            evaluation_methods=recipe.evaluation_methods)
+
+
+def embedded_name(model: Any) -> str | None:
+    """The zoo name of ``model`` (a name, a model :func:`load` returned, or an adapter of
+    one), None for any other model."""
+    if isinstance(model, str):
+        return model if model in _RECIPES else None
+    for candidate in (model, getattr(model, "model", None)):
+        try:
+            name = _loaded.get(candidate)
+        except TypeError:  # not weakly referable: not a model the zoo loaded
+            name = None
+        if name is not None:
+            return name
+    return None
 
 
 def load(name: str, *, progress: bool = True) -> keras.Model:
@@ -178,7 +230,9 @@ def load(name: str, *, progress: bool = True) -> keras.Model:
     training on stderr.
     """
     path = _ensure_trained(name, progress=progress)
-    return import_keras().saving.load_model(path, compile=False)
+    model = import_keras().saving.load_model(path, compile=False)
+    _loaded[model] = name
+    return model
 
 
 def model_info(name: str) -> dict[str, Any]:
@@ -195,10 +249,14 @@ def test_accuracy(name: str) -> float:
 test_accuracy.__test__ = False  # not a test, whatever pytest thinks of its name
 
 
-def _model_path(name: str) -> Path:
+def _recipe(name: str) -> _Recipe:
     if name not in _RECIPES:
         raise ValueError(f"unknown model {name!r}; available: {', '.join(_RECIPES)}")
-    return cache_dir() / "models" / f"{name}-v{_RECIPES[name].version}.keras"
+    return _RECIPES[name]
+
+
+def _model_path(name: str) -> Path:
+    return cache_dir() / "models" / f"{name}-v{_recipe(name).version}.keras"
 
 
 def _ensure_trained(name: str, *, progress: bool) -> Path:

@@ -1,0 +1,47 @@
+"""What a model says about itself: its SMUG defaults, class names, padding token and the
+evaluation methods that apply to it.
+
+The embedded models declare theirs in :mod:`smug_opt.models.zoo`; any other model gets
+:data:`GENERIC_IMAGE_MODEL`'s (the paper's ImageNet setting).
+:func:`smug_opt.models.catalog.describe` finds the one that applies to a model.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from smug_opt.parameters import PAPER_PARAMETERS, SmugParameters
+
+__all__ = ["GENERIC_IMAGE_MODEL", "IMAGE_EVALUATION_METHODS", "ModelDescription"]
+
+IMAGE_EVALUATION_METHODS = ("smug", "smug_base", "ig", "gradcam", "centerbox", "maxbox", "optbox")
+"""The methods that apply to any image classifier (``groundtruth`` needs annotations)."""
+
+
+@dataclass(frozen=True)
+class ModelDescription:
+    """The facts about a model that the CLI, batch runs and the evaluation need.
+
+    ``smug``: the SMUG parameters used when the caller gives none. ``class_names``: a
+    name per output class (None: classes are shown as numbers). ``padding_token``: the
+    token id that is no part of a text (None: the model reads no padded tokens); a cell
+    made only of padding is kept by construction and not counted. ``vocabulary``: the
+    model reads token ids of the embedded review vocabulary (``--tokens`` can be used).
+    ``evaluation_methods``: what ``smug-opt evaluate`` runs when no method is named.
+    """
+
+    name: str
+    smug: SmugParameters = PAPER_PARAMETERS
+    class_names: tuple[str, ...] | None = None
+    padding_token: int | None = None
+    vocabulary: bool = False
+    evaluation_methods: tuple[str, ...] = IMAGE_EVALUATION_METHODS
+
+    def class_label(self, target: int) -> str:
+        """``target`` with its class name where the model has one: ``1 (positive)``."""
+        names = self.class_names
+        return f"{target} ({names[target]})" if names and 0 <= target < len(names) else str(target)
+
+
+GENERIC_IMAGE_MODEL = ModelDescription("model")
+"""A model that declares nothing: the paper's parameters, numbered classes."""

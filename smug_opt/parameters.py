@@ -1,0 +1,98 @@
+"""The parameters of the SMUG method, one frozen value shared by every entry point.
+
+``explain``, batch runs, ``evaluate`` and the CLIs all take a :class:`SmugParameters`;
+each model declares its own defaults (:func:`smug_opt.models.catalog.describe`), so
+the same model gets the same k, γ, cell and steps wherever it is explained from.
+"""
+
+from __future__ import annotations
+
+import enum
+import numbers
+from dataclasses import asdict, dataclass, replace
+from typing import Any
+
+__all__ = ["PAPER_PARAMETERS", "Method", "SmugParameters"]
+
+
+@enum.unique
+class Method(str, enum.Enum):
+    """How the mask is found: the solver's minimal mask, or every cell the neurons see."""
+
+    SMUG = "smug"
+    """The smallest mask that keeps the selected neurons active (a solver call)."""
+    SMUG_BASE = "smug_base"
+    """No solver: every cell in the selected neurons' receptive fields."""
+
+    def __str__(self) -> str:
+        return self.value
+
+    @classmethod
+    def parse(cls, value: Method | str) -> Method:
+        """``value`` as a :class:`Method`; an unknown name's error lists the known ones."""
+        try:
+            return cls(value)
+        except ValueError:
+            names = ", ".join(m.value for m in cls)
+            raise ValueError(f"method must be one of {names}, got {value!r}") from None
+
+
+@dataclass(frozen=True)
+class SmugParameters:
+    """What SMUG needs besides the model, the input and the solver.
+
+    ``k`` neurons with the largest positive Integrated Gradients attribution (``steps``
+    points on the path) must stay above ``gamma`` times their original pre-activation;
+    the mask is made of ``cell``-sized cells (pixels or tokens per side; a tuple gives
+    one size per grid axis). Checked on construction: a bad value fails here, once.
+    """
+
+    method: Method = Method.SMUG
+    k: int = 3000
+    gamma: float = 0.0
+    cell: int | tuple[int, ...] = 4
+    steps: int = 64
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "method", Method.parse(self.method))
+        if isinstance(self.cell, (list, tuple)):
+            object.__setattr__(self, "cell", tuple(int(c) for c in self.cell))
+        cells = self.cell if isinstance(self.cell, tuple) else (self.cell,)
+        problems = [
+            (not _is_int(self.k) or self.k < 1, f"k must be at least 1, got {self.k!r}"),
+            (not all(_is_int(c) and c >= 1 for c in cells) or not cells,
+             f"cell must be at least 1, got {self.cell!r}"),
+            (not _is_int(self.steps) or self.steps < 1, f"steps must be at least 1, got {self.steps!r}"),
+            (not isinstance(self.gamma, numbers.Real) or not self.gamma >= 0,
+             f"gamma must be at least 0 (each kept neuron stays above gamma times its "
+             f"activation), got {self.gamma!r}"),
+        ]
+        for bad, message in problems:
+            if bad:
+                raise ValueError(message)
+        object.__setattr__(self, "gamma", float(self.gamma))
+        object.__setattr__(self, "k", int(self.k))
+        object.__setattr__(self, "steps", int(self.steps))
+        if not isinstance(self.cell, tuple):
+            object.__setattr__(self, "cell", int(self.cell))
+
+    def updated(self, **changes: Any) -> SmugParameters:
+        """A copy with the ``changes`` that are not None (a flag left unset keeps the default)."""
+        unknown = set(changes) - set(asdict(self))
+        if unknown:
+            raise TypeError(f"unknown SMUG parameter(s) {sorted(unknown)}; known: {sorted(asdict(self))}")
+        given = {key: value for key, value in changes.items() if value is not None}
+        return replace(self, **given) if given else self
+
+    def describe(self) -> str:
+        """One line for progress messages: ``smug: k=200, gamma=0.0, cell=2``."""
+        return f"{self.method}: k={self.k}, gamma={self.gamma}, cell={self.cell}"
+
+
+def _is_int(value: object) -> bool:
+    return isinstance(value, numbers.Integral) and not isinstance(value, bool)
+
+
+PAPER_PARAMETERS = SmugParameters()
+"""The paper's ImageNet setting (k = 3000, γ = 0, 4×4 cells, 64 IG steps): the defaults of a
+model that declares none."""
