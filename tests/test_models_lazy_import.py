@@ -1,4 +1,5 @@
-"""Importing smug_opt.models or smug_opt.data does not import TensorFlow or Keras."""
+"""Importing smug_opt.models, smug_opt.data or smug_opt.network imports no framework
+(TensorFlow, Keras, PyTorch, ONNX)."""
 
 import subprocess
 import sys
@@ -9,11 +10,12 @@ import pytest
 ROOT = Path(__file__).resolve().parents[1]
 
 
-@pytest.mark.parametrize("package", ["smug_opt.models", "smug_opt.data"])
+@pytest.mark.parametrize("package", ["smug_opt.models", "smug_opt.data", "smug_opt.network"])
 def test_import_does_not_load_tensorflow(package):
     code = (
         f"import sys, {package}\n"
-        "heavy = sorted(m for m in ('tensorflow', 'keras', 'mlxtend') if m in sys.modules)\n"
+        "heavy = sorted(m for m in ('tensorflow', 'keras', 'mlxtend', 'torch', 'onnx', 'onnxruntime')\n"
+        "               if m in sys.modules)\n"
         "assert not heavy, heavy\n"
     )
     result = subprocess.run(

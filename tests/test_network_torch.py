@@ -77,3 +77,39 @@ def test_bad_specs_say_what_is_wrong(tmp_path):
         read_exported_program(bad)
     with pytest.raises(ValueError, match="expected a torch.nn.Module"):
         read_torch(object(), (1, 2))
+
+
+def test_common_pytorch_idioms(digits):
+    """F.pad, padding='same', bias-free Conv+BatchNorm, hardtanh, AdaptiveAvgPool2d(1),
+    torch.flatten, BatchNorm1d, x.mean((2, 3)), a final sigmoid: as torch computes them."""
+    from torch import nn
+    from torch.nn import functional as F
+
+    class Idioms(nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            torch.manual_seed(1)
+            self.conv = nn.Conv2d(1, 8, 3, padding="same")
+            self.down = nn.Conv2d(8, 8, 3, stride=2, padding=1, bias=False)
+            self.bn = nn.BatchNorm2d(8)
+            self.gap = nn.AdaptiveAvgPool2d(1)
+            self.fc = nn.Linear(8, 16)
+            self.bn1 = nn.BatchNorm1d(16)
+            self.out = nn.Linear(16, 1)
+            with torch.no_grad():
+                for norm in (self.bn, self.bn1):
+                    norm.running_mean.uniform_(-1, 1)
+                    norm.running_var.uniform_(0.5, 2)
+
+        def forward(self, x):
+            x = F.hardtanh(self.conv(F.pad(x, (1, 2, 0, 1))), -1.0, 1.0)
+            x = torch.relu(self.bn(self.down(x)))
+            x = torch.flatten(self.gap(x), 1) + x.mean((2, 3))
+            x = F.leaky_relu(self.bn1(self.fc(x)))
+            return torch.sigmoid(self.out(x))
+
+    module = Idioms().eval()
+    net = read_torch(module, (1, 12, 12))
+    assert net.output == "sigmoid" and net.num_outputs == 1
+    expected = _torch64(module, digits)
+    np.testing.assert_allclose(1 / (1 + np.exp(-net.forward(digits))), expected, rtol=0, atol=1e-9)

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from smug_opt.network.graph import (
+from smug_opt.network.ops import (
     Add,
     AvgPool,
     Clip,
