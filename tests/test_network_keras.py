@@ -97,3 +97,14 @@ def test_unsupported_layer_names_it():
                               keras.layers.Dense(2)])
     with pytest.raises(ValueError, match="UnitNormalization 'unit' is not read by smug-opt"):
         read_keras(model)
+
+
+def test_load_model_reads_a_saved_keras_file(tmp_path, digits):
+    model = _every_layer_model()
+    path = tmp_path / "every.keras"
+    model.save(path)
+    net = load_model(str(path), input_range=(0.0, 1.0))
+    assert net.name == "every" and net.input_range == (0.0, 1.0)
+    assert net.digest == read_keras(model).digest  # the same weights, read from the file
+    x = digits[:4, 7:21, 7:21, :]
+    np.testing.assert_allclose(net.forward(x), read_keras(model).forward(x), rtol=0, atol=0)
