@@ -22,6 +22,7 @@ from typing import Any
 
 import numpy as np
 
+from smug_opt.backend_choice import BackendChoice
 from smug_opt.executors import Executor, SequentialExecutor, worker_cache
 from smug_opt.parameters import PAPER_PARAMETERS, SmugParameters
 from smug_opt.runstore import RunFolder
@@ -71,7 +72,7 @@ class ExplainSettings:
     """
 
     params: SmugParameters = PAPER_PARAMETERS
-    backend: str = "highs"
+    backend: str | BackendChoice = "highs"
     target: int | None = None
     time_limit: float = 60.0
     grid_shape: tuple[int, ...] | None = None
@@ -114,7 +115,7 @@ class ExplainSettings:
     def to_dict(self) -> dict[str, Any]:
         """The settings as a run folder's configuration records them (flat, JSON-ready)."""
         p = self.params
-        return {"method": p.method.value, "backend": self.backend, "k": p.k, "gamma": p.gamma,
+        return {"method": p.method.value, "backend": str(self.backend), "k": p.k, "gamma": p.gamma,
                 "cell": list(p.cell) if isinstance(p.cell, tuple) else p.cell, "steps": p.steps,
                 "target": self.target, "time_limit": self.time_limit,
                 "grid_shape": None if self.grid_shape is None else list(self.grid_shape),

@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from smug_opt.backend_choice import BackendChoice
 from smug_opt.parameters import Method, SmugParameters
 
 if TYPE_CHECKING:
@@ -155,7 +156,7 @@ def explain(
     gamma: float | None = None,
     cell: int | tuple[int, ...] | None = None,
     steps: int | None = None,
-    backend: str = "highs",
+    backend: str | BackendChoice = "highs",
     target: int | None = None,
     time_limit: float | None = 60.0,
     grid_shape: tuple[int, ...] | None = None,

@@ -35,15 +35,13 @@ from typing import Any
 import numpy as np
 
 from smug_opt.backend import SolveOptions, Status
+from smug_opt.backend_choice import AUTO, BackendChoice, ChoiceKind
 from smug_opt.ir import Problem
 from smug_opt.registry import BackendUnavailableError, UnknownBackendError, backend_class
-from smug_opt.result import RaceEntry, SolveResult
+from smug_opt.result import Proof, RaceEntry, RaceStatus, SolveResult
 from smug_opt.verification import Verification, snap_binaries, verify
 
 __all__ = ["AUTO", "auto_backends", "describe", "is_race", "race", "race_backends"]
-
-AUTO = "auto"
-"""The backend name that races the measured best backends for the problem's class."""
 
 RELU_ORDER = ("cpsat", "highs", "mip-cbc", "scip", "pulp-cbc", "z3")
 """Whole-network problems (ReLUs): on fullnet-30s the pair cpsat + highs equals the
@@ -61,13 +59,13 @@ paper scale, CP-SAT solves 2 of 4 there)."""
 
 LARGE_ROWS = 3000
 
-STOPPED = "STOPPED"
+STOPPED = RaceStatus.STOPPED
 """A raced backend's status when the race was decided before its own solve had ended."""
 
 
-def is_race(backend: str) -> bool:
+def is_race(backend: str | BackendChoice) -> bool:
     """Whether ``backend`` names a race (``"auto"`` or a comma-separated list)."""
-    return backend == AUTO or "," in backend
+    return BackendChoice.parse(backend, check=False).is_race
 
 
 def auto_backends(problem: Problem) -> tuple[str, ...]:
@@ -79,24 +77,20 @@ def auto_backends(problem: Problem) -> tuple[str, ...]:
     return FIRST_LAYER_ORDER
 
 
-def race_backends(problem: Problem, backend: str, workers: int | None = None) -> list[str]:
+def race_backends(problem: Problem, backend: str | BackendChoice, workers: int | None = None) -> list[str]:
     """The backends that race for ``backend`` (``"auto"`` or ``"a,b,c"``): at most
     ``workers`` (default the CPU count) usable ones, in order."""
     limit = workers if workers is not None else (os.cpu_count() or 1)
     if limit < 1:
         raise ValueError(f"workers must be at least 1, got {workers!r}")
-    if backend == AUTO:
+    choice = BackendChoice.parse(backend)  # an unknown name raises, listing what is installed
+    if choice.kind is ChoiceKind.AUTO:
         names = [name for name in auto_backends(problem) if _usable(name)]
         if not names:
-            raise ValueError("backend 'auto': none of its backends is usable here "
+            raise ValueError(f"backend '{AUTO}': none of its backends is usable here "
                              f"({', '.join(auto_backends(problem))}); see `smug-opt backends`")
         return names[:limit]
-    names = [name.strip() for name in backend.split(",") if name.strip()]
-    if len(set(names)) != len(names) or not names:
-        raise ValueError(f"a race names distinct backends separated by commas, got {backend!r}")
-    for name in names:
-        backend_class(name)  # an unknown name raises, listing what is installed
-    return names[:limit]
+    return list(choice.names[:limit])
 
 
 def _usable(name: str) -> bool:
@@ -194,7 +188,7 @@ def _check_race_extras(names: list[str], extras: Mapping[str, Any]) -> None:
                          f"{', '.join(map(repr, unknown))}; they accept: {accepted}")
 
 
-def race(problem: Problem, backend: str, options: SolveOptions, *, grace: float,
+def race(problem: Problem, backend: str | BackendChoice, options: SolveOptions, *, grace: float,
          memory_limit_mb: float | None, start: np.ndarray | None, solve_loop: Callable[..., Any],
          tolerance: float, workers: int | None = None) -> SolveResult:
     """Race the backends ``backend`` names (see :func:`race_backends`) on ``problem`` and
@@ -234,7 +228,7 @@ def race(problem: Problem, backend: str, options: SolveOptions, *, grace: float,
     while any(thread.is_alive() for thread in threads) and not _settled(board, entries):
         time.sleep(_WAIT_SECONDS)
     # the losers' threads go on killing their workers; the answer does not wait for them
-    return _combine(problem, backend, entries, board, options, time.monotonic() - started)
+    return _combine(problem, str(backend), entries, board, options, time.monotonic() - started)
 
 
 _WAIT_SECONDS = 0.005
@@ -296,7 +290,7 @@ def _combine(problem: Problem, backend: str, entries: list[_Entry], board: _Boar
         base = results.get(proved_by or best_by or "", next(iter(results.values())))
         proof = base.proof if proven else None
         if proven and proof is None:
-            proof = "solver"
+            proof = Proof.SOLVER
     else:
         status = (Status.NO_SOLUTION if any(r.status is not Status.ERROR for r in results.values())
                   else Status.ERROR)
@@ -306,7 +300,7 @@ def _combine(problem: Problem, backend: str, entries: list[_Entry], board: _Boar
     if objective is not None and bound is not None:
         gap = max(objective - bound, 0.0) / max(abs(objective), 1.0)
     entries_out = tuple(RaceEntry(
-        backend=e.name, status=e.result.status.name if e.result else STOPPED,
+        backend=e.name, status=RaceStatus.of(e.result.status) if e.result else STOPPED,
         objective=e.result.objective if e.result else None,
         bound=e.result.bound if e.result else None,
         seconds=e.finished_at if e.finished_at is not None else wall,

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import enum
 import math
 from dataclasses import asdict, dataclass, field
 from typing import Any
@@ -10,10 +11,48 @@ import numpy as np
 
 from smug_opt.backend import Status
 
-__all__ = ["PROOFS", "Attempt", "RaceEntry", "SolveResult", "Timings"]
+__all__ = ["PROOFS", "Attempt", "Proof", "RaceEntry", "RaceStatus", "SolveResult", "Timings"]
 
-PROOFS = ("exact", "solver")
+
+@enum.unique
+class Proof(str, enum.Enum):
+    """How an OPTIMAL or INFEASIBLE claim was established (:attr:`SolveResult.proof`).
+
+    A ``str`` enum: it compares equal to, and serialises as, its value."""
+
+    EXACT = "exact"
+    """Exact arithmetic: an exact backend, the core's own decision, or certification."""
+    SOLVER = "solver"
+    """A floating-point solver's word about its float model (the solution is still
+    verified exactly)."""
+
+    def __str__(self) -> str:
+        return self.value
+
+
+PROOFS = tuple(p.value for p in Proof)
 """Values of :attr:`SolveResult.proof` (None for statuses that claim no proof)."""
+
+
+@enum.unique
+class RaceStatus(str, enum.Enum):
+    """How one raced backend's own solve ended: a :class:`Status` name, or STOPPED when the
+    race was decided before it ended. A ``str`` enum (compares equal to its name)."""
+
+    OPTIMAL = "OPTIMAL"
+    FEASIBLE = "FEASIBLE"
+    INFEASIBLE = "INFEASIBLE"
+    NO_SOLUTION = "NO_SOLUTION"
+    ERROR = "ERROR"
+    STOPPED = "STOPPED"
+
+    def __str__(self) -> str:
+        return self.value
+
+    @classmethod
+    def of(cls, status: Status) -> RaceStatus:
+        """The race status of a finished solve."""
+        return cls(status.name)
 
 
 @dataclass(frozen=True)
@@ -50,7 +89,7 @@ class RaceEntry:
     ended, when (seconds since the race began), and what it contributed to the result."""
 
     backend: str
-    status: str
+    status: RaceStatus
     objective: float | None
     bound: float | None
     seconds: float
@@ -98,7 +137,7 @@ class SolveResult:
     incumbents: tuple[tuple[float, float], ...] = ()  # (seconds since start, objective)
     peak_memory_mb: float | None = None
     killed: bool = False
-    proof: str | None = None
+    proof: Proof | None = None
     numeric_issues: tuple[str, ...] = ()  # inputs outside the float-faithful range (smug_opt.numeric_range)
     metadata: dict[str, Any] = field(default_factory=dict)
     race: tuple[RaceEntry, ...] = ()  # the raced backends, for backend "auto" or "a,b,c"

@@ -23,11 +23,11 @@ from typing import Any, Protocol
 import numpy as np
 
 from smug_opt.backend import RawResult, SolveOptions, Status
+from smug_opt.backend_choice import BackendChoice
 from smug_opt.ir import Problem, Sense
 from smug_opt.numeric_range import numeric_issues
-from smug_opt.portfolio import is_race
 from smug_opt.registry import backend_class
-from smug_opt.result import Attempt, SolveResult, Timings
+from smug_opt.result import Attempt, Proof, SolveResult, Timings
 from smug_opt.spawn import resolve_memory_limit
 from smug_opt.strengthen.presolve import Pieces, worth_strengthening
 from smug_opt.verification import Verification, ViolationKind, snap_binaries, verify
@@ -72,7 +72,7 @@ MAX_NOGOOD_CUTS = 8
 
 def solve(
     problem: Problem,
-    backend: str = "highs",
+    backend: str | BackendChoice = "highs",
     *,
     time_limit: float | None = None,
     threads: int = 1,
@@ -121,16 +121,18 @@ def solve(
     count) at once, always in isolated workers, sharing verified incumbents; the first
     proof ends the race and ``result.race`` says what each backend contributed. Each raced
     backend gets the ``extras`` it declares; a key none of them declares raises ValueError.
+    ``backend`` may be a parsed :class:`~smug_opt.backend_choice.BackendChoice`.
     """
     started = time.monotonic()
-    result = _solve(problem, backend, time_limit=time_limit, threads=threads, seed=seed,
+    choice = BackendChoice.parse(backend)
+    result = _solve(problem, choice, time_limit=time_limit, threads=threads, seed=seed,
                     relative_gap=relative_gap, verbose=verbose, extras=extras, isolate=isolate,
                     grace=grace, memory_limit=memory_limit, strengthen=strengthen, start=start,
                     workers=workers)
     issues = numeric_issues(problem)
     if issues:
         result = replace(result, numeric_issues=tuple(map(str, issues)))
-        if is_race(backend) or not backend_class(backend).capabilities.exact:
+        if choice.is_race or not backend_class(choice.name).capabilities.exact:
             note = ("input outside the float-faithful range, so a floating-point solver saw an "
                     "approximation: " + "; ".join(map(str, issues)))
             result = replace(result, message="; ".join(m for m in (result.message, note) if m))
@@ -145,7 +147,7 @@ def solve(
                           isolate=isolate, grace=grace, memory_limit=memory_limit)
 
 
-def _solve(problem: Problem, backend: str, *, time_limit: float | None, threads: int, seed: int,
+def _solve(problem: Problem, choice: BackendChoice, *, time_limit: float | None, threads: int, seed: int,
            relative_gap: float, verbose: bool, extras: Mapping[str, Any] | None, isolate: bool,
            grace: float, memory_limit: float | None, strengthen: bool | Pieces | None,
            start: Any, workers: int | None) -> SolveResult:
@@ -155,13 +157,14 @@ def _solve(problem: Problem, backend: str, *, time_limit: float | None, threads:
     options = SolveOptions(time_limit=time_limit, threads=threads, seed=seed,
                            relative_gap=relative_gap, verbose=verbose, extras=dict(extras or {}))
     start_x = start_values(problem, start)
-    if is_race(backend):
+    backend = str(choice)
+    if choice.is_race:
         from smug_opt.portfolio import race
 
         solver = backend
 
         def run_one(target: Problem, limit: float | None, first: np.ndarray | None) -> SolveResult:
-            return race(target, backend, replace(options, time_limit=limit), grace=grace,
+            return race(target, choice, replace(options, time_limit=limit), grace=grace,
                         memory_limit_mb=memory_limit_mb, start=first, solve_loop=_Solve,
                         tolerance=objective_tolerance(target), workers=workers)
     else:
@@ -481,7 +484,7 @@ class _Solve:
                 f"backend 'z3' with extras={{'encoding': 'exact'}} decides strict ties exactly")
         proof = None
         if status in (Status.OPTIMAL, Status.INFEASIBLE):
-            proof = "exact" if self.exact_backend else "solver"
+            proof = Proof.EXACT if self.exact_backend else Proof.SOLVER
         gap = None
         if objective is not None and bound is not None:
             gap = max(objective - bound, 0.0) / max(abs(objective), 1.0)

@@ -88,7 +88,8 @@ def main(fd: int, parent_pid: int) -> None:
     job = conn.recv()
     try:
         from smug_opt import load_problem, solve, verify
-        from smug_opt.portfolio import AUTO, race_backends
+        from smug_opt.backend_choice import AUTO
+        from smug_opt.portfolio import race_backends
         from smug_opt.registry import backend_class
         from smug_opt.strengthen import Pieces
         from smug_opt.workers import warm_workers

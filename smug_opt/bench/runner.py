@@ -145,8 +145,8 @@ def resolve_backends(spec: str | list[str] | tuple[str, ...]) -> tuple[str, ...]
     """Backend labels from ``"all"`` (every usable backend), ``"a,b"`` or a list; each
     label's backend (``name`` of ``name:variant``) is checked to be usable here. ``auto``
     is the racing portfolio, run as one pseudo-backend."""
-    from smug_opt.portfolio import AUTO
-    from smug_opt.registry import available_backends, backend_class
+    from smug_opt.backend_choice import BackendChoice
+    from smug_opt.registry import available_backends
 
     names = [n.strip() for n in (spec.split(",") if isinstance(spec, str) else spec) if n.strip()]
     if names == ["all"]:
@@ -155,9 +155,8 @@ def resolve_backends(spec: str | list[str] | tuple[str, ...]) -> tuple[str, ...]
             raise RuntimeError("no backend is usable here; see `smug-opt backends`")
         return tuple(usable)
     for name in names:
-        if backend_name(name) == AUTO:  # the racing portfolio (smug_opt.portfolio)
-            continue
-        backend_class(backend_name(name))  # a clear error for an unknown or unusable backend
+        # 'auto' is the racing portfolio; any other name must be a usable backend
+        BackendChoice.parse(backend_name(name))
     if not names:
         raise ValueError("no backend given; pass names separated by commas, or 'all'")
     return tuple(dict.fromkeys(names))

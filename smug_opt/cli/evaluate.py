@@ -74,9 +74,9 @@ def _check_args(args: argparse.Namespace) -> None:
         if bad:
             raise ValueError(message)
     if args.methods is None or "smug" in args.methods.split(","):
-        from smug_opt.registry import backend_class
+        from smug_opt.backend_choice import BackendChoice
 
-        backend_class(args.backend)
+        args.backend = BackendChoice.parse(args.backend)  # parsed once; unknown names fail here
     check_executor_options(args)
     if args.model is not None:
         check_model_arg(args.model)

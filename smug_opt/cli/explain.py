@@ -15,6 +15,7 @@ from typing import Any
 
 import numpy as np
 
+from smug_opt.backend_choice import BackendChoice
 from smug_opt.batch import ExplainSettings
 from smug_opt.cli.options import (
     add_executor_options,
@@ -161,12 +162,7 @@ def _check_args(args: argparse.Namespace) -> None:
         if bad:
             raise ValueError(message)
     if args.method in (None, Method.SMUG.value):
-        from smug_opt.portfolio import is_race
-        from smug_opt.registry import backend_class
-
-        for name in ([] if args.backend == "auto" else args.backend.split(",") if is_race(args.backend)
-                     else [args.backend]):
-            backend_class(name.strip())  # an unknown or unusable backend: the installed ones are named
+        BackendChoice.parse(args.backend)  # an unknown or unusable backend: the installed ones are named
     check_executor_options(args)
     if args.model is not None:
         check_model_arg(args.model)
@@ -182,7 +178,7 @@ def _check_args(args: argparse.Namespace) -> None:
 def _settings(args: argparse.Namespace, name: str) -> ExplainSettings:
     """The flags over the model's own defaults (:func:`~smug_opt.models.catalog.describe`)."""
     kwargs = solver_kwargs(args)
-    backend = str(kwargs.pop("backend"))
+    backend = kwargs.pop("backend")
     time_limit = float(kwargs.pop("time_limit"))  # type: ignore[arg-type]
     return ExplainSettings.for_model(
         name, method=args.method, k=args.k, gamma=args.gamma, cell=args.cell, steps=args.steps,

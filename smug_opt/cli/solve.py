@@ -8,6 +8,8 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from smug_opt.result import Proof
+
 if TYPE_CHECKING:
     from smug_opt.result import SolveResult
 
@@ -69,15 +71,18 @@ def _parse_value(text: str) -> object:
 
 
 def solver_kwargs(args: argparse.Namespace) -> dict[str, object]:
-    """Keyword arguments of :func:`smug_opt.solve` from the shared flags."""
+    """Keyword arguments of :func:`smug_opt.solve` from the shared flags (the backend
+    parsed, once, into a :class:`~smug_opt.backend_choice.BackendChoice`)."""
+    from smug_opt.backend_choice import BackendChoice
+
     extras = {}
     for item in args.option:
         key, sep, value = item.partition("=")
         if not sep or not key:
             raise ValueError(f"--option expects KEY=VALUE, got {item!r}")
         extras[key.strip()] = _parse_value(value.strip())
-    return {"backend": args.backend, "time_limit": args.time_limit, "threads": args.threads,
-            "seed": args.seed, "relative_gap": args.gap, "extras": extras,
+    return {"backend": BackendChoice.parse(args.backend), "time_limit": args.time_limit,
+            "threads": args.threads, "seed": args.seed, "relative_gap": args.gap, "extras": extras,
             "memory_limit": args.memory_limit, "strengthen": strengthen_setting(args),
             "workers": args.race_workers}
 
@@ -87,7 +92,7 @@ def proof_line(result: SolveResult) -> str:
     claim = {"OPTIMAL": "optimality", "INFEASIBLE": "infeasibility"}.get(result.status.name)
     if claim is None:
         return f"none: {result.status.name} claims no proof"
-    if result.proof == "exact":
+    if result.proof == Proof.EXACT:
         return f"{claim} proven in exact arithmetic"
     basis = "bound" if claim == "optimality" else "search"
     return (f"{claim} rests on {result.solver}'s floating-point {basis} (not an exact proof; "

@@ -39,9 +39,9 @@ def add_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParse
 
 def _check_args(args: argparse.Namespace) -> None:
     """Reject bad flags before any model loads."""
+    from smug_opt.backend_choice import BackendChoice
     from smug_opt.cli.options import check_model_arg
     from smug_opt.outputs import check_out_dir
-    from smug_opt.registry import backend_class
 
     for bad, message in [
         (args.n < 1, f"--n must be at least 1, got {args.n}"),
@@ -54,8 +54,7 @@ def _check_args(args: argparse.Namespace) -> None:
     if not names:
         raise ValueError("--backend: give at least one backend name")
     for name in names:
-        if name != "auto":  # the racing portfolio runs as one pseudo-backend
-            backend_class(name)
+        BackendChoice.parse(name)  # 'auto' (the racing portfolio) runs as one pseudo-backend
     check_model_arg(args.model)
     check_out_dir(args.out)
 

@@ -10,6 +10,7 @@ from typing import Any
 
 import numpy as np
 
+from smug_opt.backend_choice import BackendChoice
 from smug_opt.evaluate._predict import PredictFn, chunks
 from smug_opt.evaluate.baselines import grad_cam, pixel_integrated_gradients, token_integrated_gradients
 from smug_opt.evaluate.boxes import Box, center_box, ground_truth_box, max_box
@@ -31,7 +32,7 @@ class Settings:
     model outputs logits (``softmax``)."""
 
     smug: SmugParameters
-    backend: str
+    backend: str | BackendChoice
     time_limit: float
     sis_threshold: float
     mask_id: int
@@ -40,7 +41,7 @@ class Settings:
 
     def record(self) -> dict[str, Any]:
         """The settings as a run folder's configuration records them (flat, JSON-ready)."""
-        return {"backend": self.backend, "k": self.smug.k, "gamma": self.smug.gamma,
+        return {"backend": str(self.backend), "k": self.smug.k, "gamma": self.smug.gamma,
                 "cell": self.smug.cell, "time_limit": self.time_limit,
                 "sis_threshold": self.sis_threshold, "mask_id": self.mask_id,
                 "ig_steps": self.ig_steps, "softmax": self.softmax}

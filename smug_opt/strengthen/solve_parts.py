@@ -19,7 +19,7 @@ import numpy as np
 
 from smug_opt.backend import Status
 from smug_opt.ir import Problem
-from smug_opt.result import Attempt, SolveResult, Timings
+from smug_opt.result import Attempt, Proof, SolveResult, Timings
 from smug_opt.strengthen.presolve import Part, Pieces, Strengthened, strengthen
 from smug_opt.verification import snap_binaries, verify
 
@@ -154,7 +154,7 @@ def _combine(prepared: Strengthened, results: list[SolveResult], start: float,
     if status in (Status.OPTIMAL, Status.INFEASIBLE):
         deciding = [r for r in results if r.status is status] if status is Status.INFEASIBLE \
             else results
-        proof = "exact" if all(r.proof == "exact" for r in deciding) else "solver"
+        proof = Proof.EXACT if all(r.proof == Proof.EXACT for r in deciding) else Proof.SOLVER
     gap = None
     if objective is not None and bound is not None:
         gap = max(objective - bound, 0.0) / max(abs(objective), 1.0)
