@@ -4,6 +4,8 @@ reader covers, so a machine without ../shared still tests them all."""
 
 from __future__ import annotations
 
+import gzip
+import re
 from pathlib import Path
 
 import numpy as np
@@ -44,6 +46,32 @@ def assert_matches(ours: np.ndarray, reference: np.ndarray) -> None:
     assert (ours.argmax(1) == reference.argmax(1)).mean() >= 0.95
 
 
+CIFAR_SPECS = {
+    "cifar10_small": ("vnncomp2021/benchmarks/marabou-cifar10/specs", "*_eps0.012_*.vnnlib.gz"),
+    "resnet_2b": ("vnncomp2021/benchmarks/cifar10_resnet/vnnlib_properties_pgd_filtered/"
+                  "resnet2b_pgd_filtered", "*.vnnlib.gz"),
+}
+
+
+def spec_images(name: str, count: int = 4) -> tuple[np.ndarray, np.ndarray]:
+    """Real CIFAR-10 images (the centres of the VNN-LIB input boxes, within ε of the image)
+    and their labels (from the file name's ``orig`` or the header's ``label``)."""
+    folder, pattern = CIFAR_SPECS[name]
+    images, labels = [], []
+    for path in sorted((NETS / folder).glob(pattern))[:count]:
+        with gzip.open(path, "rt") as file:
+            text = file.read()
+        bounds = re.findall(r"\(assert \((<=|>=) X_(\d+) ([-\d.e]+)\)\)", text)
+        size = 1 + max(int(i) for _, i, _ in bounds)
+        lo, hi = np.zeros(size), np.zeros(size)
+        for side, i, value in bounds:
+            (hi if side == "<=" else lo)[int(i)] = float(value)
+        images.append((lo + hi) / 2)
+        label = re.search(r"orig(\d+)", path.name) or re.search(r"label: (\d+)", text)
+        labels.append(int(label.group(1)))
+    return np.array(images), np.array(labels)
+
+
 @pytest.fixture(scope="module")
 def digits() -> tuple[np.ndarray, np.ndarray]:
     from smug_opt.data import load_digits
@@ -59,16 +87,16 @@ def test_external_network_matches_onnxruntime(name, digits):
         pytest.skip(f"{path} absent (the external networks live in ../shared/nets beside the repo)")
     net = read_onnx(path, input_range=(0.0, 1.0))
     assert net.name == path.stem and net.input_range == (0.0, 1.0) and net.num_outputs == 10
-    images, labels = digits
-    if name.startswith(("cifar", "resnet")):
-        x = np.random.default_rng(0).uniform(0, 1, size=(8, *net.input_shape))
+    if name in CIFAR_SPECS:  # images recovered from the VNN-LIB specs (in the network's input space)
+        images, labels = spec_images(name)
+        x = images.reshape(len(images), *net.input_shape)
     else:  # the same digits in each network's own input layout
+        images, labels = digits
         x = images.transpose(0, 3, 1, 2) if net.input_shape == (1, 28, 28) else \
             images.reshape(len(images), *net.input_shape)
     ours = net.forward(x)
     assert_matches(ours, runtime(path.read_bytes(), x))
-    if not name.startswith(("cifar", "resnet")):  # read right, they classify real digits
-        assert (ours.argmax(1) == labels).mean() >= 0.85
+    assert (ours.argmax(1) == labels).mean() >= 0.75  # read right, they classify real images
 
 
 def _model(nodes, inputs, output_shape, initializers, opset):
