@@ -8,6 +8,7 @@ from fractions import Fraction
 
 import numpy as np
 import pytest
+import scipy.sparse as sp
 from flat_nets import every_kind, exact_forward, linear, mlp
 
 from smug_opt.bounds import Box, Masks, propagate
@@ -104,6 +105,20 @@ def test_cardinality_concretisation_matches_brute_force_with_shared_cells():
         assert np.allclose(bounds.hi[1], outputs[allowed].max(axis=0), rtol=0, atol=1e-12)
         assert np.all(bounds.lo[1] <= outputs[allowed].min(axis=0))
         assert np.all(bounds.hi[1] >= outputs[allowed].max(axis=0))
+
+
+def test_masks_from_a_cell_matrix():
+    rng = np.random.default_rng(4)
+    x = rng.normal(size=12)
+    x[[3, 7]] = 0.0
+    cell_of = np.array([0, 0, 1, 2, 2, 2, 3, 4, 4, 5, 6, 6])
+    nonzero = np.flatnonzero(x)
+    inputs = sp.csr_matrix((x[nonzero], (nonzero, cell_of[nonzero])), shape=(12, 7))
+    masks = Masks.from_matrix(inputs, max_cells=3)
+    lam = rng.normal(size=(4, masks.support.size))
+    assert np.array_equal(masks.minimum(lam)[0], Masks(x, cell_of, max_cells=3).minimum(lam)[0])
+    with pytest.raises(ValueError, match="more than one cell"):
+        Masks.from_matrix(sp.csr_matrix(np.ones((2, 2))))
 
 
 def test_output_specification_rows():

@@ -11,6 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 import numpy as np
+import scipy.sparse as sp
 
 from smug_opt.bounds.rounding import slack
 from smug_opt.exact import TINY
@@ -96,6 +97,17 @@ class Masks:
         object.__setattr__(self, "support", support)
         object.__setattr__(self, "_order", order)
         object.__setattr__(self, "_starts", starts)
+
+    @classmethod
+    def from_matrix(cls, inputs: sp.spmatrix, max_cells: int | None = None) -> Masks:
+        """The masks ``x = inputs @ M`` of an ``(inputs, cells)`` matrix with at most one
+        nonzero per row (the input's value, in its cell's column)."""
+        coo = sp.coo_matrix(inputs)
+        if np.unique(coo.row).size != coo.row.size:
+            raise ValueError("Masks.from_matrix: an input lies in more than one cell")
+        values, cell_of = np.zeros(coo.shape[0]), np.zeros(coo.shape[0], dtype=np.int64)
+        values[coo.row], cell_of[coo.row] = coo.data, coo.col
+        return cls(values, cell_of, max_cells)
 
     @property
     def size(self) -> int:
