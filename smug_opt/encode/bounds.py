@@ -185,6 +185,8 @@ def network_bounds(A1: np.ndarray, b1: np.ndarray, layers: Sequence[tuple[np.nda
             ambiguous = np.flatnonzero((lo[k] < 0) & (hi[k] > 0))
             if ambiguous.size == 0:
                 continue
+            if time.perf_counter() >= deadline:
+                break  # the budget is spent (building an LP counts)
             if crown:  # the most ambiguous first: largest triangle relaxation height
                 height = -lo[k][ambiguous] * hi[k][ambiguous] / (hi[k][ambiguous] - lo[k][ambiguous])
                 ambiguous = ambiguous[np.argsort(-height, kind="stable")]
