@@ -164,14 +164,14 @@ def network_bounds(A1: np.ndarray, b1: np.ndarray, layers: Sequence[tuple[np.nda
     crown = mode.startswith("crown")
     global_lo, global_hi = interval_bounds(A1, b1, layers)
     lo, hi = interval_bounds(A1, b1, layers, max_ones=max_ones)
-    if crown:
+    use_lp = mode in ("lp", "crown+lp")
+    enumerated = None
+    if use_lp and max_ones is not None:  # exact over the feasible masks: propagation adds nothing
+        enumerated = enumerated_bounds(A1, b1, layers, out_rows, out_rhs, max_ones)
+    if crown and enumerated is None:
         lo, hi = crown_bounds(A1, b1, layers, max_ones, prior=(lo, hi))
     t1 = time.perf_counter()
     lps = failures = 0
-    enumerated = None
-    use_lp = mode in ("lp", "crown+lp")
-    if use_lp and max_ones is not None:
-        enumerated = enumerated_bounds(A1, b1, layers, out_rows, out_rhs, max_ones)
     min_ones = 0
     if enumerated is not None:  # as tight as bounds over the feasible masks can be: no LPs
         for k, (e_lo, e_hi) in enumerate(zip(enumerated[0], enumerated[1], strict=True)):
