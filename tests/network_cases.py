@@ -73,6 +73,7 @@ def small_torch_cnn():
             self.pool = nn.MaxPool2d(2, padding=1)
             self.avg = nn.AvgPool2d(2, stride=1, padding=1, count_include_pad=False)
             self.fc1 = nn.Linear(6 * 5 * 5, 16)
+            self.prelu = nn.PReLU(init=0.05)
             self.fc2 = nn.Linear(16, 10)
             with torch.no_grad():  # non-trivial inference statistics
                 self.bn.running_mean.uniform_(-0.5, 0.5)
@@ -85,7 +86,7 @@ def small_torch_cnn():
             h = nn.functional.relu6(self.bn(self.conv(x)))
             h = h + nn.functional.leaky_relu(self.depthwise(h), 0.1)
             h = self.avg(self.pool(h))
-            h = torch.relu(self.fc1(h.view(h.size(0), -1)))
+            h = self.prelu(self.fc1(h.view(h.size(0), -1)))
             return self.fc2(h)
 
     return SmallCNN()

@@ -42,7 +42,7 @@ def test_embedded_models_match_keras_predict(name, digits):
         assert Scale not in [type(node.op) for node in net.nodes]
 
 
-def _every_layer_model():
+def _every_layer_model(softmax: bool = False):
     from smug_opt.models._keras import import_keras
 
     keras = import_keras()
@@ -66,7 +66,7 @@ def _every_layer_model():
     x = layers.Dropout(0.5)(layers.Flatten()(x))
     x = layers.Dense(10, activation="leaky_relu")(x)
     outputs = layers.Dense(10, activation="relu")(x)  # a ReLU on the logits, as ERAN's nets
-    model = keras.Model(inputs, outputs)
+    model = keras.Model(inputs, layers.Softmax()(outputs) if softmax else outputs)
     bn.set_weights([np.linspace(0.5, 1.5, 4), np.linspace(-0.2, 0.2, 4), np.linspace(-0.1, 0.1, 4),
                     np.linspace(0.5, 2.0, 4)])
     return model
@@ -83,6 +83,8 @@ def test_every_layer_matches_keras(digits):
     expected = model(x, training=False).numpy()
     assert expected.max() > 0
     np.testing.assert_allclose(net.forward(x), expected, rtol=0, atol=1e-5 * max(1.0, np.abs(expected).max()))
+    with_softmax = read_keras(_every_layer_model(softmax=True))  # a Softmax layer on the output
+    assert with_softmax.output == "softmax" and with_softmax.digest == net.digest
 
 
 def test_unsupported_layer_names_it():

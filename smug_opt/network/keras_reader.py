@@ -38,7 +38,7 @@ __all__ = ["SUPPORTED_LAYERS", "read_keras"]
 SUPPORTED_LAYERS = ("InputLayer", "Dense", "Conv2D", "DepthwiseConv2D", "SeparableConv2D",
                     "BatchNormalization", "Rescaling", "Normalization", "MaxPooling2D", "AveragePooling2D",
                     "GlobalAveragePooling2D", "GlobalMaxPooling2D", "Flatten", "Reshape", "ZeroPadding2D",
-                    "Add", "ReLU", "LeakyReLU", "Activation", "Dropout", "Identity")
+                    "Add", "ReLU", "LeakyReLU", "Activation", "Softmax", "Dropout", "Identity")
 _PASS = ("InputLayer", "Dropout", "Identity")
 
 
@@ -185,6 +185,11 @@ class _Reader:
             return index
         if kind == "Activation":
             return self._activation(layer, layer.activation, x, is_output)
+        if kind == "Softmax":
+            if not is_output:
+                raise ValueError("a Softmax layer is read only on the model's output")
+            self.output_kind = "softmax"
+            return x
         if kind == "LeakyReLU":
             return self._add(layer, LeakyRelu(float(layer.negative_slope)), (x,))
         return self._relu(layer, x)

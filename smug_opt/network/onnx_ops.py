@@ -104,6 +104,13 @@ def _arithmetic(op: str):
     return translate
 
 
+def _prelu(r: _Reader, name: str, inputs: list, attrs: dict) -> int:
+    slope = np.unique(_constant(inputs[1], "the slope"))
+    if slope.size != 1:
+        raise ValueError(f"{slope.size} different slopes; only one slope for every value is read")
+    return r.add(name, LeakyRelu(float(slope[0])), (_tensor(inputs[0]),))
+
+
 def _clip(r: _Reader, name: str, inputs: list, attrs: dict) -> int:
     lo, hi = attrs.get("min", -np.inf), attrs.get("max", np.inf)
     if len(inputs) > 1 and inputs[1] is not None:
@@ -281,6 +288,7 @@ TRANSLATE = {
     "Relu": lambda r, name, inputs, attrs: r.add(name, Relu(), (_tensor(inputs[0]),)),
     "LeakyRelu": lambda r, name, inputs, attrs: r.add(name, LeakyRelu(float(attrs.get("alpha", 0.01))),
                                                       (_tensor(inputs[0]),)),
+    "PRelu": _prelu,
     "Clip": _clip,
     "Conv": _conv,
     "BatchNormalization": _batch_norm,
