@@ -11,7 +11,8 @@ import numpy as np
 
 from smug_opt.backend import Status
 
-__all__ = ["PROOFS", "Attempt", "Proof", "RaceEntry", "RaceStatus", "SolveResult", "Timings"]
+__all__ = ["PROOFS", "Attempt", "Proof", "RaceEntry", "RaceStatus", "SolveResult", "Strengthening",
+           "Timings"]
 
 
 @enum.unique
@@ -99,6 +100,44 @@ class RaceEntry:
 
 
 @dataclass(frozen=True)
+class Strengthening:
+    """What :mod:`smug_opt.strengthen` did in a solve (:attr:`SolveResult.strengthening`).
+
+    ``applied`` False: the problem was solved as stated, ``note`` says why. Otherwise the
+    counts of what was derived (cuts, clauses, tabulated supports, rows removed, cells
+    fixed on/off, unconstrained cells), the parts solved separately (the largest's cell
+    count, how many were proven optimal) and the seconds strengthening took.
+    """
+
+    applied: bool
+    pieces: tuple[str, ...]
+    seconds: float
+    parts: int
+    parts_solved: int = 0
+    note: str | None = None
+    cuts: int = 0
+    clauses: int = 0
+    tables: int = 0
+    rows_removed: int = 0
+    fixed_on: int = 0
+    fixed_off: int = 0
+    unconstrained: int = 0
+    largest_part: int = 0
+
+    def to_dict(self) -> dict[str, Any]:
+        """A JSON-ready dictionary (as bench records keep it)."""
+        return {**asdict(self), "pieces": list(self.pieces)}
+
+    def summary(self) -> str:
+        """One line: what was derived, or why nothing was."""
+        pieces = ", ".join(self.pieces) or "no pieces"
+        if not self.applied:
+            return f"{pieces}: {self.note}"
+        return (f"{pieces}: {self.cuts} cuts, {self.clauses} clauses, {self.rows_removed} rows "
+                f"removed, {self.fixed_on} fixed on, {self.fixed_off} fixed off, {self.parts} part(s)")
+
+
+@dataclass(frozen=True)
 class SolveResult:
     """What :func:`smug_opt.solve` returns.
 
@@ -108,7 +147,7 @@ class SolveResult:
     when the objective is integral); ``gap`` = (objective − bound) / max(|objective|, 1).
     A solution that failed exact verification is never returned in ``x``. ``strengthening``
     is None when the solve ran without :mod:`smug_opt.strengthen`, else what it did
-    (pieces, cuts, fixings, rows removed, parts, seconds). OPTIMAL is exact
+    (a :class:`Strengthening`). OPTIMAL is exact
     for integral objectives; otherwise it holds within ``smug_opt.solving.objective_tolerance``
     (1e-6 of the objective's scale), the precision floating-point MILP solvers work to.
 
@@ -141,7 +180,7 @@ class SolveResult:
     numeric_issues: tuple[str, ...] = ()  # inputs outside the float-faithful range (smug_opt.numeric_range)
     metadata: dict[str, Any] = field(default_factory=dict)
     race: tuple[RaceEntry, ...] = ()  # the raced backends, for backend "auto" or "a,b,c"
-    strengthening: dict[str, Any] | None = None
+    strengthening: Strengthening | None = None
 
     @property
     def has_solution(self) -> bool:

@@ -78,7 +78,7 @@ def test_a_race_solves_the_strengthened_parts() -> None:
     problem = Problem.from_arrays([[1.0, 1.0, 2.0, -3.0], [0.0, 1.0, -1.0, 1.0]], ">", [0.0, 0.5])
     raced = solve(problem, "highs,cpsat", time_limit=20, strengthen=True)
     single = solve(problem, "highs", time_limit=20, strengthen=False)
-    assert raced.strengthening is not None and raced.strengthening["applied"]
+    assert raced.strengthening is not None and raced.strengthening.applied
     assert raced.status is single.status is Status.OPTIMAL
     assert raced.objective == single.objective == float(brute_force(problem).objective)
     assert verify(problem, raced.x).ok and raced.backend == "highs,cpsat"

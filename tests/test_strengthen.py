@@ -159,7 +159,7 @@ def test_solve_records_the_strengthening() -> None:
     on = solve(problem, "highs", time_limit=20, strengthen=True)
     off = solve(problem, "highs", time_limit=20, strengthen=False)
     assert off.strengthening is None and off.times.strengthen == 0
-    assert on.strengthening is not None and on.strengthening["applied"]
+    assert on.strengthening is not None and on.strengthening.applied
     assert on.status is off.status is Status.OPTIMAL and on.objective == off.objective
     assert on.proof == off.proof == "solver"
     assert verify(problem, on.x).ok
@@ -169,7 +169,7 @@ def test_everything_fixed_is_solved_without_a_solver() -> None:
     problem = Problem.from_arrays([[1.0, -1.0]], ">", 0.5)  # only x = (1, 0) holds
     result = solve(problem, "highs", time_limit=10, strengthen=True)
     assert result.status is Status.OPTIMAL and result.x.tolist() == [1.0, 0.0]
-    assert result.strengthening["parts"] == 0 and result.bound == 1 and result.proof == "exact"
+    assert result.strengthening.parts == 0 and result.bound == 1 and result.proof == "exact"
 
 
 @pytest.mark.parametrize("backend", FIRST_PARTY)
@@ -223,7 +223,7 @@ def test_the_default_strengthens_only_homogeneous_strict_problems() -> None:
                                                               use_bias=False))
     homogeneous = Problem.from_arrays([[1.0, 1.0, 2.0, -3.0], [0.0, 1.0, -1.0, 1.0]], ">",
                                       [0.0, 0.5])
-    assert solve(homogeneous, "highs", time_limit=20).strengthening["applied"]
+    assert solve(homogeneous, "highs", time_limit=20).strengthening.applied
     shifted = Problem.from_arrays([[1.0, 1.0, 2.0, -3.0]], ">", [0.5])
     assert solve(shifted, "highs", time_limit=20).strengthening is None
 
@@ -233,7 +233,7 @@ def test_a_start_reaches_the_parts() -> None:
     default) the verified start is kept as the incumbent of its part."""
     problem = Problem.from_arrays([[1.0, 1.0, 2.0, -3.0], [1.0, -1.0, 0.0, 0.0]], ">", [0.0, 0.0])
     result = solve(problem, "highs", time_limit=20, start=np.array([1.0, 0.0, 1.0, 0.0]))
-    assert result.strengthening["applied"] and result.status is Status.OPTIMAL
+    assert result.strengthening.applied and result.status is Status.OPTIMAL
     assert result.objective == 1 and verify(problem, result.x).ok
 
 

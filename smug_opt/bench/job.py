@@ -190,7 +190,8 @@ def _outcome(job: Job, started_at: str, ending: _Ending, exit_code: int, peak_mb
             job, started_at, r.status, objective=r.objective, bound=r.bound, gap=r.gap,
             times=r.times, verified=r.verified, proof=r.proof, verification=r.verification,
             reverified=solved.reverified, checks=dict(solved.checks), attempts=len(r.attempts),
-            incumbents=r.incumbents, strengthening=r.strengthening,
+            incumbents=r.incumbents,
+            strengthening=None if r.strengthening is None else r.strengthening.to_dict(),
             message=r.message if solved.reverified is not False else
             f"harness re-check failed: {solved.reverification}; {r.message}",
             **{**common, "solver": r.solver or ending.solver},

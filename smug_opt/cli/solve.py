@@ -146,12 +146,7 @@ def run(args: argparse.Namespace) -> int:
         print(f"time       total {t.total:.3f}s  (lower {t.lower:.3f}s, solve {t.solve:.3f}s, "
               f"verify {t.verify:.3f}s, overhead {t.overhead:.3f}s)")
         if result.strengthening is not None:
-            st = result.strengthening
-            print(f"strengthen {', '.join(st.get('pieces', [])) or 'no pieces'}: "
-                  + (st["note"] if "note" in st else
-                     f"{st['cuts']} cuts, {st['clauses']} clauses, {st['rows_removed']} rows "
-                     f"removed, {st['fixed_on']} fixed on, {st['fixed_off']} fixed off, "
-                     f"{st['parts']} part(s)") + f" ({t.strengthen:.3f}s)")
+            print(f"strengthen {result.strengthening.summary()} ({t.strengthen:.3f}s)")
         from smug_opt.portfolio import describe
 
         for line in describe(result):

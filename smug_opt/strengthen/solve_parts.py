@@ -19,7 +19,7 @@ import numpy as np
 
 from smug_opt.backend import Status
 from smug_opt.ir import Problem
-from smug_opt.result import Attempt, Proof, SolveResult, Timings
+from smug_opt.result import Attempt, Proof, SolveResult, Strengthening, Timings
 from smug_opt.strengthen.presolve import Part, Pieces, Strengthened, strengthen
 from smug_opt.verification import snap_binaries, verify
 
@@ -167,8 +167,9 @@ def _combine(prepared: Strengthened, results: list[SolveResult], start: float,
                     overhead=max(total - lower - solve - verify_total - seconds, 0.0), total=total)
     attempts: tuple[Attempt, ...] = tuple(a for r in results for a in r.attempts)
     peaks = [r.peak_memory_mb for r in results if r.peak_memory_mb is not None]
-    stats = {"applied": prepared.applied, **prepared.stats}
-    stats["parts_solved"] = sum(r.status is Status.OPTIMAL for r in results)
+    stats = Strengthening(**{**prepared.stats, "applied": prepared.applied, "seconds": seconds,
+                             "pieces": tuple(prepared.stats["pieces"]),
+                             "parts_solved": sum(r.status is Status.OPTIMAL for r in results)})
     return SolveResult(
         status=status, x=x, objective=objective, bound=bound, gap=gap,
         backend=backend, solver=results[0].solver if results else solver,
