@@ -11,7 +11,7 @@ import pytest
 import scipy.sparse as sp
 from flat_nets import every_kind, exact_forward, linear, mlp
 
-from smug_opt.bounds import Box, Masks, propagate
+from smug_opt.bounds import Box, Masks, cell_domain, on_cells, propagate
 from smug_opt.bounds.relaxation import elementwise
 from smug_opt.network.flat import FlatLayer, FlatNetwork
 
@@ -119,6 +119,29 @@ def test_masks_from_a_cell_matrix():
     assert np.array_equal(masks.minimum(lam)[0], Masks(x, cell_of, max_cells=3).minimum(lam)[0])
     with pytest.raises(ValueError, match="more than one cell"):
         Masks.from_matrix(sp.csr_matrix(np.ones((2, 2))))
+
+
+def test_bounds_on_cells_hold_for_the_problem_s_own_coefficients():
+    """On the cells, the first layer's coefficients are the float products ``W @ inputs``;
+    bounds there contain its values in exact arithmetic, and every layer's on sampled masks."""
+    rng = np.random.default_rng(6)
+    net = every_kind(rng)
+    x = rng.normal(size=50)
+    cell_of = np.arange(50) % 25
+    inputs = sp.csr_matrix((x, (np.arange(50), cell_of)), shape=(50, 25))
+    cells = on_cells(net, inputs)
+    bounds = propagate(cells, cell_domain(25, max_cells=7))
+    masks = (rng.random((2000, 25)) < 0.25).astype(float)
+    masks[masks.sum(axis=1) > 7] = 0.0
+    values = cells.forward(masks)
+    _inside(bounds, values)
+    assert np.allclose(values[-1], net.forward(masks @ inputs.T.toarray())[-1], rtol=1e-12, atol=1e-12)
+    for mask in masks[:5]:
+        exact = exact_forward(cells, mask)
+        for j, value in enumerate(exact[1]):
+            assert Fraction(bounds.lo[1][j]) <= value <= Fraction(bounds.hi[1][j])
+    with pytest.raises(ValueError, match="only linear layers"):
+        on_cells(FlatNetwork((FlatLayer("input", (), 50), FlatLayer("relu", (0,), 50)), (50,)), inputs)
 
 
 def test_output_specification_rows():
