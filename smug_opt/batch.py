@@ -25,7 +25,7 @@ import numpy as np
 from smug_opt.backend_choice import BackendChoice
 from smug_opt.executors import Executor, SequentialExecutor, worker_cache
 from smug_opt.parameters import PAPER_PARAMETERS, SmugParameters
-from smug_opt.runstore import RunFolder
+from smug_opt.runstore import RunFolder, model_identity
 
 __all__ = ["BatchRun", "ExplainSettings", "ExplainedInput", "ModelRef", "explain_many",
            "summary_markdown"]
@@ -243,8 +243,11 @@ class BatchRun(Iterator[ExplainedInput]):
         return next(self._stream)
 
     def close(self) -> None:
-        """Stop the run: tasks not yet started are cancelled."""
+        """Stop the run: tasks not yet started are cancelled and the run folder's lock is
+        released (a run iterated to its end releases it by itself)."""
         self._stream.close()  # type: ignore[attr-defined]
+        if self.folder is not None:
+            self.folder.close()
 
 
 def _sources(inputs: Any) -> list[tuple[str, Any]] | np.ndarray:
@@ -306,8 +309,9 @@ def explain_many(
         raise ValueError("two inputs share a file name; names identify inputs in the run folder")
     folder, note = None, ""
     if out is not None:
-        config = {"model": str(model) if isinstance(ref, ModelRef) else "<in-memory model>",
-                  "inputs": _describe(inputs), "n": len(names), **settings.to_dict()}
+        named = model_identity(str(model)) if isinstance(ref, ModelRef) else {"model": "<in-memory model>"}
+        config = {**named, "inputs": _describe(inputs), "n": len(names),
+                  **settings.to_dict()}
         folder, note = RunFolder.open(out, config, kind=KIND, resume=resume, overwrite=overwrite,
                                       extra_files=(OVERLAYS_DIR, SUMMARY_FILE))
     elif resume or overwrite or overlays:
@@ -339,6 +343,14 @@ def _failed_chunk(chunk: _Chunk, exc: BaseException) -> _ChunkFailed:
 
 
 def _stream(run: BatchRun, executor: Executor, chunks: Iterator[_Chunk]) -> Iterator[ExplainedInput]:
+    try:
+        yield from _explained(run, executor, chunks)
+    finally:
+        if run.folder is not None:
+            run.folder.close()
+
+
+def _explained(run: BatchRun, executor: Executor, chunks: Iterator[_Chunk]) -> Iterator[ExplainedInput]:
     started = time.perf_counter()
     fresh: list[dict[str, Any]] = []
     for _, outcome in executor.map(explain_chunk, chunks, on_error=_failed_chunk):

@@ -7,12 +7,19 @@ leaves at worst a half-written last line (dropped on reopening) or a part no rec
 at (deleted on reopening): every input is recorded once or not at all, and a resumed run
 redoes exactly the ones that are not.
 
-Reading: :meth:`RunFolder.records` and :meth:`RunFolder.arrays` (numpy), or each part with
-``numpy.load`` directly (``index`` names the input of each row).
+One writer at a time: :meth:`RunFolder.open` locks the folder
+(:class:`~smug_opt.filelock.FolderLock`) until :meth:`RunFolder.close` or the writer's end;
+a second writer is refused with the holder's host, pid and start time.
+
+Reading: ``RunFolder.read(path)`` needs no configuration, takes no lock and writes nothing
+(a run still going is read as far as it got); then :meth:`RunFolder.records` and
+:meth:`RunFolder.arrays` (numpy), or each part with ``numpy.load`` directly (``index``
+names the input of each row).
 """
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import re
@@ -24,7 +31,9 @@ from typing import Any
 
 import numpy as np
 
-__all__ = ["PARTS_DIR", "RECORDS_FILE", "RUN_FILE", "RunFolder", "RunMismatchError"]
+from smug_opt.filelock import FolderLock
+
+__all__ = ["PARTS_DIR", "RECORDS_FILE", "RUN_FILE", "RunFolder", "RunMismatchError", "model_identity"]
 
 RECORDS_FILE = "records.jsonl"
 RUN_FILE = "run.json"
@@ -34,6 +43,20 @@ _PART = re.compile(r"part-(\d{6})\.npz")
 
 class RunMismatchError(ValueError):
     """The folder holds a different run (other settings) or something that is not a run."""
+
+
+def model_identity(model: str) -> dict[str, str]:
+    """A model as a run's configuration names it: a file by its resolved path and SHA-256
+    digest (the same name in another folder, or the same path rewritten, is another model;
+    ``--resume`` refuses it), anything else (an embedded model) by its name."""
+    path = Path(model)
+    if not path.is_file():
+        return {"model": model}
+    digest = hashlib.sha256()
+    with open(path, "rb") as f:
+        for block in iter(lambda: f.read(2**20), b""):
+            digest.update(block)
+    return {"model": str(path.resolve()), "model_sha256": digest.hexdigest()}
 
 
 def _fsync_dir(path: Path) -> None:
@@ -55,7 +78,8 @@ def _atomic_write_bytes(path: Path, write: Any) -> None:
 
 
 class RunFolder:
-    """One run's folder (see the module docstring). Open it with :meth:`open`."""
+    """One run's folder (see the module docstring): :meth:`open` it to write a run,
+    :meth:`read` it to look at one."""
 
     def __init__(self, path: Path, config: Mapping[str, Any], records_name: str = RECORDS_FILE) -> None:
         self.path = path
@@ -63,6 +87,25 @@ class RunFolder:
         self.config = dict(config)
         self._records: list[dict[str, Any]] = []
         self._next_part = 0
+        self._lock: FolderLock | None = None
+        self.kind: str | None = None
+
+    @classmethod
+    def read(cls, path: str | os.PathLike[str]) -> RunFolder:
+        """A run folder, read-only: its ``config`` and ``kind`` from ``run.json``, its
+        complete records; nothing is written, repaired or locked, so a folder another
+        process is still writing can be read (as far as it got)."""
+        out = Path(path)
+        try:
+            info = json.loads((out / RUN_FILE).read_text())
+        except FileNotFoundError:
+            raise ValueError(f"{out} is not a smug-opt run folder (no {RUN_FILE})") from None
+        except ValueError as exc:
+            raise ValueError(f"{out / RUN_FILE} is not valid JSON ({exc})") from None
+        folder = cls(out, info.get("config", {}), info.get("records", RECORDS_FILE))
+        folder.kind = info.get("kind")
+        folder._records = [json.loads(line) for line in _complete_lines(folder.records_file)]
+        return folder
 
     @classmethod
     def open(cls, path: str | os.PathLike[str], config: Mapping[str, Any], *, kind: str,
@@ -73,9 +116,34 @@ class RunFolder:
 
         A previous run of the same config is continued with ``resume``; with ``overwrite``
         its files (and ``extra_files``) are removed first; otherwise a ValueError says what to do.
-        ``records_name``: the records file's name (default ``records.jsonl``).
+        ``records_name``: the records file's name (default ``records.jsonl``). The folder
+        stays locked until :meth:`close` (:class:`~smug_opt.filelock.FolderInUseError`
+        if another process holds it).
         """
-        out = Path(path)
+        lock = FolderLock.acquire(path)
+        try:
+            folder, note = cls._open_locked(Path(path), config, kind=kind, resume=resume,
+                                            overwrite=overwrite, extra_files=extra_files,
+                                            records_name=records_name)
+        except BaseException:
+            lock.release()
+            raise
+        folder._lock = lock
+        if lock.stale is not None:
+            note = "; ".join(filter(None, [note, f"took over the lock of a run that ended without "
+                                                 f"releasing it ({lock.stale})"]))
+        return folder, note
+
+    def close(self) -> None:
+        """Release the folder's lock (a run folder that ends is closed by its writer)."""
+        if self._lock is not None:
+            self._lock.release()
+            self._lock = None
+
+    @classmethod
+    def _open_locked(cls, out: Path, config: Mapping[str, Any], *, kind: str, resume: bool,
+                     overwrite: bool, extra_files: Sequence[str], records_name: str
+                     ) -> tuple[RunFolder, str]:
         run_file, records_file = out / RUN_FILE, out / records_name
         note = ""
         previous = json.loads(run_file.read_text()) if run_file.is_file() else None
@@ -86,6 +154,12 @@ class RunFolder:
             raise RunMismatchError(f"{out} holds a {previous.get('kind')!r} run, not {kind!r}; "
                                    "choose another --out")
         if previous is not None and resume:
+            unrecorded = sorted(set(config) - set(previous["config"]))
+            if unrecorded:
+                raise RunMismatchError(
+                    f"--resume: {out} was written by an older smug-opt that did not record "
+                    f"{', '.join(unrecorded)}, so this run cannot be checked against it; use "
+                    "--overwrite to redo it, or another --out")
             differ = sorted(k for k in set(previous["config"]) | set(config)
                             if previous["config"].get(k) != config.get(k))
             if differ:
@@ -111,7 +185,8 @@ class RunFolder:
         folder = cls(out, config, records_name)
         folder._repair()
         now = datetime.now(timezone.utc).isoformat(timespec="seconds")
-        info = {"kind": kind, "config": dict(config),
+        folder.kind = kind
+        info = {"kind": kind, "records": records_name, "config": dict(config),
                 "created": previous["created"] if previous and resume else now, "updated": now}
         _atomic_write_bytes(run_file, lambda f: f.write((json.dumps(info, indent=2) + "\n").encode()))
         return folder, note

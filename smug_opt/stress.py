@@ -136,6 +136,7 @@ def run_stress(n: int = 100, backends: Sequence[str] = ("highs",), time_limit: f
     """
     from smug_opt.bench.records import RESULTS_FILE, read_records
     from smug_opt.bench.runner import RUN_FILE, RunConfig, resolve_backends, run_benchmark
+    from smug_opt.filelock import FolderLock
 
     if z3_encoding not in Z3_ENCODINGS:
         raise ValueError(f"z3_encoding must be one of {', '.join(Z3_ENCODINGS)}, got {z3_encoding!r}")
@@ -148,26 +149,28 @@ def run_stress(n: int = 100, backends: Sequence[str] = ("highs",), time_limit: f
     labels = [_backend_label(b, z3_encoding) for b in names]
     suite, tag = stress_suite(model, n=n, seed=seed, bounds=bounds, cell=cell)
     out = Path(out_dir)
-    if not resume:
-        for stale in (out / RESULTS_FILE, out / RUN_FILE):
-            stale.unlink(missing_ok=True)
-    extras = {label: {"encoding": z3_encoding} for label in labels if label.startswith("z3:")}
-    config = RunConfig(backends=tuple(labels), time_limit=float(time_limit), suites=(suite.name,),
-                       extras=extras)
-    load_start = os.getloadavg()[0]
-    run_benchmark(config, out, quiet=not progress)
-    digits = {spec.name for spec in suite.specs()}
-    records = [r for r in read_records(out / RESULTS_FILE)
-               if r.suite == suite.name and r.instance in digits]
-    table = stress_table(digit_rows(records), labels)
-    table["config"] = {"suite": "mnist", "model": tag, "suite_version": suite.version,
-                       "bounds": bounds, "cell": cell, "time_limit": float(time_limit), "seed": seed, "n": n,
-                       "z3_encoding": z3_encoding, "backends": labels, "bench_suite": suite.name}
-    table["machine"] = {"cpu_count": os.cpu_count(), "load_average_start": load_start,
-                        "load_average_end": os.getloadavg()[0]}
-    (out / "table.json").write_text(json.dumps(table, indent=2) + "\n")
-    (out / "table.md").write_text(stress_markdown(table) + "\n")
-    return table
+    with FolderLock.acquire(out):  # held while stale records go and the benchmark runs
+        if not resume:
+            for stale in (out / RESULTS_FILE, out / RUN_FILE):
+                stale.unlink(missing_ok=True)
+        extras = {label: {"encoding": z3_encoding} for label in labels if label.startswith("z3:")}
+        config = RunConfig(backends=tuple(labels), time_limit=float(time_limit), suites=(suite.name,),
+                           extras=extras)
+        load_start = os.getloadavg()[0]
+        run_benchmark(config, out, quiet=not progress)
+        digits = {spec.name for spec in suite.specs()}
+        records = [r for r in read_records(out / RESULTS_FILE)
+                   if r.suite == suite.name and r.instance in digits]
+        table = stress_table(digit_rows(records), labels)
+        table["config"] = {"suite": "mnist", "model": tag, "suite_version": suite.version,
+                           "bounds": bounds, "cell": cell, "time_limit": float(time_limit), "seed": seed,
+                           "n": n,
+                           "z3_encoding": z3_encoding, "backends": labels, "bench_suite": suite.name}
+        table["machine"] = {"cpu_count": os.cpu_count(), "load_average_start": load_start,
+                            "load_average_end": os.getloadavg()[0]}
+        (out / "table.json").write_text(json.dumps(table, indent=2) + "\n")
+        (out / "table.md").write_text(stress_markdown(table) + "\n")
+        return table
 
 
 def digit_rows(records: Iterable[RunRecord]) -> list[dict[str, Any]]:

@@ -34,6 +34,7 @@ from smug_opt.bench.records import (
 )
 from smug_opt.bench.suites import Instance, get_suite, instances_from_dir, load_suite
 from smug_opt.executors import Executor, SequentialExecutor
+from smug_opt.filelock import FolderLock
 from smug_opt.spawn import default_memory_limit_mb
 from smug_opt.strengthen import Pieces
 
@@ -210,13 +211,20 @@ def run_benchmark(
 
     ``executor`` defaults to one job at a time. ``retry_errors`` also re-runs jobs recorded
     as ERROR (their new record replaces the old one). ``on_record`` is called with each
-    record once it is on disk. A progress bar goes to stderr unless ``quiet``.
+    record once it is on disk. A progress bar goes to stderr unless ``quiet``. ``out_dir``
+    is locked for the run (:class:`~smug_opt.filelock.FolderInUseError` if another holds it).
     """
+    out = Path(out_dir)
+    resolve_backends(config.backends)
+    with FolderLock.acquire(out):  # one writer per run directory (the holder is named)
+        return _run_locked(config, out, executor, quiet=quiet, retry_errors=retry_errors,
+                           on_record=on_record)
+
+
+def _run_locked(config: RunConfig, out: Path, executor: Executor | None, *, quiet: bool,
+                retry_errors: bool, on_record: Callable[[RunRecord], None] | None) -> RunOutcome:
     from tqdm import tqdm
 
-    out = Path(out_dir)
-    out.mkdir(parents=True, exist_ok=True)
-    resolve_backends(config.backends)
     stored = _read_run_file(out)
     merged = config.merged_with(stored) if stored is not None else config
     instances = collect_instances(config, progress=not quiet)

@@ -33,7 +33,7 @@ from smug_opt.evaluate.scoring import evaluate_input, summarize
 from smug_opt.executors import Executor, SequentialExecutor, worker_cache
 from smug_opt.models.catalog import smug_parameters
 from smug_opt.parameters import SmugParameters
-from smug_opt.runstore import RunFolder
+from smug_opt.runstore import RunFolder, model_identity
 
 __all__ = ["evaluate", "evaluate_chunk"]
 
@@ -273,7 +273,8 @@ def evaluate(
     settings = Settings(smug, backend, time_limit, sis_threshold, mask_id, ig_steps, softmax)
     folder = None
     if out_dir is not None:
-        config = {"model": _model_label(model), "methods": list(names_checked), "n": len(inputs),
+        named = model_identity(model) if isinstance(model, str) else {"model": _model_label(model)}
+        config = {**named, "methods": list(names_checked), "n": len(inputs),
                   "inputs_sha1": hashlib.sha1(np.ascontiguousarray(inputs).tobytes()).hexdigest(),
                   "labels": labels.tolist(), **settings.record()}
         folder, note = RunFolder.open(out_dir, config, kind="evaluate", resume=resume,
@@ -303,11 +304,15 @@ def evaluate(
             outcomes.update(done)
             if bar is not None:
                 bar.update(len(done))
+        if bar is not None:
+            bar.close()
+        ordered = tuple(outcomes[i] for i in range(len(inputs)))
+        result = EvaluationResult(modality, names_checked, ordered, summarize(ordered, names_checked))
+        if out_dir is not None:
+            result.files.update(_write(Path(out_dir), inputs, result, input_names))
     finally:
         if bar is not None:
             bar.close()
-    ordered = tuple(outcomes[i] for i in range(len(inputs)))
-    result = EvaluationResult(modality, names_checked, ordered, summarize(ordered, names_checked))
-    if out_dir is not None:
-        result.files.update(_write(Path(out_dir), inputs, result, input_names))
+        if folder is not None:
+            folder.close()
     return result
