@@ -71,6 +71,7 @@ __all__ = [
     "primal_gap",
     "primal_integral",
     "record_primal_integral",
+    "results_by_instance",
     "shifted_geometric_mean",
     "summarize_suites",
     "wrong_reason",
@@ -104,6 +105,15 @@ def shifted_geometric_mean(times: Iterable[float], shift: float = SHIFT) -> floa
     if values.size == 0:
         return math.nan
     return float(np.exp(np.mean(np.log(np.maximum(1.0, values + shift)))) - shift)
+
+
+def results_by_instance(records: Iterable[RunRecord]) -> dict[InstanceKey, dict[str, InstanceResult]]:
+    """(suite, instance) → backend → its :class:`InstanceResult`: the one definition of
+    *solved* and of an instance's time that every table of a bench run uses."""
+    table: dict[InstanceKey, dict[str, InstanceResult]] = defaultdict(dict)
+    for result in instance_results(records):
+        table[(result.suite, result.instance)][result.backend] = result
+    return dict(table)
 
 
 def primal_gap(value: float | None, best: float | None) -> float:
