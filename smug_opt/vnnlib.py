@@ -257,7 +257,7 @@ class _Reader:
             raise VnnlibError(f"line {line}: input constraint over {len(coefs)} inputs "
                               f"(only boxes, one input per bound, are supported)")
         ((_, index), a), = coefs.items()
-        value = -const / a  # a·x + const REL 0
+        value = -const / a + 0.0  # a·x + const REL 0 (+ 0.0: no -0.0)
         if -const != value * a:
             raise VnnlibError(f"line {line}: input bound with coefficient {a!r} is not exact in float64")
         if relation == "=":
@@ -286,7 +286,7 @@ class _Reader:
                 if np.prod([float(len(p)) for p in parts]) > MAX_DISJUNCTS:
                     raise VnnlibError(f"line {node.line}: 'and' of disjunctions expands past "
                                       f"{MAX_DISJUNCTS} disjuncts")
-                out = [sum(combo, []) for combo in itertools.product(*parts)]
+                out = [list(itertools.chain.from_iterable(combo)) for combo in itertools.product(*parts)]
             if len(out) > MAX_DISJUNCTS:
                 raise VnnlibError(f"line {node.line}: more than {MAX_DISJUNCTS} disjuncts")
             return out
@@ -301,8 +301,8 @@ class _Reader:
             hi[index] = min(hi[index], high)
         empty = np.flatnonzero(lo > hi)
         if empty.size:
-            raise VnnlibError(f"input X_{empty[0]} has lower bound {lo[empty[0]]!r} above its upper "
-                              f"bound {hi[empty[0]]!r} (an empty box)")
+            raise VnnlibError(f"input X_{empty[0]} has lower bound {float(lo[empty[0]])!r} above its upper "
+                              f"bound {float(hi[empty[0]])!r} (an empty box)")
         unbounded = np.flatnonzero(~(np.isfinite(lo) & np.isfinite(hi)))
         if unbounded.size:
             raise VnnlibError(f"input X_{unbounded[0]} has no finite lower and upper bound "
