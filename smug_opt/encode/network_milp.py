@@ -25,8 +25,9 @@ from smug_opt.encode.layer_bounds import LayerBounds
 from smug_opt.encode.masked import MaskedNetwork
 from smug_opt.exact import dot_error_bound
 from smug_opt.ir import ProblemBuilder
+from smug_opt.network.flat import FlatNetwork
 
-__all__ = ["Expression", "NetworkEncoding", "encode_network"]
+__all__ = ["Expression", "NetworkEncoding", "encode_layers", "encode_network"]
 
 
 @dataclass(frozen=True, eq=False)
@@ -53,13 +54,14 @@ class NetworkEncoding:
 
 
 class _Encoder:
-    def __init__(self, builder: ProblemBuilder, network: MaskedNetwork, bounds: LayerBounds, *,
-                 declare: bool, strengthen: bool, max_ones: int | None) -> None:
-        self.builder, self.network, self.bounds = builder, network, bounds
+    def __init__(self, builder: ProblemBuilder, net: FlatNetwork, inputs: Expression, lb: np.ndarray,
+                 ub: np.ndarray, bounds: LayerBounds, *, declare: bool, strengthen: bool,
+                 max_ones: int | None, n_cells: int = 0) -> None:
+        self.builder, self.net, self.inputs, self.bounds = builder, net, inputs, bounds
         self.declare, self.strengthen, self.max_ones = declare, strengthen, max_ones
-        self.n_cells = network.num_cells
-        self.lb: list[np.ndarray] = [np.zeros(builder.num_vars)]
-        self.ub: list[np.ndarray] = [np.ones(builder.num_vars)]
+        self.n_cells = n_cells
+        self.lb: list[np.ndarray] = [np.asarray(lb, dtype=np.float64)]
+        self.ub: list[np.ndarray] = [np.asarray(ub, dtype=np.float64)]
         self.result = NetworkEncoding(Expression(sp.csr_matrix((0, 0)), np.zeros(0)))
 
     # ----------------------------------------------------------------- variables and bounds
@@ -127,8 +129,8 @@ class _Encoder:
 
     # ----------------------------------------------------------------------------- layers
     def run(self) -> NetworkEncoding:
-        net = self.network.net
-        values: list[Expression] = [Expression(self.network.inputs.tocsr(), np.zeros(net.num_inputs))]
+        net = self.net
+        values: list[Expression] = [self.inputs]
         for index, layer in enumerate(net.layers[1:], start=1):
             src = values[layer.inputs[0]]
             if layer.kind == "linear":
@@ -250,6 +252,19 @@ class _Encoder:
         return current
 
 
+def encode_layers(builder: ProblemBuilder, net: FlatNetwork, inputs: Expression, lb: np.ndarray,
+                  ub: np.ndarray, bounds: LayerBounds, *, declare: bool = True,
+                  strengthen: bool = True) -> NetworkEncoding:
+    """Add ``net``'s layers to ``builder``, its affine input being ``inputs`` over the
+    variables already there, whose boxes are ``lb``/``ub`` (e.g. one continuous variable
+    per input of a box: a robustness query). No output rows are added: the caller states
+    its own over ``result.scores``."""
+    if lb.shape != (builder.num_vars,) or ub.shape != (builder.num_vars,):
+        raise ValueError(f"lb and ub need one entry per variable already built ({builder.num_vars})")
+    return _Encoder(builder, net, inputs, lb, ub, bounds, declare=declare, strengthen=strengthen,
+                    max_ones=None).run()
+
+
 def encode_network(builder: ProblemBuilder, network: MaskedNetwork, bounds: LayerBounds, *,
                    declare: bool = True, strengthen: bool = True,
                    max_ones: int | None = None) -> NetworkEncoding:
@@ -257,9 +272,10 @@ def encode_network(builder: ProblemBuilder, network: MaskedNetwork, bounds: Laye
     ``network.num_cells`` variables are the cell binaries. ``declare`` off: no bounds
     declared on ReLUs and no neuron dropped (variable boxes still from the bounds);
     ``max_ones``: the mask-size limit the problem imposes, counted in the bounds."""
-    encoder = _Encoder(builder, network, bounds, declare=declare, strengthen=strengthen,
-                       max_ones=max_ones)
-    result = encoder.run()
+    n = builder.num_vars
+    inputs = Expression(network.inputs.tocsr(), np.zeros(network.net.num_inputs))
+    result = _Encoder(builder, network.net, inputs, np.zeros(n), np.ones(n), bounds, declare=declare,
+                      strengthen=strengthen, max_ones=max_ones, n_cells=network.num_cells).run()
     scores = result.scores
     rows = sp.csr_matrix(network.out_rows) @ scores.coef
     rhs = network.out_rhs - network.out_rows @ scores.const

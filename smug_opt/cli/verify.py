@@ -1,0 +1,130 @@
+"""``smug-opt verify``: does a model satisfy a VNN-LIB property? Prints ``unsat`` (it
+holds), ``sat`` (a confirmed counterexample) or ``unknown``; or runs a competition's
+instance csv into a resumable run folder."""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import sys
+import time
+from pathlib import Path
+
+__all__ = ["add_parser", "run"]
+
+KIND = "verify"
+
+
+def add_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParser:
+    p = subparsers.add_parser(
+        "verify", help="check a VNN-LIB property of a network: unsat, sat or unknown",
+        description="Answer a VNN-LIB property (input box, unsafe output region) of a network: "
+                    "unsat (no input in the box reaches the region: proven by rigorous bounds or "
+                    "an exact solve), sat (a counterexample, confirmed by float64 forward passes "
+                    "of the model and onnxruntime), unknown (time limit). Exit 0 for any answer.")
+    p.add_argument("model", nargs="?", help="the network (.onnx, .pt2, .keras/.h5)")
+    p.add_argument("spec", nargs="?", help="the property (.vnnlib or .vnnlib.gz)")
+    p.add_argument("--time-limit", type=float, default=None,
+                   help="seconds for the answer (default 60; with --instances: the csv's timeout)")
+    p.add_argument("--backend", default="highs",
+                   help="backend for what the bounds leave open (default highs; 'auto' or 'a,b' race)")
+    p.add_argument("--results", metavar="FILE",
+                   help="write the competition's result file (answer, and the counterexample for sat)")
+    p.add_argument("--instances", metavar="CSV",
+                   help="run every instance of a competition csv (model, property, timeout; paths "
+                        "relative to the csv) into --out")
+    p.add_argument("--out", metavar="DIR", help="with --instances: the run folder (records.jsonl)")
+    p.add_argument("--resume", action="store_true", help="with --instances: continue a run in --out")
+    p.add_argument("--overwrite", action="store_true", help="with --instances: replace a run in --out")
+    p.add_argument("--limit", type=int, default=None, metavar="N",
+                   help="with --instances: stop after N instances (this invocation)")
+    return p
+
+
+def run(args: argparse.Namespace) -> int:
+    if args.time_limit is not None and not args.time_limit > 0:
+        raise ValueError(f"--time-limit must be positive seconds, got {args.time_limit!r}")
+    if args.instances:
+        if args.model or args.spec or args.results:
+            raise ValueError("--instances runs a csv: give no model, property or --results")
+        if not args.out:
+            raise ValueError("--instances needs --out DIR (the run folder)")
+        return _run_instances(args)
+    if not (args.model and args.spec):
+        raise ValueError("give a model and a property (smug-opt verify net.onnx spec.vnnlib), "
+                         "or --instances CSV --out DIR")
+    if args.out or args.resume or args.limit is not None:
+        raise ValueError("--out, --resume and --limit go with --instances")
+    from smug_opt.robustness.instance import load_instance_model, results_text, verify_files
+
+    model = load_instance_model(args.model)
+    verdict, _ = verify_files(model, args.spec, time_limit=args.time_limit or 60.0, backend=args.backend)
+    if args.results:
+        Path(args.results).write_text(results_text(verdict))
+    print(verdict.answer)
+    if verdict.message:
+        print(f"smug-opt verify: {verdict.message}", file=sys.stderr)
+    return 0
+
+
+def _instances(path: Path) -> list[tuple[str, str, float]]:
+    rows = []
+    with open(path, newline="") as f:
+        for number, row in enumerate(csv.reader(f), start=1):
+            if not row or not "".join(row).strip():
+                continue
+            if len(row) != 3:
+                raise ValueError(f"{path} line {number}: expected model,property,timeout; got {row}")
+            try:
+                timeout = float(row[2])
+            except ValueError:
+                raise ValueError(f"{path} line {number}: timeout {row[2]!r} is not a number") from None
+            rows.append((row[0].strip(), row[1].strip(), timeout))
+    if not rows:
+        raise ValueError(f"{path} lists no instance")
+    return rows
+
+
+def _run_instances(args: argparse.Namespace) -> int:
+    from smug_opt.robustness.instance import load_instance_model, verify_files
+    from smug_opt.runstore import RunFolder
+
+    csv_path = Path(args.instances).resolve()
+    if not csv_path.is_file():
+        raise FileNotFoundError(f"no instance csv {csv_path}")
+    rows = _instances(csv_path)
+    config = {"instances": str(csv_path), "backend": args.backend, "time_limit": args.time_limit}
+    folder, note = RunFolder.open(args.out, config, kind=KIND, resume=args.resume, overwrite=args.overwrite)
+    if note:
+        print(note, file=sys.stderr)
+    done = folder.done()
+    models: dict[str, object] = {}
+    ran = 0
+    for index, (model_name, spec_name, timeout) in enumerate(rows):
+        name = f"{model_name},{spec_name}"
+        if name in done:
+            continue
+        if args.limit is not None and ran >= args.limit:
+            break
+        limit = args.time_limit or timeout
+        started = time.monotonic()
+        record = {"name": name, "index": index, "model": model_name, "property": spec_name,
+                  "timeout": timeout, "time_limit": limit}
+        try:
+            if model_name not in models:
+                models[model_name] = load_instance_model(csv_path.parent / model_name)
+            verdict, _ = verify_files(models[model_name], csv_path.parent / spec_name,
+                                      time_limit=limit, backend=args.backend)
+            record.update(verdict.to_dict())
+            record.pop("x")
+        except (ValueError, FileNotFoundError) as exc:
+            record.update({"answer": "error", "message": str(exc)})
+        record["wall_seconds"] = round(time.monotonic() - started, 3)
+        folder.add([record], None)
+        ran += 1
+        print(f"{index + 1}/{len(rows)} {name}: {record['answer']} ({record['wall_seconds']:.1f} s)",
+              file=sys.stderr)
+    answers = [r["answer"] for r in folder.records()]
+    summary = ", ".join(f"{a} {answers.count(a)}" for a in ("unsat", "sat", "unknown", "error"))
+    print(f"{len(answers)}/{len(rows)} instances done: {summary}")
+    return 0

@@ -1,0 +1,138 @@
+"""Answer a robustness query: ``unsat`` (no counterexample), ``sat`` (one, confirmed) or
+``unknown`` (the time limit came first, or a solver's candidate was not confirmed).
+
+In order: rigorous bounds refute the disjuncts they can (no solver: a proof in exact
+terms, the bounds being outward-rounded); a PGD attack looks for a counterexample in the
+others; each disjunct still open is solved as a :class:`~smug_opt.ir.Problem` through
+:func:`smug_opt.solve` (so backends, races and exact verification apply), and an
+INFEASIBLE answer refutes it with that solve's ``proof``. A counterexample, whoever found
+it, is confirmed before ``sat`` is said: the float64 forward pass of the flat network
+puts its outputs in the unsafe region, and so does every ``reference`` given (the original
+model: its float64 graph, onnxruntime on the file); from a solver it also passed the
+solve's exact verification against the problem.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from smug_opt.robustness.attack import attack
+from smug_opt.robustness.query import RobustnessQuery
+
+__all__ = ["ANSWERS", "Verdict", "decide"]
+
+ANSWERS = ("unsat", "sat", "unknown")
+"""VNN-COMP's words (since 2022): property holds, violated, not decided."""
+
+Reference = Callable[[np.ndarray], np.ndarray]
+"""Class scores ``(batch, n_out)`` of model inputs ``(batch, n_in)`` (flat), by some other
+evaluation of the original model."""
+
+
+@dataclass(frozen=True)
+class Verdict:
+    """The answer, the counterexample (model input, flat) and its outputs by each check for
+    ``sat``, how an ``unsat`` was proven (``"exact"``: bounds or exact solver proofs
+    only; ``"solver"``: some disjunct rests on a floating-point solver's word), and per
+    disjunct what decided it (``"bounds"``, ``"infeasible"``, ``"attack"``, ``"solver"``,
+    ``"open"``)."""
+
+    answer: str
+    seconds: float
+    x: np.ndarray | None = None
+    outputs: Mapping[str, list[float]] = field(default_factory=dict)
+    proof: str | None = None
+    decided_by: tuple[str, ...] = ()
+    message: str = ""
+    solves: tuple[dict[str, Any], ...] = ()
+
+    def to_dict(self) -> dict[str, Any]:
+        """A JSON-ready record."""
+        return {"answer": self.answer, "seconds": round(self.seconds, 3), "proof": self.proof,
+                "decided_by": list(self.decided_by), "message": self.message,
+                "x": None if self.x is None else self.x.tolist(), "outputs": dict(self.outputs),
+                "solves": list(self.solves)}
+
+
+def _confirm(query: RobustnessQuery, x: np.ndarray, references: Mapping[str, Reference]
+             ) -> tuple[bool, dict[str, list[float]], str]:
+    """Whether every evaluation puts ``x``'s outputs in the unsafe region."""
+    outputs: dict[str, list[float]] = {}
+    scores = query.net.forward(query.preprocess(x[None]))[-1][0]
+    outputs["flat-float64"] = scores.tolist()
+    for name, reference in references.items():
+        outputs[name] = np.asarray(reference(x[None]), dtype=np.float64).reshape(-1).tolist()
+    failed = [name for name, y in outputs.items() if not any(d.holds(np.array(y)) for d in query.disjuncts)]
+    return not failed, outputs, ", ".join(failed)
+
+
+def decide(query: RobustnessQuery, *, time_limit: float = 60.0, backend: str = "highs",
+           references: Mapping[str, Reference] | None = None, attack_steps: int = 200,
+           seed: int = 0, solve_options: Mapping[str, Any] | None = None) -> Verdict:
+    """Answer ``query`` within ``time_limit`` seconds (see the module docstring).
+
+    ``references`` evaluate the original model for the confirmation of a counterexample;
+    ``solve_options`` go to :func:`smug_opt.solve` (threads, extras, memory_limit, ...).
+    """
+    from smug_opt.solving import solve
+
+    references = dict(references or {})
+    start = time.monotonic()
+    deadline = start + time_limit
+    decided = ["open"] * len(query.disjuncts)
+
+    def verdict(answer: str, **kw: Any) -> Verdict:
+        return Verdict(answer, time.monotonic() - start, decided_by=tuple(decided), **kw)
+
+    for k in range(len(query.disjuncts)):
+        if query.refuted(k):
+            decided[k] = "bounds"
+    open_ = [k for k, how in enumerate(decided) if how == "open"]
+    if not open_:
+        return verdict("unsat", proof="exact")
+    found = attack(query.net, query.preprocess, query.lo, query.hi,
+                   tuple(query.disjuncts[k] for k in open_), steps=attack_steps, seed=seed)
+    if found.loss < 0:
+        ok, outputs, failed = _confirm(query, found.x, references)
+        if ok:
+            hit = next(k for k in open_ if query.disjuncts[k].holds(np.array(outputs["flat-float64"])))
+            decided[hit] = "attack"
+            return verdict("sat", x=found.x, outputs=outputs, proof="exact")
+    proofs: list[str] = []
+    solves: list[dict[str, Any]] = []
+    for k in open_:
+        remaining = deadline - time.monotonic()
+        if remaining <= 0.5:
+            return verdict("unknown", message="time limit", solves=tuple(solves))
+        result = solve(query.problem(k), backend, time_limit=remaining, start=None,
+                       **dict(solve_options or {}))
+        solves.append({"disjunct": k, "status": result.status.name, "proof": result.proof,
+                       "seconds": round(result.times.total, 3), "solver": result.solver,
+                       "message": result.message})
+        if result.status.name == "INFEASIBLE":
+            decided[k] = "infeasible"
+            proofs.append(result.proof or "solver")
+            continue
+        if result.has_solution:
+            x = query.model_input(query.affine_input(result.values()))
+            ok, outputs, failed = _confirm(query, x, references)
+            if not ok:  # on the boundary, say: a short attack from it looks inside
+                near = attack(query.net, query.preprocess, query.lo, query.hi, (query.disjuncts[k],),
+                              steps=attack_steps, restarts=2, seed=seed, start=x)
+                if near.loss < 0:
+                    x = near.x
+                    ok, outputs, failed = _confirm(query, x, references)
+            if ok:
+                decided[k] = "solver"
+                return verdict("sat", x=x, outputs=outputs, proof="exact", solves=tuple(solves))
+            return verdict("unknown", solves=tuple(solves),
+                           message=f"disjunct {k}: the solver's counterexample is not confirmed by {failed}")
+        return verdict("unknown", solves=tuple(solves),
+                       message=f"disjunct {k}: {result.status.name} {result.message}".strip())
+    return verdict("unsat", proof="exact" if all(p == "exact" for p in proofs) else "solver",
+                   solves=tuple(solves))

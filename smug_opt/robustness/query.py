@@ -1,0 +1,159 @@
+"""The robustness query as a problem: inputs in a box, outputs in an unsafe region.
+
+A :class:`RobustnessQuery` is a network in its flat form (:class:`~smug_opt.network.flat.
+FlatNetwork` and the elementwise :class:`~smug_opt.network.flat.Preprocess` in front of
+it), a box on the model's input and an unsafe region of the outputs (a disjunction of
+:class:`~smug_opt.vnnlib.Conjunct`). :meth:`RobustnessQuery.problem` gives, per disjunct, a
+:class:`~smug_opt.ir.Problem` whose feasible solutions are exactly the counterexamples
+in that disjunct: one continuous variable per affine input (the box mapped through the
+preprocessing, outward-rounded unless the preprocessing is the identity), the network
+encoded by :func:`smug_opt.encode.network_milp.encode_layers` with the rigorous bounds of
+:mod:`smug_opt.bounds`, and the disjunct's rows over the class scores. The network part is
+built once and shared by every disjunct's problem.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from functools import cached_property
+
+import numpy as np
+import scipy.sparse as sp
+
+from smug_opt.bounds.domain import Box
+from smug_opt.bounds.propagation import FlatBounds, propagate
+from smug_opt.encode.layer_bounds import LayerBounds
+from smug_opt.encode.network_milp import Expression, NetworkEncoding, encode_layers
+from smug_opt.exact import dot_error_bound
+from smug_opt.ir import Problem, ProblemBuilder
+from smug_opt.network.flat import FlatNetwork, Preprocess
+from smug_opt.vnnlib import Conjunct, VnnlibSpec
+
+__all__ = ["RobustnessQuery"]
+
+
+@dataclass(frozen=True, eq=False)
+class RobustnessQuery:
+    """Is there an input ``x`` with ``lo <= x <= hi`` (model input units, flat in the
+    model's layout) whose class scores lie in one of ``disjuncts``?"""
+
+    net: FlatNetwork
+    preprocess: Preprocess
+    lo: np.ndarray
+    hi: np.ndarray
+    disjuncts: tuple[Conjunct, ...]
+    name: str = "query"
+
+    def __post_init__(self) -> None:
+        lo = np.asarray(self.lo, dtype=np.float64).reshape(-1)
+        hi = np.asarray(self.hi, dtype=np.float64).reshape(-1)
+        if lo.shape != hi.shape:
+            raise ValueError(f"the box has {lo.size} lower and {hi.size} upper bounds")
+        if not (np.all(np.isfinite(lo)) and np.all(np.isfinite(hi))) or np.any(lo > hi):
+            raise ValueError("the input box needs finite bounds with lo <= hi")
+        needed = int(self.preprocess.index.max()) + 1 if self.preprocess.index.size else 0
+        if lo.size < needed:
+            raise ValueError(f"the box has {lo.size} inputs but the model reads {needed}")
+        if not self.disjuncts:
+            raise ValueError("the unsafe region has no disjunct")
+        for d in self.disjuncts:
+            if d.matrix.shape[1] != self.net.num_outputs:
+                raise ValueError(f"the property constrains {d.matrix.shape[1]} outputs but the "
+                                 f"network has {self.net.num_outputs}")
+        object.__setattr__(self, "lo", lo)
+        object.__setattr__(self, "hi", hi)
+
+    @classmethod
+    def from_spec(cls, net: FlatNetwork, preprocess: Preprocess, spec: VnnlibSpec,
+                  name: str = "query") -> RobustnessQuery:
+        """The query a VNN-LIB property asks about ``net``."""
+        return cls(net, preprocess, spec.lo, spec.hi, spec.disjuncts, name)
+
+    # ------------------------------------------------------------------ the input box
+    @property
+    def exact_box(self) -> bool:
+        """Whether the preprocessing is the identity, so the problem's box is the query's."""
+        pre = self.preprocess
+        return bool(np.all(pre.scale == 1.0) and np.all(pre.shift == 0.0))
+
+    @cached_property
+    def affine_box(self) -> Box:
+        """The box of the affine inputs: the image of the input box, rounded outward when
+        the preprocessing is not the identity (so it contains every true image)."""
+        pre = self.preprocess
+        a, b = pre(self.lo[None])[0], pre(self.hi[None])[0]
+        lo, hi = np.minimum(a, b), np.maximum(a, b)
+        if not self.exact_box:
+            for _ in range(2):  # two ulps: the product and the sum were each rounded once
+                lo, hi = np.nextafter(lo, -np.inf), np.nextafter(hi, np.inf)
+        return Box(lo, hi)
+
+    def model_input(self, xa: np.ndarray) -> np.ndarray:
+        """A model input (flat) whose affine input is ``xa`` (up to rounding when the
+        preprocessing is not the identity), inside the box; inputs the model does not
+        read take the box's centre."""
+        pre = self.preprocess
+        x = 0.5 * (self.lo + self.hi)
+        x[pre.index] = (np.asarray(xa, dtype=np.float64) - pre.shift) / pre.scale
+        return np.clip(x, self.lo, self.hi)
+
+    # ---------------------------------------------------------------- bounds, problems
+    @cached_property
+    def bounds(self) -> FlatBounds:
+        """Rigorous bounds on every layer over the affine box (CROWN)."""
+        return propagate(self.net, self.affine_box, method="crown")
+
+    def refuted(self, k: int) -> bool:
+        """Whether the bounds alone prove that no input reaches disjunct ``k``."""
+        d = self.disjuncts[k]
+        low, _ = self.bounds.linear(d.matrix, -d.rhs)
+        return bool(np.any(np.where(d.strict, low >= 0, low > 0)))
+
+    @cached_property
+    def _encoding(self) -> tuple[Problem, NetworkEncoding, np.ndarray]:
+        box = self.affine_box
+        builder = ProblemBuilder(metadata={"encoding": "robustness", "query": self.name,
+                                           "exact_box": self.exact_box})
+        inputs = builder.add_continuous(box.size, box.lo, box.hi)
+        fb = self.bounds
+        given = {k: (fb.lo[k], fb.hi[k]) for k in range(1, len(fb.lo))}
+        layer_bounds = LayerBounds("crown", lo={k: v[0] for k, v in given.items()},
+                                   hi={k: v[1] for k, v in given.items()},
+                                   global_lo={k: v[0] for k, v in given.items()},
+                                   global_hi={k: v[1] for k, v in given.items()}, source="crown")
+        identity = Expression(sp.identity(box.size, format="csr"), np.zeros(box.size))
+        encoding = encode_layers(builder, self.net, identity, box.lo, box.hi, layer_bounds)
+        return builder.build(), encoding, inputs
+
+    def problem(self, k: int) -> Problem:
+        """The problem whose feasible solutions include every counterexample in disjunct
+        ``k`` (objective 0: any solution answers the query).
+
+        The disjunct's rows over the class scores become rows over the problem's variables
+        through float64 products, so unless each row reads one score with coefficient ±1
+        (then exact) they are relaxed by a rigorous bound on that rounding (right side raised
+        by it): every counterexample stays feasible, and a solution is a counterexample only
+        once a forward pass confirms it. Relaxed rows are strict, which is still implied by
+        every counterexample and makes the solve's margin levels push solutions off the
+        boundary, where float64 forward passes can confirm them."""
+        base, encoding, _ = self._encoding
+        d = self.disjuncts[k]
+        scores = encoding.scores
+        coef = scores.widened(base.num_vars)
+        rows = sp.csr_matrix(d.matrix) @ coef
+        rhs = d.rhs - d.matrix @ scores.const
+        single = np.count_nonzero(d.matrix, axis=1) == 1
+        exact = bool(np.all(single & (np.abs(d.matrix).max(axis=1) == 1.0)))
+        if exact:
+            senses = np.where(d.strict, "<", "<=").tolist()
+        else:
+            reach = np.maximum(np.abs(base.lb), np.abs(base.ub))
+            magnitude = np.abs(d.matrix) @ (abs(coef) @ reach + np.abs(scores.const)) + np.abs(d.rhs)
+            terms = np.count_nonzero(d.matrix, axis=1) + 1
+            rhs = rhs + 2.0 * dot_error_bound(terms, magnitude)  # D's and rhs's rounding, outward
+            senses = "<"
+        return base.with_constraints(rows, senses, rhs).with_metadata(disjunct=k, rows_exact=exact)
+
+    def affine_input(self, solution: np.ndarray) -> np.ndarray:
+        """The affine inputs in a solution of :meth:`problem`."""
+        return np.asarray(solution)[self._encoding[2]]
