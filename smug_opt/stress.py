@@ -24,11 +24,13 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from smug_opt.encode.layer_bounds import DEFAULT_BOUNDS
+from smug_opt.stress_models import StressModel, load_stress_model
+
 if TYPE_CHECKING:
     from smug_opt.bench.records import RunRecord
     from smug_opt.bench.suites import Suite
     from smug_opt.ir import Problem
-    from smug_opt.models.mlp import MLP
 
 __all__ = [
     "ModelCheck",
@@ -41,22 +43,8 @@ __all__ = [
 ]
 
 Z3_ENCODINGS = ("paper", "exact", "pb")
-_MODEL_FILES = (".keras", ".h5", ".hdf5")
-
-
-def load_stress_model(model: str) -> tuple[Any, str]:
-    """``(MLP, tag)`` for a zoo model name or a ``.keras``/``.h5`` file of a Dense MLP."""
-    from smug_opt.models import zoo
-    from smug_opt.models.mlp import as_mlp
-
-    if model in zoo.available_models():
-        return as_mlp(zoo.load(model), model), model
-    if Path(model).suffix in _MODEL_FILES:
-        from smug_opt.models.keras_adapter import load_model
-
-        return as_mlp(load_model(model), Path(model).stem), Path(model).stem
-    raise ValueError(f"model must be one of {', '.join(zoo.available_models())} or a .keras/.h5 "
-                     f"file, got {model!r}")
+SUITES = {"mnist": (28, 28), "cifar10": (32, 32)}
+"""The stress suites and their images' (H, W) grid."""
 
 
 def _backend_label(backend: str, z3_encoding: str) -> str:
@@ -65,66 +53,112 @@ def _backend_label(backend: str, z3_encoding: str) -> str:
 
 @dataclass(frozen=True, eq=False)
 class ModelCheck:
-    """A job's check of a returned mask in the real network (picklable: plain weights, no
-    TensorFlow): ``inputs[test_index]`` is the digit's raw image and Dense input."""
+    """A job's check of a returned mask in the source model (picklable):
+    ``inputs[test_index]`` is the input as the model takes it. A Dense stack is checked
+    by a float64 forward pass of its weights; any other model by its own runtime
+    (:func:`~smug_opt.stress_models.runtime_scores`), whose dtype and score margin the
+    check reports."""
 
-    mlp: MLP
-    inputs: Mapping[int, tuple[np.ndarray, np.ndarray]]
+    model: StressModel
+    inputs: Mapping[int, np.ndarray]
 
     def __call__(self, problem: Problem, solution: np.ndarray) -> dict[str, Any]:
         from smug_opt.encode.full_network import solution_mask
         from smug_opt.models.mlp import verify_mask_in_model
+        from smug_opt.stress_models import masked_model_input, runtime_scores
 
-        image, dense = self.inputs[int(problem.metadata["test_index"])]
-        pixels = solution_mask(problem, solution)
-        in_model = verify_mask_in_model(self.mlp, dense, pixels, int(problem.metadata["label"]))
-        nonzero = (np.asarray(image).reshape(pixels.size, -1) != 0).any(axis=1)
-        mask = np.flatnonzero(pixels.reshape(-1) & nonzero)
-        return {"verified_in_model": bool(in_model), "mask_pixels": int(mask.size),
-                "mask": mask.tolist()}
+        x = self.inputs[int(problem.metadata["test_index"])]
+        label = int(problem.metadata["label"])
+        pixels = solution_mask(problem, solution).reshape(-1)
+        mlp, pre = self.model.mlp, self.model.pre
+        affine = mlp.dense_input(x) if mlp is not None else pre(np.reshape(x, (1, -1)))[0]
+        of_pixel = np.arange(affine.size) % pixels.size if pre is not None else \
+            np.arange(affine.size) // (affine.size // pixels.size)  # MLP input: channels last
+        nonzero = np.zeros(pixels.size, dtype=bool)
+        np.logical_or.at(nonzero, of_pixel, affine != 0)
+        mask = np.flatnonzero(pixels & nonzero)
+        out: dict[str, Any] = {"mask_pixels": int(mask.size), "mask": mask.tolist()}
+        if mlp is not None:
+            kept = pixels[of_pixel]
+            return {"verified_in_model": bool(verify_mask_in_model(mlp, affine, kept, label)),
+                    "runtime": "float64 weights", **out}
+        scores, dtype = runtime_scores(self.model, masked_model_input(pre, x, pixels[of_pixel])[None])
+        margin = float(scores[0, label] - np.delete(scores[0], label).max())
+        return {"verified_in_model": margin > 0, "runtime": dtype, "runtime_margin": margin, **out}
 
 
-def stress_suite(model: str = "mnist-mlp", *, n: int = 100, seed: int = 0, bounds: str = "lp",
-                 cell: int = 1) -> tuple[Suite, str]:
-    """Register (or re-register) the stress suite of the first ``n`` held-out digits of
-    ``seed``'s order (:func:`~smug_opt.data.pick_test_digits`), encoded with ``bounds`` and
-    ``cell``; return it and the model's tag. Its version is the weights' digest and the
-    encoding's version, so other weights or another encoder rebuild the cached problems."""
+def stress_suite(model: str = "mnist-mlp", *, n: int = 100, seed: int = 0, bounds: str = DEFAULT_BOUNDS,
+                 cell: int = 1, suite: str = "mnist", specs: str | None = None) -> tuple[Suite, str]:
+    """Register (or re-register) the stress suite of ``suite``'s first ``n`` inputs:
+    held-out MNIST digits in ``seed``'s order (:func:`~smug_opt.data.pick_test_digits`),
+    or the images recovered from the VNN-LIB specs under ``specs``
+    (:func:`~smug_opt.data.vnnlib.spec_images`; the only source for ``cifar10``), encoded
+    with ``bounds`` and ``cell``; return it and the model's tag. Its version is the
+    weights' digest and the encoding's version, so other weights or another encoder
+    rebuild the cached problems."""
     import time
 
     from smug_opt.bench.suites import InstanceSpec, Suite, register_suite
-    from smug_opt.data import pick_test_digits
     from smug_opt.encode import full_network
     from smug_opt.encode.full_network import ENCODING_VERSION
 
-    mlp, tag = load_stress_model(model)
-    indices, images, labels = pick_test_digits(n, seed=seed)
-    by_index = {int(i): (x, int(y)) for i, x, y in zip(indices.tolist(), images, labels, strict=True)}
-    specs = [InstanceSpec(f"d{i:05d}", {"test_index": i, "digit": y}) for i, (_, y) in by_index.items()]
+    if suite not in SUITES:
+        raise ValueError(f"suite must be one of {', '.join(SUITES)}, got {suite!r}")
+    loaded = load_stress_model(model)
+    by_index = _stress_inputs(loaded, suite, n, seed, specs)
+    specs_list = [InstanceSpec(f"d{i:05d}", {"test_index": i, "digit": y}) for i, (_, y) in by_index.items()]
+    grid = SUITES[suite]
 
     def build(spec: InstanceSpec) -> Problem:
         index = int(spec.params["test_index"])
         start = time.perf_counter()
-        problem = full_network(mlp, by_index[index][0], cell=cell, bounds=bounds, name=tag)
+        x = by_index[index][0]
+        if loaded.mlp is not None:
+            problem = full_network(loaded.mlp, x, cell=cell, bounds=bounds, name=loaded.tag)
+        else:
+            shape = grid if len(loaded.flat.input_shape) == 1 else None
+            problem = full_network(loaded.flat, x, cell=cell, bounds=bounds, name=loaded.tag,
+                                   preprocess=loaded.pre, shape=shape)
         return problem.with_metadata(encode_seconds=time.perf_counter() - start, test_index=index,
                                      digit=by_index[index][1])
 
-    check = ModelCheck(replace(mlp, adapter=None),
-                       {i: (x, mlp.dense_input(x)) for i, (x, _) in by_index.items()})
+    light = replace(loaded, mlp=replace(loaded.mlp, adapter=None)) if loaded.mlp is not None else loaded
+    check = ModelCheck(light, {i: x for i, (x, _) in by_index.items()})
     # Not named by n: the draw is prefix-stable, so a run extended to more digits keeps
     # (and does not rerun) the digits it has already measured.
-    name = re.sub(r"[^A-Za-z0-9_.\-]", "_", f"stress-{tag}-{bounds}-c{cell}-s{seed}")
-    suite = Suite(name, f"stress case: {tag} whole network, {n} held-out digits (seed {seed}), "
-                        f"{bounds} bounds, cell {cell}", lambda: specs, build,
-                  version=f"{mlp.digest}-e{ENCODING_VERSION}", check=check)
-    register_suite(suite, replace=True)
-    return suite, tag
+    source = "" if specs is None else "-" + Path(specs).name
+    name = re.sub(r"[^A-Za-z0-9_.\-]", "_", f"stress-{suite}{source}-{loaded.tag}-{bounds}-c{cell}-s{seed}")
+    what = f"held-out digits (seed {seed})" if specs is None else f"images from the specs in {specs}"
+    bench_suite = Suite(name, f"stress case: {loaded.tag} whole network, {n} {what}, {bounds} bounds, "
+                              f"cell {cell}", lambda: specs_list, build,
+                        version=f"{loaded.digest}-e{ENCODING_VERSION}", check=check)
+    register_suite(bench_suite, replace=True)
+    return bench_suite, loaded.tag
+
+
+def _stress_inputs(model: StressModel, suite: str, n: int, seed: int, specs: str | None
+                   ) -> dict[int, tuple[np.ndarray, int]]:
+    """``{index: (model input, true label)}`` of the first ``n`` inputs."""
+    if specs is not None:
+        from smug_opt.data.vnnlib import spec_images
+
+        channels = 1 if suite == "mnist" else 3
+        images = spec_images(specs, channels, model.channels_first)[:n]
+        return {i: (image.x.reshape(model.input_shape), image.label) for i, image in enumerate(images)}
+    if suite != "mnist":
+        raise ValueError(f"the {suite} suite reads its images from VNN-LIB specs: give specs (--specs DIR)")
+    from smug_opt.data import pick_test_digits
+
+    indices, images, labels = pick_test_digits(n, seed=seed)
+    return {int(i): (np.reshape(x, model.input_shape), int(y))
+            for i, x, y in zip(indices.tolist(), images, labels, strict=True)}
 
 
 def run_stress(n: int = 100, backends: Sequence[str] = ("highs",), time_limit: float = 600.0,
                out_dir: str | os.PathLike[str] = "stress", model: str = "mnist-mlp", seed: int = 0,
-               bounds: str = "lp", resume: bool = True, progress: bool = True, *,
-               z3_encoding: str = "paper", cell: int = 1) -> dict[str, Any]:
+               bounds: str = DEFAULT_BOUNDS, resume: bool = True, progress: bool = True, *,
+               z3_encoding: str = "paper", cell: int = 1, suite: str = "mnist",
+               specs: str | None = None) -> dict[str, Any]:
     """Run the stress case and return the per-digit table (also written to ``out_dir``).
 
     The first ``n`` digits of ``seed``'s order of the held-out split are used; ``backends``
@@ -147,25 +181,25 @@ def run_stress(n: int = 100, backends: Sequence[str] = ("highs",), time_limit: f
         raise ValueError("give at least one backend")
     resolve_backends(names)
     labels = [_backend_label(b, z3_encoding) for b in names]
-    suite, tag = stress_suite(model, n=n, seed=seed, bounds=bounds, cell=cell)
+    bench_suite, tag = stress_suite(model, n=n, seed=seed, bounds=bounds, cell=cell, suite=suite, specs=specs)
     out = Path(out_dir)
     with FolderLock.acquire(out):  # held while stale records go and the benchmark runs
         if not resume:
             for stale in (out / RESULTS_FILE, out / RUN_FILE):
                 stale.unlink(missing_ok=True)
         extras = {label: {"encoding": z3_encoding} for label in labels if label.startswith("z3:")}
-        config = RunConfig(backends=tuple(labels), time_limit=float(time_limit), suites=(suite.name,),
+        config = RunConfig(backends=tuple(labels), time_limit=float(time_limit), suites=(bench_suite.name,),
                            extras=extras)
         load_start = os.getloadavg()[0]
         run_benchmark(config, out, quiet=not progress)
-        digits = {spec.name for spec in suite.specs()}
+        digits = {spec.name for spec in bench_suite.specs()}
         records = [r for r in read_records(out / RESULTS_FILE)
-                   if r.suite == suite.name and r.instance in digits]
+                   if r.suite == bench_suite.name and r.instance in digits]
         table = stress_table(digit_rows(records), labels)
-        table["config"] = {"suite": "mnist", "model": tag, "suite_version": suite.version,
+        table["config"] = {"suite": suite, "specs": specs, "model": tag, "suite_version": bench_suite.version,
                            "bounds": bounds, "cell": cell, "time_limit": float(time_limit), "seed": seed,
-                           "n": n,
-                           "z3_encoding": z3_encoding, "backends": labels, "bench_suite": suite.name}
+                           "n": n, "z3_encoding": z3_encoding, "backends": labels,
+                           "bench_suite": bench_suite.name}
         table["machine"] = {"cpu_count": os.cpu_count(), "load_average_start": load_start,
                             "load_average_end": os.getloadavg()[0]}
         (out / "table.json").write_text(json.dumps(table, indent=2) + "\n")

@@ -99,11 +99,12 @@ def _complete(problem: Problem, x: np.ndarray) -> dict[int, exact.Dyadic]:
     """Exact ReLU outputs, in order, from the solution's other values."""
     values: dict[int, exact.Dyadic] = {}
     relu_in = problem.relu_in
+    x_mant, x_exp = exact.from_floats(x)  # every given value's dyadic, converted once
     for r, out in enumerate(problem.relu_out.tolist()):
         lo, hi = relu_in.indptr[r], relu_in.indptr[r + 1]
         cols = relu_in.indices[lo:hi]
         coefs = relu_in.data[lo:hi]
-        vals = [values[c] if c in values else exact.from_float(x[c]) for c in cols.tolist()]
+        vals = [values[c] if c in values else (x_mant[c], x_exp[c]) for c in cols.tolist()]
         z = exact.dot(coefs, vals, problem.relu_const[r])
         values[out] = z if exact.sign(z) > 0 else exact.ZERO
         values[-1 - r] = z  # pre-activation, kept for the bound check

@@ -14,6 +14,7 @@ import smug_opt.stress as stress
 from smug_opt.bench.records import RESULTS_FILE, read_records
 from smug_opt.cli import stress as cli_stress
 from smug_opt.models.mlp import as_mlp
+from smug_opt.stress_models import StressModel
 
 
 def _tiny_suite(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -29,7 +30,8 @@ def _tiny_suite(monkeypatch: pytest.MonkeyPatch) -> None:
         order = np.sort(np.random.default_rng(seed).permutation(6)[:n])  # prefix-stable, as the real draw
         return order, images[order], labels[order]
 
-    monkeypatch.setattr(stress, "load_stress_model", lambda model: (mlp, "tiny"))
+    loaded = StressModel("tiny", "embedded", "tiny", mlp.digest, (4, 4, 1), mlp=mlp)
+    monkeypatch.setattr(stress, "load_stress_model", lambda model: loaded)
     monkeypatch.setattr(smug_opt.data, "pick_test_digits", pick)
 
 
@@ -115,7 +117,7 @@ def test_unknown_backend_and_bad_options_are_named(tmp_path) -> None:
         stress.run_stress(n=1, backends=["no-such-solver"], out_dir=tmp_path)
     with pytest.raises(ValueError, match="z3_encoding"):
         stress.run_stress(n=1, backends=["highs"], out_dir=tmp_path, z3_encoding="smt")
-    with pytest.raises(ValueError, match="model must be one of"):
+    with pytest.raises(ValueError, match="expected a .onnx"):
         stress.load_stress_model("no-such-model")
 
 

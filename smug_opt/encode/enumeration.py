@@ -16,7 +16,8 @@ import numpy as np
 
 from smug_opt.exact import dot_error_bound
 
-__all__ = ["MAX_ENUMERATED_MASKS", "combination_chunks", "enumerated_bounds", "fewest_ones", "mask_count"]
+__all__ = ["MAX_ENUMERATED_MASKS", "batched_combinations", "combination_chunks", "enumerated_bounds",
+           "fewest_ones", "mask_count"]
 
 MAX_ENUMERATED_MASKS = 2_000_000
 """Masks of at most ``max_ones`` ones are enumerated for bounds when there are no more than
@@ -81,7 +82,7 @@ def _enumerate(A1: np.ndarray, b1: np.ndarray, layers: Sequence[tuple[np.ndarray
     eps1 = dot_error_bound(max_ones, np.abs(b1) + top)
     fewest = -1
     for k in range(min(max_ones, m) + 1):
-        for idx in combination_chunks(m, k):
+        for idx in batched_combinations(m, k):
             z = b1 + A1[idx].sum(axis=1) if k else np.broadcast_to(b1, (1, b1.size))
             values, eps = [z], [eps1]
             for W, b in layers:  # float values, and a bound on their error for this chunk
@@ -100,6 +101,19 @@ def _enumerate(A1: np.ndarray, b1: np.ndarray, layers: Sequence[tuple[np.ndarray
                 lo[layer] = np.minimum(lo[layer], z_layer[ok].min(axis=0) - e)
                 hi[layer] = np.maximum(hi[layer], z_layer[ok].max(axis=0) + e)
     return lo, hi, fewest
+
+
+def batched_combinations(m: int, k: int, rows: int = 4096) -> list[np.ndarray]:
+    """:func:`combination_chunks` merged into batches of about ``rows`` subsets (fewer,
+    larger array operations)."""
+    chunks = combination_chunks(m, k)
+    batches: list[np.ndarray] = []
+    while chunks:
+        batch = [chunks.pop(0)]
+        while chunks and sum(c.shape[0] for c in batch) + chunks[0].shape[0] <= rows:
+            batch.append(chunks.pop(0))
+        batches.append(np.vstack(batch))
+    return batches
 
 
 def combination_chunks(m: int, k: int) -> list[np.ndarray]:

@@ -10,7 +10,8 @@ from __future__ import annotations
 
 import hashlib
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
+from functools import cached_property
 
 import numpy as np
 import scipy.sparse as sp
@@ -53,9 +54,42 @@ class MaskedNetwork:
         return int(self.cells.size)
 
     def scores(self, masks: np.ndarray) -> np.ndarray:
-        """Class scores ``(batch, n_out)`` of cell masks ``(batch, num_cells)``, float64."""
-        affine = np.asarray(self.inputs @ np.asarray(masks, dtype=np.float64).T).T
-        return self.net.forward(affine)[-1]
+        """Class scores ``(batch, n_out)`` of cell masks ``(batch, num_cells)``, float64
+        (:meth:`FlatNetwork.forward`'s arithmetic, with linear layers that read the input
+        applied to the cells directly and dense-enough matrices as dense arrays)."""
+        masks = np.asarray(masks, dtype=np.float64)
+        values: list[np.ndarray | None] = [None]
+        for layer, matrix in zip(self.net.layers[1:], self._matrices, strict=True):
+            source = layer.inputs[0]
+            if layer.kind == "linear":
+                v = masks if source == 0 else values[source]
+                values.append(np.asarray(matrix @ v.T).T + layer.bias)
+                continue
+            v = values[source] if source else np.asarray(self.inputs @ masks.T).T
+            if layer.kind == "add":
+                other = layer.inputs[1]
+                w = values[other] if other else np.asarray(self.inputs @ masks.T).T
+                values.append(v + w)
+            else:
+                single = FlatNetwork((FlatLayer("input", (), v.shape[1]), replace(layer, inputs=(0,))),
+                                     (v.shape[1],))
+                values.append(single.forward(v)[-1])
+        return values[-1]
+
+    @cached_property
+    def _matrices(self) -> list[np.ndarray | sp.csr_matrix | None]:
+        """Per layer after the input, the matrix :meth:`scores` multiplies by: a linear
+        layer's (times :attr:`inputs` when it reads the input), dense when over 10 % full."""
+        out: list[np.ndarray | sp.csr_matrix | None] = []
+        for layer in self.net.layers[1:]:
+            if layer.kind != "linear":
+                out.append(None)
+                continue
+            matrix = sp.csr_matrix(layer.matrix @ self.inputs) if layer.inputs[0] == 0 else layer.matrix
+            rows, cols = matrix.shape
+            dense = matrix.nnz > 0.1 * rows * cols and rows * cols <= 50_000_000
+            out.append(matrix.toarray() if dense else matrix)
+        return out
 
     def slack(self, masks: np.ndarray, chunk: int = 256) -> np.ndarray:
         """The smallest ``out_rows·scores − out_rhs`` of each mask (a row of ``masks``)."""

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from smug_opt.encode.enumeration import MAX_ENUMERATED_MASKS, combination_chunks, mask_count
+from smug_opt.encode.enumeration import MAX_ENUMERATED_MASKS, batched_combinations, mask_count
 from smug_opt.encode.masked import MaskedNetwork
 
 __all__ = ["fewer_cells", "greedy_mask"]
@@ -48,7 +48,7 @@ def fewer_cells(network: MaskedNetwork, mask: np.ndarray,
     for k in range(int(mask.sum())):
         if mask_count(n, k) > max_masks:
             break
-        for idx in combination_chunks(n, k):
+        for idx in batched_combinations(n, k):
             trials = np.zeros((idx.shape[0], n))
             np.put_along_axis(trials, idx, 1.0, axis=1)
             slack = network.slack(trials, chunk=4096)
