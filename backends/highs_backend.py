@@ -176,7 +176,7 @@ class HighsLpSolver:
         self._col: int | None = None
 
     def load(self, A: Any, row_lo: np.ndarray, row_hi: np.ndarray, col_lb: np.ndarray,
-             col_ub: np.ndarray) -> bool:
+             col_ub: np.ndarray, time_limit: float = float("inf")) -> bool:
         highspy = self._highspy
         inf = highspy.kHighsInf
         lp = highspy.HighsLp()
@@ -191,6 +191,8 @@ class HighsLpSolver:
         lp.a_matrix_.index_ = csc.indices.astype(np.int32)
         lp.a_matrix_.value_ = csc.data
         self._h.passModel(lp)
+        if np.isfinite(time_limit):  # HiGHS's clock runs on
+            self._h.setOptionValue("time_limit", self._h.getRunTime() + time_limit)
         self._h.run()
         return self._h.getModelStatus() == highspy.HighsModelStatus.kOptimal
 

@@ -114,9 +114,10 @@ class LpSolver(Protocol):
     core's bound LPs (:mod:`smug_opt.bounds.lp`): one LP whose objective changes."""
 
     def load(self, A: sp.csr_matrix, row_lo: np.ndarray, row_hi: np.ndarray,
-             col_lb: np.ndarray, col_ub: np.ndarray) -> bool:
+             col_lb: np.ndarray, col_ub: np.ndarray, time_limit: float = float("inf")) -> bool:
         """Take ``row_lo <= A v <= row_hi``, ``col_lb <= v <= col_ub`` (±inf: no side) and
-        solve it with a zero objective; True when it is feasible."""
+        solve it with a zero objective within ``time_limit`` seconds; True when it is
+        feasible (False also when the time ran out)."""
 
     def minimize(self, col: int, sign: float, time_limit: float) -> np.ndarray | None:
         """Minimise ``sign · v[col]`` (warm-started from the previous solve) within

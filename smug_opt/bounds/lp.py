@@ -36,12 +36,13 @@ class RelaxationLP:
     ``h <= z − l(1 − a)``, ``h <= u·a``, ``h <= max(0, b) + Σ max(0, w)·input``; per active
     one ``h = z``; the output rows; the mask-size row if any. Every
     coefficient is a given float (no arithmetic), so the LP is a true relaxation.
+    ``seconds`` limits the first solve (``feasible`` is False if it runs out).
     """
 
     def __init__(self, A1: np.ndarray, b1: np.ndarray, layers: Sequence[tuple[np.ndarray, np.ndarray]],
                  lo: Sequence[np.ndarray], hi: Sequence[np.ndarray],
                  out_rows: np.ndarray, out_rhs: np.ndarray, max_ones: int | None,
-                 lp_backend: str = LP_BACKEND) -> None:
+                 lp_backend: str = LP_BACKEND, seconds: float = float("inf")) -> None:
         row_lo: list[np.ndarray] = []
         row_hi: list[np.ndarray] = []
         col_lb: list[np.ndarray] = [np.zeros(A1.shape[0])]
@@ -115,7 +116,7 @@ class RelaxationLP:
         self._abs_At = abs(self.A).T.tocsr()
         self._At = self.A.T.tocsr()
         self._lp = lp_solver(lp_backend)
-        self.feasible = self._lp.load(self.A, self.row_lo, self.row_hi, self.col_lb, self.col_ub)
+        self.feasible = self._lp.load(self.A, self.row_lo, self.row_hi, self.col_lb, self.col_ub, seconds)
 
     def bound(self, layer: int, neuron: int, *, maximise: bool, seconds: float = LP_SECONDS
               ) -> tuple[float, bool]:

@@ -193,9 +193,10 @@ def network_bounds(A1: np.ndarray, b1: np.ndarray, layers: Sequence[tuple[np.nda
                 layer_end = time.perf_counter() + (deadline - time.perf_counter()) / (len(lo) - k)
             else:
                 layer_end = np.inf
-            lp = RelaxationLP(A1, b1, layers, lo, hi, out_rows, out_rhs, max_ones)
+            lp = RelaxationLP(A1, b1, layers, lo, hi, out_rows, out_rhs, max_ones,
+                              seconds=max(deadline - time.perf_counter(), 0.01))
             if not lp.feasible:
-                break  # no mask satisfies even the relaxation: keep the bounds found
+                break  # no mask satisfies even the relaxation, or the budget ran out: keep the bounds
             for j in ambiguous.tolist():
                 if time.perf_counter() >= layer_end:
                     break
