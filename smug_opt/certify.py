@@ -34,9 +34,9 @@ import numpy as np
 import scipy.sparse as sp
 
 from smug_opt.backend import Status
-from smug_opt.exact import dot_error_bound
+from smug_opt.exact import dot_error_bound, float_down
 from smug_opt.ir import Problem, Sense, VarKind
-from smug_opt.result import SolveResult
+from smug_opt.result import Proof, SolveResult
 from smug_opt.verification import Verification, decide_rows, verify
 
 __all__ = ["ENUMERATION_BINARIES", "ENUMERATION_RELU_BINARIES", "EXACT_BACKEND", "certify",
@@ -306,7 +306,7 @@ def _settled(problem: Problem, result: SolveResult, best: Verification | None, h
         note = (f"certified INFEASIBLE by {how}" if not wrong else
                 f"the solver's claim was wrong: {how} shows the problem is infeasible")
         return _finish(result, status=Status.INFEASIBLE, x=None, objective=None, bound=math.inf,
-                       gap=None, proof="exact", verified=None,
+                       gap=None, proof=Proof.EXACT, verified=None,
                        verification="no solution to verify: infeasibility is a proof (see proof)",
                        note=note, start=start)
     same = result.x is not None and result.objective == float(best.objective)
@@ -320,11 +320,11 @@ def _corrected(problem: Problem, result: SolveResult, best: Verification, note: 
                *, proven: bool, bound: float | None = None) -> SolveResult:
     objective = float(best.objective)
     if proven:
-        bound = objective if Fraction(objective) == best.objective else _float_down(best.objective)
+        bound = objective if Fraction(objective) == best.objective else float_down(best.objective)
     gap = None if bound is None else max(objective - bound, 0.0) / max(abs(objective), 1.0)
     return _finish(result, status=Status.OPTIMAL if proven else Status.FEASIBLE, x=best.x,
                    objective=objective, bound=bound, gap=gap,
-                   proof="exact" if proven else None, verified=True, verification=best.summary(),
+                   proof=Proof.EXACT if proven else None, verified=True, verification=best.summary(),
                    note=note, start=start)
 
 
@@ -345,7 +345,3 @@ def _finish(result: SolveResult, *, note: str, start: float, **changes: object) 
                     overhead=result.times.overhead + spent)
     return replace(result, message=message, times=times, **changes)
 
-
-def _float_down(value: Fraction) -> float:
-    f = float(value)
-    return f if Fraction(f) <= value else math.nextafter(f, -math.inf)

@@ -6,12 +6,13 @@ integers ``(m, e)`` meaning ``m·2**e``: no gcd, no rounding, fast enough for wh
 
 from __future__ import annotations
 
+import math
 from fractions import Fraction
 
 import numpy as np
 
-__all__ = ["TINY", "UNIT_ROUNDOFF", "Dyadic", "dot", "dot_error_bound", "from_float", "from_floats",
-           "sign", "to_float", "to_fraction"]
+__all__ = ["TINY", "UNIT_ROUNDOFF", "Dyadic", "dot", "dot_error_bound", "float_down", "from_float",
+           "from_floats", "sign", "to_float", "to_fraction"]
 
 UNIT_ROUNDOFF = 2.0**-53
 """float64's unit roundoff: one rounding moves a normal result by at most this, relatively."""
@@ -77,3 +78,9 @@ def to_fraction(value: Dyadic) -> Fraction:
 def to_float(value: Dyadic) -> float:
     """The float nearest to the exact value (correctly rounded)."""
     return float(to_fraction(value))
+
+
+def float_down(value: Fraction) -> float:
+    """The largest float64 not above ``value`` (a bound stated as a float must not rise)."""
+    f = float(value)
+    return f if Fraction(f) <= value else math.nextafter(f, -math.inf)

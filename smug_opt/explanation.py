@@ -97,6 +97,8 @@ class Explanation:
             "bound": None if r is None else r.bound,
             "gap": None if r is None else r.gap,
             "verified": None if r is None else r.verified,
+            "proof": None if r is None else r.proof,
+            "exactness": None if r is None else r.exactness("mask"),
             "solver_message": None if r is None else r.message,
             "times": {**dict(self.times), **({} if r is None else {
                 "lower": r.times.lower, "solve": r.times.solve, "verify": r.times.verify,

@@ -192,6 +192,23 @@ class SolveResult:
             raise ValueError(f"no solution: the solve ended {self.status.name} ({self.message})")
         return self.x
 
+    def exactness(self, solution: str = "solution") -> str:
+        """Which part of the result is exact, in words: e.g. "mask verified exactly;
+        minimality proven exactly" or "... minimality rests on HiGHS 1.16.0's
+        floating-point bound" (``solution`` names what ``x`` is)."""
+        if self.status is Status.INFEASIBLE:
+            return (f"no {solution} exists: " + ("proven exactly" if self.proof == "exact" else
+                    f"this rests on {self.solver}'s floating-point search"))
+        if self.x is None or not self.verified:
+            return self.verification
+        checked = f"{solution} verified exactly"
+        if self.status is not Status.OPTIMAL:
+            gap = "" if self.gap is None else f" (gap {self.gap:.3g})"
+            return f"{checked}; minimality not proven{gap}"
+        if self.proof == "exact":
+            return f"{checked}; minimality proven exactly"
+        return f"{checked}; minimality rests on {self.solver}'s floating-point bound"
+
     def __repr__(self) -> str:
         obj = "-" if self.objective is None else f"{self.objective:g}"
         bound = "-" if self.bound is None else f"{self.bound:g}"

@@ -24,6 +24,7 @@ import numpy as np
 
 from smug_opt.backend import RawResult, SolveOptions, Status
 from smug_opt.backend_choice import BackendChoice
+from smug_opt.bound_by_construction import exact_by_construction
 from smug_opt.ir import Problem, Sense
 from smug_opt.numeric_range import numeric_issues
 from smug_opt.registry import backend_class
@@ -138,6 +139,7 @@ def solve(
             result = replace(result, message="; ".join(m for m in (result.message, note) if m))
             if certify is None:
                 certify = any(issue.certify for issue in issues)
+    result = exact_by_construction(problem, result)
     if not certify:
         return result
     from smug_opt.certify import certify as certify_result

@@ -224,7 +224,7 @@ def digit_rows(records: Iterable[RunRecord]) -> list[dict[str, Any]]:
             failure = "the model check failed: " + str(r.checks["check_error"])
         rows.append({
             "backend": r.backend, "digit": int(r.features["digit"]),
-            "index": int(r.features["test_index"]), "status": r.status.name,
+            "index": int(r.features["test_index"]), "status": r.status.name, "proof": r.proof,
             "solved": r.status is Status.OPTIMAL and r.verified is True and in_model is True,
             "failure": failure, "seconds": r.seconds, "objective": r.objective,
             "encode_seconds": float(r.features.get("encode_seconds", 0.0)),
@@ -251,6 +251,7 @@ def stress_table(records: Iterable[Mapping[str, Any]], backends: Sequence[str]) 
             "all": _cell(rows),
             "statuses": statuses,
             "wrong_masks": sum(r["failure"] is not None for r in rows),
+            "proven_exact": sum(r["solved"] and r.get("proof") == "exact" for r in rows),
             "median_seconds": float(np.median(seconds)) if seconds else None,
             "max_seconds": max(seconds) if seconds else None,
             "median_encode_seconds": float(np.median([r["encode_seconds"] for r in rows])) if rows else None,
@@ -285,11 +286,12 @@ def stress_markdown(table: Mapping[str, Any]) -> str:
         solved = " | ".join(f"{c['solved']}/{c['total']}" for c in cells)
         lines.append(f"| {backend} | solved | {solved} |")
         lines.append("| | mean s | " + " | ".join(_number(c["mean_seconds"]) for c in cells) + " |")
-    lines += ["", "| backend | solved | statuses | wrong masks | median s | max s | median cells | "
-                  "median encode s |", "|---|---:|---|---:|---:|---:|---:|---:|"]
+    lines += ["", "| backend | solved | proven exactly | statuses | wrong masks | median s | max s | "
+                  "median cells | median encode s |", "|---|---:|---:|---|---:|---:|---:|---:|---:|"]
     for backend, row in table["backends"].items():
         statuses = ", ".join(f"{k} {v}" for k, v in sorted(row["statuses"].items()))
-        lines.append(f"| {backend} | {row['all']['solved']}/{row['all']['total']} | {statuses or '-'} | "
+        lines.append(f"| {backend} | {row['all']['solved']}/{row['all']['total']} | "
+                     f"{row.get('proven_exact', '-')} | {statuses or '-'} | "
                      f"{row['wrong_masks']} | {_number(row['median_seconds'])} | "
                      f"{_number(row['max_seconds'])} | {_number(row['median_mask_cells'])} | "
                      f"{_number(row['median_encode_seconds'])} |")

@@ -83,7 +83,9 @@ def test_batch_equals_single_explain_input_for_input(digits, reference, tmp_path
         single = json.loads((tmp_path / name / "record.json").read_text())
         index = by_name[name]["index"]
         batch = by_name[name]
-        for key in ("target", "mask_size", "status", "objective", "neurons_used", "k", "cell", "model"):
+        assert batch["proof"] in ("exact", "solver")
+        for key in ("target", "mask_size", "status", "proof", "objective", "neurons_used", "k", "cell",
+                    "model"):
             assert single[key] == batch[key], key
         np.testing.assert_array_equal(np.load(tmp_path / name / "mask.npy"), masks[index])
         np.testing.assert_array_equal(np.load(tmp_path / name / "saliency.npy"), saliency[index])

@@ -130,6 +130,9 @@ def test_cli_default_runs_end_to_end(tmp_path):
     assert proc.returncode == 0, proc.stderr[-2000:]
     record = json.loads((out / "record.json").read_text())
     assert record["status"] == "OPTIMAL" and record["verified"] is True
+    assert record["proof"] in ("exact", "solver")
+    assert record["exactness"].startswith("mask verified exactly; ")
+    assert f"status OPTIMAL: {record['exactness']}" in proc.stdout  # which part is exact, in words
     assert record["mask_size"] == int(np.load(out / "cell_mask.npy").sum())
     assert (out / "overlay.png").stat().st_size > 0
 

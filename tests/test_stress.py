@@ -59,6 +59,9 @@ def test_runner_writes_checked_records_and_resumes(tmp_path, monkeypatch) -> Non
     assert table["backends"]["highs"]["all"] == {
         "solved": 3, "total": 3, "mean_seconds": pytest.approx(np.mean([r.seconds for r in records]))}
     assert sum(c["total"] for c in table["backends"]["highs"]["per_digit"].values()) == 3
+    exact = [r for r in records if r.proof == "exact"]
+    assert table["backends"]["highs"]["proven_exact"] == len(exact)
+    assert all(row["proof"] == r.proof for row, r in zip(rows, records, strict=True))
 
     again = stress.run_stress(n=3, backends=["highs"], time_limit=20, out_dir=out, progress=False)
     assert len((out / RESULTS_FILE).read_text().splitlines()) == 3

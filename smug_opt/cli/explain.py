@@ -315,7 +315,7 @@ def _run_single(args: argparse.Namespace, name: str, settings: ExplainSettings, 
     if removed:
         _say(args, f"replaced the previous run's files in {out}/ ({', '.join(removed)})")
     r = e.result
-    status = "no solver" if r is None else f"{r.status.name} ({r.verification})"
+    status = "no solver" if r is None else f"{r.status.name}: {r.exactness('mask')}"
     cells = e.grid.num_cells - (0 if e.fixed is None else int(e.fixed.sum()))
     unit = "tokens" if padding is not None and e.grid.cell == (1,) else "cells"
     mask = f"mask {e.mask_size}/{cells} {unit}" if e.ok else f"no mask (of {cells} {unit})"

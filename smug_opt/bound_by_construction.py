@@ -1,0 +1,91 @@
+"""Optima that are exact by construction: a verified objective that meets a lower bound
+read off the problem itself, in exact arithmetic, needs no solver's word.
+
+Two such bounds: the variables' boxes (``Σ_j min(c_j·lb_j, c_j·ub_j)``: a count of cells
+cannot go below 0), and, for a count of cells (nonnegative integer costs on binaries), a
+cardinality row ``Σ_{j∈S} x_j >= k`` (the stress encoder adds one when its enumeration
+proved that no mask of fewer than ``k`` cells keeps the label: ``min_cells``).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, replace
+from fractions import Fraction
+
+import numpy as np
+
+from smug_opt.backend import Status
+from smug_opt.exact import float_down
+from smug_opt.ir import Problem, Sense
+from smug_opt.result import Proof, SolveResult
+from smug_opt.verification import verify
+
+__all__ = ["ConstructionBound", "construction_bound", "exact_by_construction"]
+
+
+@dataclass(frozen=True)
+class ConstructionBound:
+    """An exact lower bound on the objective of every solution, and where it comes from."""
+
+    value: Fraction
+    why: str
+
+
+def construction_bound(problem: Problem) -> ConstructionBound:
+    """The best lower bound the problem states outright (see module doc)."""
+    c, lb, ub = problem.objective, problem.lb, problem.ub
+    best = ConstructionBound(sum((min(Fraction(c[j]) * Fraction(lb[j]), Fraction(c[j]) * Fraction(ub[j]))
+                                  for j in np.flatnonzero(c).tolist()), Fraction(0)),
+                             "no solution's objective is below its variables' bounds")
+    if problem.integral_objective and bool(np.all(c >= 0)):
+        for i, k, cols in _cardinality_rows(problem):
+            value = k * Fraction(int(c[cols].min()))
+            if value > best.value:
+                known = (" (the encoder's enumeration: min_cells)"
+                         if problem.metadata.get("min_cells") == k else "")
+                best = ConstructionBound(value, f"row {i} keeps at least {k} of its cells{known}")
+    return best
+
+
+def _cardinality_rows(problem: Problem) -> list[tuple[int, int, np.ndarray]]:
+    """``(i, k, S)`` for each row ``i`` that says ``Σ_{j∈S} x_j >= k`` over binaries (all its
+    coefficients equal), ``k`` the least integer it allows."""
+    A, out = problem.A, []
+    binary = problem.binary
+    for i in range(problem.num_rows):
+        lo, hi = A.indptr[i], A.indptr[i + 1]
+        data, cols = A.data[lo:hi], A.indices[lo:hi]
+        if data.size == 0 or not np.all(data == data[0]) or not np.all(binary[cols]):
+            continue
+        sense, a, rhs = Sense(problem.senses[i]), Fraction(data[0]), Fraction(problem.rhs[i])
+        if a < 0:  # -Σx <= -k is Σx >= k
+            a, rhs = -a, -rhs
+            sense = {Sense.LE: Sense.GE, Sense.LT: Sense.GT, Sense.GE: Sense.LE,
+                     Sense.GT: Sense.LT, Sense.EQ: Sense.EQ}[sense]
+        if a == 0 or sense not in (Sense.GE, Sense.GT, Sense.EQ):
+            continue
+        need = rhs / a
+        k = math.floor(need) + 1 if sense is Sense.GT else math.ceil(need)
+        if k > 0:
+            out.append((i, k, cols))
+    return out
+
+
+def exact_by_construction(problem: Problem, result: SolveResult) -> SolveResult:
+    """``result`` as an exact OPTIMAL when its verified solution meets
+    :func:`construction_bound`; otherwise unchanged."""
+    if result.proof == "exact" or result.x is None or result.status not in (Status.OPTIMAL,
+                                                                            Status.FEASIBLE):
+        return result
+    bound = construction_bound(problem)
+    if abs(result.objective - float(bound.value)) > 1e-9 * max(1.0, abs(result.objective)):
+        return result  # clearly above it: spare the exact check
+    v = verify(problem, result.x)
+    if not v.ok or v.objective != bound.value:
+        return result
+    note = f"optimal by construction: {bound.why}"
+    low = float_down(bound.value)
+    gap = max(result.objective - low, 0.0) / max(abs(result.objective), 1.0)
+    return replace(result, status=Status.OPTIMAL, proof=Proof.EXACT, bound=low, gap=gap,
+                   message="; ".join(m for m in (result.message, note) if m))
