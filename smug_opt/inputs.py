@@ -23,6 +23,8 @@ from pathlib import Path
 
 import numpy as np
 
+from smug_opt.bounded import check_npy_file, open_image
+
 __all__ = ["IMAGE_SUFFIXES", "INPUT_SUFFIXES", "PREPROCESSING", "list_input_files", "load_input",
            "preprocess"]
 
@@ -76,23 +78,21 @@ def load_input(path: Path, input_shape: tuple[int, ...], pixel_scale: float, pre
         raise FileNotFoundError(f"--input {path}: no such file")
     resized = None
     if path.suffix.lower() == ".npy":
+        check_npy_file(path)
         try:
             x = np.load(path, allow_pickle=False).astype(np.float64)
         except (OSError, ValueError) as exc:
             raise ValueError(f"--input {path} is not a numeric .npy array ({exc})") from None
     else:
-        from PIL import Image, UnidentifiedImageError
+        from PIL import Image
 
         channels = input_shape[-1] if len(input_shape) == 3 else 1
-        try:
-            with Image.open(path) as opened:
-                img = opened.convert("L" if channels == 1 else "RGB")
-        except (UnidentifiedImageError, OSError):
-            raise ValueError(f"--input {path} is not an image PIL can read") from None
+        with open_image(path) as opened:
+            img = opened.convert("L" if channels == 1 else "RGB")
         want = _spatial(input_shape)
         if want is not None and (img.height, img.width) != want:
             resized = (img.height, img.width)
-            img = img.resize((want[1], want[0]), resample=Image.BILINEAR)
+            img = img.resize((want[1], want[0]), resample=Image.Resampling.BILINEAR)
         x = preprocess(np.asarray(img), preprocessing, pixel_scale)
     if x.shape != input_shape and x.size == math.prod(input_shape):
         if len(input_shape) == 1 and x.ndim >= 2:
@@ -103,3 +103,4 @@ def load_input(path: Path, input_shape: tuple[int, ...], pixel_scale: float, pre
                 else "")
         raise ValueError(f"--input {path} holds shape {x.shape}; the model expects {input_shape}{hint}")
     return x, resized
+

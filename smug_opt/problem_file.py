@@ -9,13 +9,13 @@ from __future__ import annotations
 
 import json
 import os
-import zipfile
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 import scipy.sparse as sp
 
+from smug_opt.bounded import read_npz
 from smug_opt.ir import Problem
 
 __all__ = ["FORMAT_NAME", "FORMAT_VERSION", "load_problem", "save_problem"]
@@ -62,34 +62,48 @@ def save_problem(problem: Problem, path: str | os.PathLike[str]) -> None:
 
 
 def load_problem(path: str | os.PathLike[str]) -> Problem:
-    """Read a problem written by :func:`save_problem`, checking format and version."""
+    """Read a problem written by :func:`save_problem`, checking format and version, and
+    every member's declared size before decompressing it (:mod:`smug_opt.bounded`)."""
     target = Path(path)
     if not target.is_file():
         raise FileNotFoundError(f"no problem file at {target}")
+    not_ours = (f"{target} is not a smug-opt problem file (those are written by save_problem "
+                "or `smug-opt bench`: a numpy .npz archive with a header)")
     try:
-        arrays = np.load(target, allow_pickle=False)
-    except (zipfile.BadZipFile, ValueError, OSError):
-        raise ValueError(f"{target} is not a smug-opt problem file (those are written by "
-                         "save_problem or `smug-opt bench`: a numpy .npz archive with a header)"
-                         ) from None
-    with arrays:
-        if "header" not in arrays.files:
-            raise ValueError(f"{target} is not a smug-opt problem file (no header)")
+        arrays = read_npz(target)
+    except ValueError as exc:
+        if "not a zip archive" in str(exc):
+            raise ValueError(not_ours) from None
+        raise
+    if "header" not in arrays:
+        raise ValueError(f"{target} is not a smug-opt problem file (no header)")
+    try:
         header = json.loads(arrays["header"].tobytes().decode())
-        if header.get("format") != FORMAT_NAME:
-            raise ValueError(f"{target}: unknown format {header.get('format')!r}")
-        if header.get("version") != FORMAT_VERSION:
-            raise ValueError(
-                f"{target}: format version {header.get('version')} is not supported "
-                f"(this smug-opt reads version {FORMAT_VERSION})"
-            )
+    except (UnicodeDecodeError, ValueError):
+        raise ValueError(f"{target}: its header is not JSON text") from None
+    if not isinstance(header, dict) or header.get("format") != FORMAT_NAME:
+        raise ValueError(not_ours)
+    if header.get("version") != FORMAT_VERSION:
+        raise ValueError(
+            f"{target}: format version {header.get('version')} is not supported "
+            f"(this smug-opt reads version {FORMAT_VERSION})"
+        )
+    metadata = header.get("metadata", {})
+    if not isinstance(metadata, dict):
+        raise ValueError(f"{target}: its metadata must be a JSON object, got {type(metadata).__name__}")
+    missing = [name for name in (*_VECTORS, *(f"{m}_{part}" for m in ("A", "relu_in")
+                                              for part in ("data", "indices", "indptr", "shape")))
+               if name not in arrays]
+    if missing:
+        raise ValueError(f"{target}: members missing: {', '.join(missing)}")
+    try:
         fields = {name: arrays[name] for name in _VECTORS}
         fields["kinds"] = fields["kinds"].astype(np.int8)
         fields["senses"] = fields["senses"].astype(np.int8)
         fields["relu_out"] = fields["relu_out"].astype(np.int64)
         for value in fields.values():
             value.setflags(write=False)
-        return Problem(
-            A=_csr_from(arrays, "A"), relu_in=_csr_from(arrays, "relu_in"),
-            metadata=header.get("metadata", {}), **fields,
-        )
+        return Problem(A=_csr_from(arrays, "A"), relu_in=_csr_from(arrays, "relu_in"),
+                       metadata=metadata, **fields)
+    except (ValueError, TypeError, IndexError, OverflowError) as exc:
+        raise ValueError(f"{target}: not a valid problem ({exc})") from None

@@ -7,6 +7,7 @@ imports its heavy dependencies (solvers, TensorFlow) only inside ``run``.
 from __future__ import annotations
 
 import argparse
+import errno
 import importlib
 import os
 import re
@@ -77,6 +78,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         return state.exit_code or EXIT_INTERRUPTED
     except (ValueError, FileNotFoundError, NotADirectoryError, IsADirectoryError, RuntimeError) as exc:
         print(f"smug-opt {args.command}: error: {flag_names(str(exc))}", file=sys.stderr)
+        return EXIT_ERROR
+    except OSError as exc:  # a full disk, a folder one may not write: the file and the reason
+        where = f" {exc.filename}" if exc.filename else ""
+        hint = "; free some space or write elsewhere" if exc.errno == errno.ENOSPC else ""
+        print(f"smug-opt {args.command}: error: cannot read or write{where}: {exc.strerror or exc}"
+              f"{hint}", file=sys.stderr)
         return EXIT_ERROR
 
 

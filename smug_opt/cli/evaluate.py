@@ -162,14 +162,13 @@ def run(args: argparse.Namespace) -> int:
 
 def _say_resized(folder: Path, size: tuple[int, int]) -> None:
     """One line naming the images resized to the model's input (the rule explain follows too)."""
-    from PIL import Image
-
+    from smug_opt.bounded import open_image
     from smug_opt.inputs import IMAGE_SUFFIXES
 
     resized = []
     for path in sorted(folder.iterdir()):
         if path.suffix.lower() in IMAGE_SUFFIXES:
-            with Image.open(path) as img:
+            with open_image(path) as img:
                 if (img.height, img.width) != tuple(size):
                     resized.append(f"{path.name} ({img.height}x{img.width})")
     if resized:

@@ -191,10 +191,12 @@ def _npy_rows(path: Path) -> tuple[int, ...] | None:
     """The shape of an .npy file without reading its data (None for other files)."""
     if path.suffix.lower() != ".npy" or not path.is_file():
         return None
+    from smug_opt.bounded import check_npy_file
+
     try:
-        return tuple(np.load(path, mmap_mode="r", allow_pickle=False).shape)
-    except (OSError, ValueError) as exc:
-        raise ValueError(f"--input {path} is not a numeric .npy array ({exc})") from None
+        return check_npy_file(path)
+    except ValueError as exc:
+        raise ValueError(f"--input {exc}") from None
 
 
 def _list_vocab() -> int:

@@ -8,6 +8,7 @@ from pathlib import Path
 
 import numpy as np
 
+from smug_opt.bounded import check_npy_file, open_image
 from smug_opt.evaluate.boxes import Box
 
 IMAGE_SUFFIXES = (".png", ".jpg", ".jpeg", ".npy")
@@ -16,6 +17,7 @@ BOX_COLUMNS = ("name", "top", "left", "bottom", "right")
 
 def _read_image(path: Path, size: tuple[int, int] | None) -> np.ndarray:
     if path.suffix.lower() == ".npy":
+        check_npy_file(path)
         try:
             array = np.load(path, allow_pickle=False)
         except (OSError, ValueError) as error:
@@ -29,16 +31,13 @@ def _read_image(path: Path, size: tuple[int, int] | None) -> np.ndarray:
         if size is not None and array.shape[:2] != tuple(size):
             raise ValueError(f"{path}: .npy images are not resized; shape {array.shape[:2]} != {size}")
         return array.astype(np.float32)
-    from PIL import Image, UnidentifiedImageError
+    from PIL import Image
 
-    try:
-        with Image.open(path) as img:
-            img = img.convert("L" if img.mode in ("1", "L", "I", "I;16", "F") else "RGB")
-            if size is not None:
-                img = img.resize((int(size[1]), int(size[0])), resample=Image.BILINEAR)
-            array = np.asarray(img, dtype=np.float32)
-    except (OSError, UnidentifiedImageError) as error:
-        raise ValueError(f"cannot read {path} as an image: {error}") from error
+    with open_image(path) as img:
+        img = img.convert("L" if img.mode in ("1", "L", "I", "I;16", "F") else "RGB")
+        if size is not None:
+            img = img.resize((int(size[1]), int(size[0])), resample=Image.Resampling.BILINEAR)
+        array = np.asarray(img, dtype=np.float32)
     return array[:, :, None] if array.ndim == 2 else array
 
 

@@ -16,6 +16,7 @@ from typing import Any
 
 import numpy as np
 
+from smug_opt.bounded import load_onnx
 from smug_opt.network.builder import GraphBuilder
 from smug_opt.network.graph import Network, Reshape
 from smug_opt.network.onnx_constants import FOLDABLE, fold
@@ -47,10 +48,7 @@ def read_onnx(source: str | Path | bytes, *, input_range: tuple[float, float] | 
         path = Path(source)
         if not path.is_file():
             raise FileNotFoundError(f"ONNX file {path} does not exist")
-        try:
-            model = onnx.load(str(path))
-        except Exception as error:  # protobuf's DecodeError and friends
-            raise ValueError(f"{path} is not an ONNX model: {error}") from None
+        model = load_onnx(path)  # sizes checked before anything is read in full
         name = name or path.stem
     return _Reader(model, name).network(input_range, layout)
 
