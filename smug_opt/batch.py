@@ -38,25 +38,28 @@ _loads = 0  # models loaded by this process (a worker loads each model once)
 
 @dataclass(frozen=True)
 class ModelRef:
-    """How a worker finds the model: an embedded model's name or a .keras/.h5 path."""
+    """How a worker finds the model: a spec (an embedded model's name, a .keras/.h5, .onnx
+    or .pt2 file, package.module:factory) and what the user declared about its input
+    (:func:`smug_opt.models.resolve.as_adapter`)."""
 
     name: str
+    input_layout: str | None = None
+    input_range: tuple[float, float] | None = None
 
     def load(self) -> Any:
         """The model's adapter, loaded once per worker process."""
-        return worker_cache(("model", self.name), self._load)
+        return worker_cache(("model", self), self._load)
 
     def _load(self) -> Any:
         global _loads
-        from smug_opt.explanation import as_adapter
         from smug_opt.models import zoo
+        from smug_opt.models.resolve import as_adapter
 
         logging.getLogger("tensorflow").setLevel(logging.ERROR)  # AutoGraph notes, once per worker
-        embedded = self.name in zoo.available_models()
-        adapter = as_adapter(zoo.load(self.name, progress=False) if embedded else self.name)
+        adapter = as_adapter(self.name, input_layout=self.input_layout, input_range=self.input_range)
         _loads += 1
-        info = {"model": self.name}
-        if embedded:
+        info: dict[str, Any] = {"model": self.name}
+        if self.name in zoo.available_models():
             info["model_test_accuracy"] = zoo.test_accuracy(self.name)
         return adapter, info
 
@@ -80,6 +83,8 @@ class ExplainSettings:
     pixel_scale: float = 255.0
     preprocessing: str = "unit"
     ig_batch: int | None = None
+    input_range: tuple[float, float] | None = None
+    """Image pixels 0–255 map linearly onto this range (instead of ``preprocessing``)."""
     method: InitVar[str | None] = None
     k: InitVar[int | None] = None
     gamma: InitVar[float | None] = None
@@ -120,7 +125,8 @@ class ExplainSettings:
                 "target": self.target, "time_limit": self.time_limit,
                 "grid_shape": None if self.grid_shape is None else list(self.grid_shape),
                 "solver_options": dict(self.solver_options), "pixel_scale": self.pixel_scale,
-                "preprocessing": self.preprocessing, "ig_batch": self.ig_batch}
+                "preprocessing": self.preprocessing, "ig_batch": self.ig_batch,
+                "input_range": None if self.input_range is None else list(self.input_range)}
 
 
 @dataclass(frozen=True, eq=False)
@@ -164,7 +170,7 @@ class _ChunkFailed:
 def _adapter(model: Any) -> tuple[Any, dict[str, Any]]:
     if isinstance(model, ModelRef):
         return model.load()
-    from smug_opt.explanation import as_adapter
+    from smug_opt.models.resolve import as_adapter
 
     return as_adapter(model), {"model": getattr(getattr(model, "model", model), "name", "model")}
 
@@ -174,7 +180,7 @@ def _read(source: Any, adapter: Any, settings: ExplainSettings) -> tuple[np.ndar
         from smug_opt.inputs import load_input
 
         x, resized = load_input(Path(source), adapter.input_shape, settings.pixel_scale,
-                                settings.preprocessing)
+                                settings.preprocessing, settings.input_range)
         return x, {"input": source} | ({"resized_from": list(resized)} if resized else {})
     x = np.asarray(source, dtype=np.float64)
     shape = tuple(adapter.input_shape)
@@ -281,8 +287,9 @@ def explain_many(
 ) -> BatchRun:
     """Explain every input of ``inputs`` and stream the results as they finish.
 
-    ``model``: an embedded model's name or a .keras/.h5 path (any executor), or a Keras
-    model/adapter (this process only: save it for worker processes or Dask). ``inputs``: an
+    ``model``: a spec (an embedded model's name, a .keras/.h5, .onnx or .pt2 path,
+    package.module:factory) or a :class:`ModelRef` (any executor), or a model object or
+    adapter (this process only: save it for worker processes or Dask). ``inputs``: an
     array (N, ...), a folder of images/.npy files, or a list of such files. The
     :func:`smug_opt.explain` arguments come as ``settings`` or keywords (``k=``,
     ``backend=``...; SMUG parameters not given are the model's own). ``executor``
@@ -298,10 +305,12 @@ def explain_many(
         raise ValueError(f"chunk_size must be at least 1, got {chunk_size}")
     executor = executor or SequentialExecutor()
     local = isinstance(executor, SequentialExecutor)
-    if not isinstance(model, (str, os.PathLike)) and not local:
+    if isinstance(model, (str, os.PathLike)):
+        model = ModelRef(str(model))
+    if not isinstance(model, ModelRef) and not local:
         raise ValueError("worker processes and Dask load the model themselves: pass its name or "
-                         "a saved .keras path, not a model object")
-    ref = ModelRef(str(model)) if isinstance(model, (str, os.PathLike)) else model
+                         "a saved model file, not a model object")
+    ref = model
     sources = _sources(inputs)
     names = ([str(i) for i in range(len(sources))] if isinstance(sources, np.ndarray)
              else [n for n, _ in sources])
@@ -309,9 +318,9 @@ def explain_many(
         raise ValueError("two inputs share a file name; names identify inputs in the run folder")
     folder, note = None, ""
     if out is not None:
-        named = model_identity(str(model)) if isinstance(ref, ModelRef) else {"model": "<in-memory model>"}
-        config = {**named, "inputs": _describe(inputs), "n": len(names),
-                  **settings.to_dict()}
+        named = ({**model_identity(ref.name), "input_layout": ref.input_layout} if isinstance(ref, ModelRef)
+                 else {"model": "<in-memory model>"})
+        config = {**named, "inputs": _describe(inputs), "n": len(names), **settings.to_dict()}
         folder, note = RunFolder.open(out, config, kind=KIND, resume=resume, overwrite=overwrite,
                                       extra_files=(OVERLAYS_DIR, SUMMARY_FILE))
     elif resume or overwrite or overlays:

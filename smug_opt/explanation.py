@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import json
 import time
-import weakref
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -23,18 +22,14 @@ from smug_opt.parameters import Method, SmugParameters
 if TYPE_CHECKING:
     from smug_opt.encode.first_layer import FirstLayerEncoding
     from smug_opt.ir import Problem
-    from smug_opt.models.base import ModelAdapter
     from smug_opt.models.grid import CellGrid
     from smug_opt.models.integrated_gradients import Attribution
     from smug_opt.result import SolveResult
 
-__all__ = ["METHODS", "Explanation", "as_adapter", "display_scale", "explain"]
+__all__ = ["METHODS", "Explanation", "display_scale", "explain"]
 
 METHODS = tuple(m.value for m in Method)
 """The method names (kept for callers that check a name; :class:`Method` is the type)."""
-
-_adapters: weakref.WeakKeyDictionary[Any, ModelAdapter] = weakref.WeakKeyDictionary()
-
 
 @dataclass(frozen=True, eq=False)
 class Explanation:
@@ -128,26 +123,6 @@ def display_scale(scores: np.ndarray) -> np.ndarray:
     return out
 
 
-def as_adapter(model: Any) -> ModelAdapter:
-    """A :class:`ModelAdapter` for an adapter, a Keras model, an embedded model's name, or a
-    .keras/.h5 path."""
-    from smug_opt.models.base import ModelAdapter
-
-    if isinstance(model, ModelAdapter):
-        return model
-    from smug_opt.models import zoo
-    from smug_opt.models.keras_adapter import KerasAdapter, load_model
-
-    if isinstance(model, str) and zoo.embedded_name(model) is not None:
-        model = zoo.load(model, progress=False)
-    elif isinstance(model, (str, Path)):
-        model = load_model(model)
-    adapter = _adapters.get(model)
-    if adapter is None:  # one adapter per model: its traced functions are reused
-        adapter = _adapters[model] = KerasAdapter(model)
-    return adapter
-
-
 def explain(
     model: Any,
     x: np.ndarray,
@@ -169,6 +144,10 @@ def explain(
 ) -> Explanation:
     """Explain ``model``'s prediction on one input ``x`` with SMUG (or SMUG_base).
 
+    ``model``: a model adapter, a :class:`~smug_opt.network.graph.Network`, a Keras model, a
+    PyTorch ``nn.Module``, or a spec: an embedded model's name, a ``.keras``/``.h5``,
+    ``.onnx`` or ``.pt2`` file, or ``package.module:factory``
+    (:func:`smug_opt.models.resolve.as_adapter`, which also declares an input's layout and range).
     The SMUG parameters are ``params`` (default: the model's own,
     :func:`smug_opt.models.catalog.describe`), with any of ``method``, ``k``,
     ``gamma``, ``cell`` and ``steps`` given here replacing theirs. ``k`` neurons with
@@ -186,6 +165,7 @@ def explain(
     from smug_opt.encode.first_layer import encode_first_layer
     from smug_opt.models.catalog import smug_parameters
     from smug_opt.models.integrated_gradients import integrated_gradients, top_k_neurons
+    from smug_opt.models.resolve import as_adapter
 
     p = smug_parameters(model, params, method=method, k=k, gamma=gamma, cell=cell, steps=steps)
     adapter = as_adapter(model)

@@ -36,9 +36,14 @@ _TORCH_MEAN = np.array([0.485, 0.456, 0.406])
 _TORCH_STD = np.array([0.229, 0.224, 0.225])
 
 
-def preprocess(pixels: np.ndarray, mode: str = "unit", pixel_scale: float = 255.0) -> np.ndarray:
-    """0–255 pixels (H, W[, C]) as a model expects them (see the module docstring), float64."""
+def preprocess(pixels: np.ndarray, mode: str = "unit", pixel_scale: float = 255.0,
+               value_range: tuple[float, float] | None = None) -> np.ndarray:
+    """0–255 pixels (H, W[, C]) as a model expects them (see the module docstring), float64;
+    with ``value_range`` (a model's declared input range) mapped linearly onto it instead."""
     x = np.asarray(pixels, dtype=np.float64)
+    if value_range is not None:
+        lo, hi = value_range
+        return lo + x / 255.0 * (hi - lo)
     if mode == "unit":
         return x / pixel_scale
     if mode == "raw":
@@ -70,10 +75,11 @@ def _spatial(input_shape: tuple[int, ...]) -> tuple[int, int] | None:
     return (side, side) if side and side * side == input_shape[0] else None
 
 
-def load_input(path: Path, input_shape: tuple[int, ...], pixel_scale: float, preprocessing: str = "unit"
-               ) -> tuple[np.ndarray, tuple[int, int] | None]:
+def load_input(path: Path, input_shape: tuple[int, ...], pixel_scale: float, preprocessing: str = "unit",
+               value_range: tuple[float, float] | None = None) -> tuple[np.ndarray, tuple[int, int] | None]:
     """One model input of ``input_shape`` (a picture's H×W for a flat input) from an image
-    or ``.npy`` file, and the (H, W) the image was resized from (None when it was not)."""
+    or ``.npy`` file, and the (H, W) the image was resized from (None when it was not);
+    ``value_range``: see :func:`preprocess`."""
     if not path.is_file():
         raise FileNotFoundError(f"--input {path}: no such file")
     resized = None
@@ -93,7 +99,7 @@ def load_input(path: Path, input_shape: tuple[int, ...], pixel_scale: float, pre
         if want is not None and (img.height, img.width) != want:
             resized = (img.height, img.width)
             img = img.resize((want[1], want[0]), resample=Image.Resampling.BILINEAR)
-        x = preprocess(np.asarray(img), preprocessing, pixel_scale)
+        x = preprocess(np.asarray(img), preprocessing, pixel_scale, value_range)
     if x.shape != input_shape and x.size == math.prod(input_shape):
         if len(input_shape) == 1 and x.ndim >= 2:
             return x, resized  # a picture for a flat input: its shape gives the mask grid

@@ -35,7 +35,8 @@ def _photo(mode):
 @pytest.mark.parametrize("name", list(ARCHITECTURES))
 def test_explain_on_keras_applications(name):
     from smug_opt.encode.first_layer import encode_first_layer
-    from smug_opt.explanation import as_adapter, explain
+    from smug_opt.explanation import explain
+    from smug_opt.models.resolve import as_adapter
 
     keras = import_keras()
     keras.utils.set_random_seed(0)

@@ -19,9 +19,11 @@ from smug_opt.backend_choice import BackendChoice
 from smug_opt.batch import ExplainSettings
 from smug_opt.cli.options import (
     add_executor_options,
+    add_model_input_options,
     check_executor_options,
     check_model_arg,
     executor_from_args,
+    input_range_arg,
 )
 from smug_opt.cli.solve import add_solver_options, solver_kwargs
 from smug_opt.console import use_colour
@@ -44,8 +46,10 @@ def add_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParse
         description="Explain a model's prediction with SMUG. Without --model, an embedded "
                     "model trained on real MNIST digits explains a held-out digit.")
     src = p.add_argument_group("model and input")
-    src.add_argument("--model", help="a .keras/.h5 file or an embedded model name "
-                     "(mnist-cnn, mnist-mlp, mnist-mlp-deep, mnist-resnet, text-cnn; default mnist-cnn)")
+    src.add_argument("--model", help="a .keras/.h5, .onnx or torch.export .pt2 file, "
+                     "package.module:factory (a callable returning a torch.nn.Module), or an "
+                     "embedded model (mnist-cnn, mnist-mlp, mnist-mlp-deep, mnist-resnet, "
+                     "text-cnn; default mnist-cnn)")
     src.add_argument("--input", type=Path,
                      help="an image (.png/.jpg) or an array (.npy); a folder of them, or an .npy "
                           "holding one input per row, explains each (a batch run: records.jsonl, "
@@ -64,6 +68,7 @@ def add_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParse
                           "(default); raw = 0-255 (EfficientNet, ConvNeXt); tf = [-1, 1] "
                           "(MobileNetV2, InceptionV3); caffe = BGR minus the ImageNet means "
                           "(VGG16, ResNet50); torch = ImageNet standardisation (DenseNet121)")
+    add_model_input_options(src)
     src.add_argument("--grid", help="override the mask grid of a flat dense input, e.g. 28x28 "
                      "(normally it follows from the model and the input)")
     smug = p.add_argument_group("SMUG")
@@ -164,6 +169,10 @@ def _check_args(args: argparse.Namespace) -> None:
     if args.method in (None, Method.SMUG.value):
         BackendChoice.parse(args.backend)  # an unknown or unusable backend: the installed ones are named
     check_executor_options(args)
+    args.input_range = input_range_arg(args.input_range)
+    if args.input_range is not None and (args.preprocess != "unit" or args.pixel_scale != 255.0):
+        raise ValueError("give --input-range or --preprocess/--pixel-scale, not both: with "
+                         "--input-range image pixels map linearly onto the model's range")
     if args.model is not None:
         check_model_arg(args.model)
     if args.input is not None and not args.input.exists():
@@ -184,7 +193,7 @@ def _settings(args: argparse.Namespace, name: str) -> ExplainSettings:
         name, method=args.method, k=args.k, gamma=args.gamma, cell=args.cell, steps=args.steps,
         backend=backend, target=args.target, time_limit=time_limit, grid_shape=_grid(args.grid),
         solver_options=kwargs, pixel_scale=args.pixel_scale, preprocessing=args.preprocess,
-        ig_batch=args.ig_batch)
+        ig_batch=args.ig_batch, input_range=args.input_range)
 
 
 def _npy_rows(path: Path) -> tuple[int, ...] | None:
@@ -226,14 +235,13 @@ def run(args: argparse.Namespace) -> int:
         if shape is None or len(shape) < 2:
             raise ValueError("--resume, --overwrite, --overlays, --workers and --executor are for "
                              "batch runs: give --input FOLDER or an .npy with one input per row")
-    from smug_opt.batch import ModelRef
     from smug_opt.models import zoo
 
     embedded = name in zoo.available_models()
     _say(args, f"loading model {name}")
     if embedded:
         zoo.load(name, progress=not args.quiet)  # trains and caches it on first use, with a bar
-    adapter, info = ModelRef(name).load()
+    adapter, info = _model_ref(args, name).load()
     shape = _npy_rows(args.input) if args.input is not None else None
     if shape is not None and math.prod(shape) != math.prod(adapter.input_shape) \
             and math.prod(shape[1:]) == math.prod(adapter.input_shape):
@@ -241,13 +249,19 @@ def run(args: argparse.Namespace) -> int:
     return _run_single(args, name, settings, adapter, dict(info))
 
 
+def _model_ref(args: argparse.Namespace, name: str) -> Any:
+    from smug_opt.batch import ModelRef
+
+    return ModelRef(name, args.input_layout, args.input_range)
+
+
 def _run_batch(args: argparse.Namespace, name: str, settings: ExplainSettings, source: Path) -> int:
     from smug_opt.batch import explain_many
 
     inputs: Any = source if source.is_dir() else np.load(source, mmap_mode="r", allow_pickle=False)
     with executor_from_args(args) as executor:
-        run = explain_many(name, source if source.is_dir() else np.asarray(inputs), settings=settings,
-                           executor=executor, out=args.out, resume=args.resume,
+        run = explain_many(_model_ref(args, name), source if source.is_dir() else np.asarray(inputs),
+                           settings=settings, executor=executor, out=args.out, resume=args.resume,
                            overwrite=args.overwrite, overlays=args.overlays, chunk_size=args.chunk)
         if run.note:
             _say(args, run.note)
@@ -277,7 +291,8 @@ def _run_single(args: argparse.Namespace, name: str, settings: ExplainSettings, 
     if args.input is not None:
         from smug_opt.inputs import load_input
 
-        x, resized = load_input(args.input, adapter.input_shape, args.pixel_scale, s.preprocessing)
+        x, resized = load_input(args.input, adapter.input_shape, args.pixel_scale, s.preprocessing,
+                                s.input_range)
         info["input"] = str(args.input)
         if resized:
             info["resized_from"] = list(resized)

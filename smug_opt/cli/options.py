@@ -1,16 +1,13 @@
-"""Flags several sub-commands share: where the work runs (the executor layer)."""
+"""Flags several sub-commands share: where the work runs, and what a model file does not say."""
 
 from __future__ import annotations
 
 import argparse
-import zipfile
-from pathlib import Path
 
 from smug_opt.executors import EXECUTORS, Executor, check_executor_args, make_executor
 
-__all__ = ["add_executor_options", "check_executor_options", "check_model_arg", "executor_from_args"]
-
-_HDF5_SIGNATURE = b"\x89HDF\r\n\x1a\n"
+__all__ = ["add_executor_options", "add_model_input_options", "check_executor_options", "check_model_arg",
+           "executor_from_args", "input_range_arg"]
 
 
 def add_executor_options(p: argparse.ArgumentParser, *, what: str) -> None:
@@ -36,27 +33,34 @@ def executor_from_args(args: argparse.Namespace) -> Executor:
 
 
 def check_model_arg(value: str, *, flag: str = "--model") -> None:
-    """An embedded model's name, or a readable .keras (zip) / .h5 (HDF5) file: checked
-    before TensorFlow loads, so a wrong path or a file that is no model fails at once."""
-    from smug_opt.models.zoo import available_models
+    """A model spec (embedded name, .keras/.h5/.onnx/.pt2 file, package.module:factory),
+    checked before any framework loads, so a wrong path or a file that is no model fails
+    at once."""
+    from smug_opt.models.resolve import check_model_spec
 
-    embedded = available_models()
-    if value in embedded:
-        return
-    path = Path(value)
-    if not path.exists():
-        raise FileNotFoundError(f"{flag} {value}: no such file, and not an embedded model "
-                                f"({', '.join(embedded)})")
-    if path.is_dir():
-        raise ValueError(f"{flag} {value} is a folder; give a .keras or .h5 model file")
-    suffix = path.suffix.lower()
-    if suffix == ".keras" and not zipfile.is_zipfile(path):
-        raise ValueError(f"{flag} {value} is not a Keras model file (a .keras file is a zip "
-                         "archive written by model.save)")
-    if suffix in (".h5", ".hdf5"):
-        with open(path, "rb") as f:
-            if f.read(8) != _HDF5_SIGNATURE:
-                raise ValueError(f"{flag} {value} is not an HDF5 Keras model file")
-    if suffix not in (".keras", ".h5", ".hdf5"):
-        raise ValueError(f"{flag} {value}: expected a .keras or .h5 file, or an embedded model "
-                         f"({', '.join(embedded)})")
+    check_model_spec(value, flag=flag)
+
+
+def add_model_input_options(group: argparse._ArgumentGroup) -> None:
+    """``--input-layout`` and ``--input-range``: what an ONNX or PyTorch file does not say."""
+    from smug_opt.models.resolve import INPUT_LAYOUTS
+
+    group.add_argument("--input-layout", choices=INPUT_LAYOUTS,
+                       help="layout of an ONNX/PyTorch model's 3-D image input where the file does "
+                            "not say it (default: its first Conv's, else guessed from the shape)")
+    group.add_argument("--input-range", metavar="LO,HI",
+                       help="the model's valid input range, e.g. 0,1; image pixels 0-255 then map "
+                            "linearly onto it (instead of --preprocess/--pixel-scale)")
+
+
+def input_range_arg(text: str | None) -> tuple[float, float] | None:
+    """``--input-range LO,HI`` parsed (None when not given)."""
+    if text is None:
+        return None
+    try:
+        lo, hi = (float(v) for v in text.split(","))
+    except ValueError:
+        raise ValueError(f"--input-range expects LO,HI (e.g. 0,1), got {text!r}") from None
+    if not lo < hi:
+        raise ValueError(f"--input-range needs LO < HI, got {text!r}")
+    return lo, hi

@@ -1,0 +1,174 @@
+"""What a user names as a model, made into a :class:`ModelAdapter`: the one place the Python
+API, ``explain``, batch explain and ``evaluate`` resolve a model.
+
+A model is an adapter; a :class:`~smug_opt.network.graph.Network`; a Keras model or a
+PyTorch ``nn.Module``; or a *spec* string: an embedded model's name, a ``.keras``/``.h5``
+file (read by Keras), a ``.onnx`` file, a ``torch.export`` ``.pt2`` file, or
+``package.module:factory`` (a callable returning an ``nn.Module``; never a pickle). ONNX
+and PyTorch models become a Network (:mod:`smug_opt.network`) explained through
+:class:`~smug_opt.models.network_adapter.NetworkAdapter`; Keras models through
+:class:`~smug_opt.models.keras_adapter.KerasAdapter`.
+"""
+
+from __future__ import annotations
+
+import re
+import sys
+import weakref
+import zipfile
+from dataclasses import dataclass, replace
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Literal
+
+if TYPE_CHECKING:
+    from smug_opt.models.base import ModelAdapter
+    from smug_opt.network.graph import Network
+
+__all__ = ["INPUT_LAYOUTS", "ModelKind", "ModelOptions", "as_adapter", "check_model_spec", "model_kind",
+           "read_network"]
+
+ModelKind = Literal["embedded", "keras", "onnx", "pt2", "factory"]
+INPUT_LAYOUTS = ("nchw", "nhwc")
+_LAYOUT_NAMES = {"nchw": "channels_first", "nhwc": "channels_last"}
+_SUFFIXES: dict[str, ModelKind] = {".keras": "keras", ".h5": "keras", ".hdf5": "keras", ".onnx": "onnx",
+                                   ".pt2": "pt2"}
+_FACTORY = re.compile(r"^[A-Za-z_][\w.]*:[A-Za-z_]\w*$")
+_HDF5_SIGNATURE = b"\x89HDF\r\n\x1a\n"
+_adapters: weakref.WeakKeyDictionary[Any, dict[ModelOptions, ModelAdapter]] = weakref.WeakKeyDictionary()
+
+
+@dataclass(frozen=True)
+class ModelOptions:
+    """What a model file may not say, declared by the user: ``input_layout`` of a 3-D image
+    input (``"nchw"`` or ``"nhwc"``; None: the reader's guess) and ``input_range``, the
+    valid range of every input value (None: unknown). Keras models state their layout."""
+
+    input_layout: str | None = None
+    input_range: tuple[float, float] | None = None
+
+    def __post_init__(self) -> None:
+        if self.input_layout is not None and self.input_layout not in INPUT_LAYOUTS:
+            raise ValueError(f"input_layout must be one of {', '.join(INPUT_LAYOUTS)}, "
+                             f"got {self.input_layout!r}")
+        if self.input_range is not None:
+            lo, hi = (float(v) for v in self.input_range)
+            if not lo < hi:
+                raise ValueError(f"input_range must be (lo, hi) with lo < hi, got {self.input_range}")
+            object.__setattr__(self, "input_range", (lo, hi))
+
+
+def model_kind(spec: str) -> ModelKind:
+    """What kind of model a spec string names, from its form alone (no file is read)."""
+    from smug_opt.models.zoo import available_models
+
+    if spec in available_models():
+        return "embedded"
+    suffix = Path(spec).suffix.lower()
+    if suffix in _SUFFIXES:
+        return _SUFFIXES[suffix]
+    if _FACTORY.match(spec) and not Path(spec).exists():
+        return "factory"
+    raise ValueError(f"{spec!r} is no model smug-opt reads: give a .keras/.h5, .onnx or .pt2 file, "
+                     "package.module:factory (a callable returning a torch.nn.Module), or an "
+                     f"embedded model ({', '.join(available_models())})")
+
+
+def check_model_spec(spec: str, *, flag: str = "--model") -> ModelKind:
+    """The spec's kind, after the checks that need no framework: the file exists and has
+    its format's signature (a zip for .keras and .pt2, HDF5 for .h5)."""
+    path = Path(spec)
+    if path.is_dir():
+        raise ValueError(f"{flag} {spec} is a folder; give a model file")
+    try:
+        kind = model_kind(spec)
+    except ValueError as error:
+        if not path.exists() and not path.suffix:
+            raise FileNotFoundError(f"{flag} {spec}: no such file, and {error}") from None
+        raise ValueError(f"{flag} {error}") from None
+    if kind in ("embedded", "factory"):
+        return kind
+    if not path.is_file():
+        raise FileNotFoundError(f"{flag} {spec}: no such file")
+    suffix = path.suffix.lower()
+    if suffix in (".keras", ".pt2") and not zipfile.is_zipfile(path):
+        what = "a Keras model file" if suffix == ".keras" else "a torch.export .pt2 file"
+        raise ValueError(f"{flag} {spec} is not {what} (it is written as a zip archive)")
+    if suffix in (".h5", ".hdf5"):
+        with open(path, "rb") as f:
+            if f.read(8) != _HDF5_SIGNATURE:
+                raise ValueError(f"{flag} {spec} is not an HDF5 Keras model file")
+    return kind
+
+
+def read_network(model: Any, options: ModelOptions | None = None) -> Network:
+    """The :class:`Network` of an ONNX or PyTorch model (a spec string or an ``nn.Module``),
+    with the declared layout and input range."""
+    from smug_opt.network import load_model
+
+    options = options or ModelOptions()
+    layout = None if options.input_layout is None else _LAYOUT_NAMES[options.input_layout]
+    return load_model(model, input_range=options.input_range, layout=layout)
+
+
+def as_adapter(model: Any, *, input_layout: str | None = None,
+               input_range: tuple[float, float] | None = None) -> ModelAdapter:
+    """A :class:`ModelAdapter` for any model the module docstring lists, with the input's
+    layout and range declared where the file does not say them (:class:`ModelOptions`);
+    one per model object and declaration (its compiled functions are reused)."""
+    from smug_opt.models.base import ModelAdapter
+
+    if isinstance(model, ModelAdapter):
+        return model
+    options = ModelOptions(input_layout, input_range)
+    if isinstance(model, (str, Path)):
+        kind = check_model_spec(str(model))
+        if kind == "embedded":
+            from smug_opt.models import zoo
+
+            model = zoo.load(str(model), progress=False)
+        elif kind == "keras":
+            from smug_opt.models.keras_adapter import load_model
+
+            model = load_model(model)
+        else:
+            return _adapter(read_network(str(model), options), options)
+    if not _weakrefable(model):
+        return _adapter(model, options)
+    cached = _adapters.setdefault(model, {})
+    if options not in cached:
+        cached[options] = _adapter(model, options)
+    return cached[options]
+
+
+def _adapter(model: Any, options: ModelOptions) -> ModelAdapter:
+    from smug_opt.network.graph import Network
+
+    if _is_torch_module(model):
+        model = read_network(model, options)
+    if isinstance(model, Network):
+        from smug_opt.models.network_adapter import NetworkAdapter
+
+        if options.input_range is not None and model.input_range != options.input_range:
+            model = replace(model, input_range=options.input_range)
+        if options.input_layout is not None and model.source_layout != _LAYOUT_NAMES[options.input_layout]:
+            model = replace(model, source_layout=_LAYOUT_NAMES[options.input_layout])
+        return NetworkAdapter(model)
+    from smug_opt.models.keras_adapter import KerasAdapter
+
+    if options.input_layout is not None:
+        raise ValueError("--input-layout is for ONNX and PyTorch models; a Keras model states its layout")
+    return KerasAdapter(model)
+
+
+def _weakrefable(model: Any) -> bool:
+    try:
+        weakref.ref(model)
+    except TypeError:
+        return False
+    return True
+
+
+def _is_torch_module(model: Any) -> bool:
+    """An ``nn.Module``, recognised without importing torch when it is not loaded."""
+    torch = sys.modules.get("torch")
+    return torch is not None and isinstance(model, torch.nn.Module)
