@@ -43,6 +43,7 @@ class ModelRef:
     (:func:`smug_opt.models.resolve.as_adapter`)."""
 
     name: str
+    input_shape: tuple[int, ...] | None = None
     input_layout: str | None = None
     input_range: tuple[float, float] | None = None
 
@@ -56,7 +57,8 @@ class ModelRef:
         from smug_opt.models.resolve import as_adapter
 
         logging.getLogger("tensorflow").setLevel(logging.ERROR)  # AutoGraph notes, once per worker
-        adapter = as_adapter(self.name, input_layout=self.input_layout, input_range=self.input_range)
+        adapter = as_adapter(self.name, input_shape=self.input_shape, input_layout=self.input_layout,
+                             input_range=self.input_range)
         _loads += 1
         info: dict[str, Any] = {"model": self.name}
         if self.name in zoo.available_models():
@@ -318,8 +320,10 @@ def explain_many(
         raise ValueError("two inputs share a file name; names identify inputs in the run folder")
     folder, note = None, ""
     if out is not None:
-        named = ({**model_identity(ref.name), "input_layout": ref.input_layout} if isinstance(ref, ModelRef)
-                 else {"model": "<in-memory model>"})
+        named = {"model": "<in-memory model>"}
+        if isinstance(ref, ModelRef):
+            named = {**model_identity(ref.name), "input_shape": list(ref.input_shape or ()),
+                     "input_layout": ref.input_layout}
         config = {**named, "inputs": _describe(inputs), "n": len(names), **settings.to_dict()}
         folder, note = RunFolder.open(out, config, kind=KIND, resume=resume, overwrite=overwrite,
                                       extra_files=(OVERLAYS_DIR, SUMMARY_FILE))

@@ -10,6 +10,7 @@ import pytest
 
 torch = pytest.importorskip("torch")
 from torch import nn  # noqa: E402
+from torch_networks import mnist_cnn, network_of, train  # noqa: E402
 
 from smug_opt.data.mnist import load_digits  # noqa: E402
 from smug_opt.models.integrated_gradients import integrated_gradients  # noqa: E402
@@ -27,7 +28,6 @@ from smug_opt.network.graph import (  # noqa: E402
     Relu,
     Reshape,
 )
-from torch_networks import mnist_cnn, network_of, train  # noqa: E402
 
 
 @pytest.fixture(scope="module")

@@ -100,7 +100,7 @@ def train(model: nn.Module, x: np.ndarray, y: np.ndarray, *, steps: int = 60, se
     torch.manual_seed(seed)
     model.train()
     opt = torch.optim.Adam(model.parameters(), lr=3e-3)
-    xs, ys = torch.as_tensor(x, dtype=torch.float32), torch.as_tensor(y, dtype=torch.long)
+    xs, ys = torch.tensor(np.array(x), dtype=torch.float32), torch.tensor(np.array(y), dtype=torch.long)
     for step in range(steps):
         batch = slice((step * 64) % len(xs), (step * 64) % len(xs) + 64)
         opt.zero_grad()

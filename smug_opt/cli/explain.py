@@ -24,6 +24,7 @@ from smug_opt.cli.options import (
     check_model_arg,
     executor_from_args,
     input_range_arg,
+    input_shape_arg,
 )
 from smug_opt.cli.solve import add_solver_options, solver_kwargs
 from smug_opt.console import use_colour
@@ -170,6 +171,7 @@ def _check_args(args: argparse.Namespace) -> None:
         BackendChoice.parse(args.backend)  # an unknown or unusable backend: the installed ones are named
     check_executor_options(args)
     args.input_range = input_range_arg(args.input_range)
+    args.input_shape = input_shape_arg(args.input_shape)
     if args.input_range is not None and (args.preprocess != "unit" or args.pixel_scale != 255.0):
         raise ValueError("give --input-range or --preprocess/--pixel-scale, not both: with "
                          "--input-range image pixels map linearly onto the model's range")
@@ -252,7 +254,7 @@ def run(args: argparse.Namespace) -> int:
 def _model_ref(args: argparse.Namespace, name: str) -> Any:
     from smug_opt.batch import ModelRef
 
-    return ModelRef(name, args.input_layout, args.input_range)
+    return ModelRef(name, args.input_shape, args.input_layout, args.input_range)
 
 
 def _run_batch(args: argparse.Namespace, name: str, settings: ExplainSettings, source: Path) -> int:

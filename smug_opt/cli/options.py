@@ -7,7 +7,7 @@ import argparse
 from smug_opt.executors import EXECUTORS, Executor, check_executor_args, make_executor
 
 __all__ = ["add_executor_options", "add_model_input_options", "check_executor_options", "check_model_arg",
-           "executor_from_args", "input_range_arg"]
+           "executor_from_args", "input_range_arg", "input_shape_arg"]
 
 
 def add_executor_options(p: argparse.ArgumentParser, *, what: str) -> None:
@@ -42,15 +42,32 @@ def check_model_arg(value: str, *, flag: str = "--model") -> None:
 
 
 def add_model_input_options(group: argparse._ArgumentGroup) -> None:
-    """``--input-layout`` and ``--input-range``: what an ONNX or PyTorch file does not say."""
+    """``--input-shape``, ``--input-layout`` and ``--input-range``: what an ONNX or PyTorch
+    model does not say."""
     from smug_opt.models.resolve import INPUT_LAYOUTS
 
+    group.add_argument("--input-shape", metavar="D1,D2,...",
+                       help="per-example input shape of a package.module:factory PyTorch module "
+                            "without an input_shape attribute, e.g. 1,28,28")
     group.add_argument("--input-layout", choices=INPUT_LAYOUTS,
                        help="layout of an ONNX/PyTorch model's 3-D image input where the file does "
                             "not say it (default: its first Conv's, else guessed from the shape)")
     group.add_argument("--input-range", metavar="LO,HI",
                        help="the model's valid input range, e.g. 0,1; image pixels 0-255 then map "
                             "linearly onto it (instead of --preprocess/--pixel-scale)")
+
+
+def input_shape_arg(text: str | None) -> tuple[int, ...] | None:
+    """``--input-shape D1,D2,...`` parsed (None when not given)."""
+    if text is None:
+        return None
+    try:
+        shape = tuple(int(v) for v in text.split(","))
+    except ValueError:
+        raise ValueError(f"--input-shape expects sizes like 1,28,28, got {text!r}") from None
+    if min(shape) < 1:
+        raise ValueError(f"--input-shape sizes must be positive, got {text!r}")
+    return shape
 
 
 def input_range_arg(text: str | None) -> tuple[float, float] | None:

@@ -12,41 +12,39 @@ and PyTorch models become a Network (:mod:`smug_opt.network`) explained through
 
 from __future__ import annotations
 
-import re
 import sys
 import weakref
 import zipfile
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from smug_opt.models.base import ModelAdapter
     from smug_opt.network.graph import Network
 
-__all__ = ["INPUT_LAYOUTS", "ModelKind", "ModelOptions", "as_adapter", "check_model_spec", "model_kind",
-           "read_network"]
+__all__ = ["INPUT_LAYOUTS", "ModelOptions", "as_adapter", "check_model_spec", "read_network"]
 
-ModelKind = Literal["embedded", "keras", "onnx", "pt2", "factory"]
 INPUT_LAYOUTS = ("nchw", "nhwc")
 _LAYOUT_NAMES = {"nchw": "channels_first", "nhwc": "channels_last"}
-_SUFFIXES: dict[str, ModelKind] = {".keras": "keras", ".h5": "keras", ".hdf5": "keras", ".onnx": "onnx",
-                                   ".pt2": "pt2"}
-_FACTORY = re.compile(r"^[A-Za-z_][\w.]*:[A-Za-z_]\w*$")
 _HDF5_SIGNATURE = b"\x89HDF\r\n\x1a\n"
 _adapters: weakref.WeakKeyDictionary[Any, dict[ModelOptions, ModelAdapter]] = weakref.WeakKeyDictionary()
 
 
 @dataclass(frozen=True)
 class ModelOptions:
-    """What a model file may not say, declared by the user: ``input_layout`` of a 3-D image
+    """What a model may not say, declared by the user: ``input_shape`` per example (a
+    PyTorch module's; None: its ``input_shape`` attribute), ``input_layout`` of a 3-D image
     input (``"nchw"`` or ``"nhwc"``; None: the reader's guess) and ``input_range``, the
-    valid range of every input value (None: unknown). Keras models state their layout."""
+    valid range of every input value (None: unknown). Keras models state all three."""
 
+    input_shape: tuple[int, ...] | None = None
     input_layout: str | None = None
     input_range: tuple[float, float] | None = None
 
     def __post_init__(self) -> None:
+        if self.input_shape is not None:
+            object.__setattr__(self, "input_shape", tuple(int(v) for v in self.input_shape))
         if self.input_layout is not None and self.input_layout not in INPUT_LAYOUTS:
             raise ValueError(f"input_layout must be one of {', '.join(INPUT_LAYOUTS)}, "
                              f"got {self.input_layout!r}")
@@ -57,34 +55,20 @@ class ModelOptions:
             object.__setattr__(self, "input_range", (lo, hi))
 
 
-def model_kind(spec: str) -> ModelKind:
-    """What kind of model a spec string names, from its form alone (no file is read)."""
-    from smug_opt.models.zoo import available_models
-
-    if spec in available_models():
-        return "embedded"
-    suffix = Path(spec).suffix.lower()
-    if suffix in _SUFFIXES:
-        return _SUFFIXES[suffix]
-    if _FACTORY.match(spec) and not Path(spec).exists():
-        return "factory"
-    raise ValueError(f"{spec!r} is no model smug-opt reads: give a .keras/.h5, .onnx or .pt2 file, "
-                     "package.module:factory (a callable returning a torch.nn.Module), or an "
-                     f"embedded model ({', '.join(available_models())})")
-
-
-def check_model_spec(spec: str, *, flag: str = "--model") -> ModelKind:
+def check_model_spec(spec: str, *, flag: str = "--model") -> str:
     """The spec's kind, after the checks that need no framework: the file exists and has
     its format's signature (a zip for .keras and .pt2, HDF5 for .h5)."""
+    from smug_opt.network.load import model_spec_kind
+
     path = Path(spec)
     if path.is_dir():
         raise ValueError(f"{flag} {spec} is a folder; give a model file")
     try:
-        kind = model_kind(spec)
+        kind = model_spec_kind(spec)
     except ValueError as error:
         if not path.exists() and not path.suffix:
-            raise FileNotFoundError(f"{flag} {spec}: no such file, and {error}") from None
-        raise ValueError(f"{flag} {error}") from None
+            raise FileNotFoundError(f"{flag} {spec}: no such file; {error}") from None
+        raise ValueError(f"{flag}: {error}") from None
     if kind in ("embedded", "factory"):
         return kind
     if not path.is_file():
@@ -102,15 +86,26 @@ def check_model_spec(spec: str, *, flag: str = "--model") -> ModelKind:
 
 def read_network(model: Any, options: ModelOptions | None = None) -> Network:
     """The :class:`Network` of an ONNX or PyTorch model (a spec string or an ``nn.Module``),
-    with the declared layout and input range."""
-    from smug_opt.network import load_model
-
+    read by :mod:`smug_opt.network`'s readers with what the user declared."""
     options = options or ModelOptions()
     layout = None if options.input_layout is None else _LAYOUT_NAMES[options.input_layout]
-    return load_model(model, input_range=options.input_range, layout=layout)
+    if isinstance(model, str):
+        from smug_opt.network.load import load_model
+
+        return load_model(model, input_shape=options.input_shape, input_range=options.input_range,
+                          layout=layout)
+    from smug_opt.network.torch_reader import read_torch
+
+    shape = options.input_shape or getattr(model, "input_shape", None)
+    if shape is None:
+        raise ValueError(f"a {type(model).__name__} module does not say its input shape: declare it "
+                         "(input_shape=(1, 28, 28), --input-shape 1,28,28) or give the module an "
+                         "input_shape attribute")
+    return read_torch(model, tuple(shape), input_range=options.input_range, layout=layout,
+                      name=type(model).__name__)
 
 
-def as_adapter(model: Any, *, input_layout: str | None = None,
+def as_adapter(model: Any, *, input_shape: tuple[int, ...] | None = None, input_layout: str | None = None,
                input_range: tuple[float, float] | None = None) -> ModelAdapter:
     """A :class:`ModelAdapter` for any model the module docstring lists, with the input's
     layout and range declared where the file does not say them (:class:`ModelOptions`);
@@ -119,7 +114,7 @@ def as_adapter(model: Any, *, input_layout: str | None = None,
 
     if isinstance(model, ModelAdapter):
         return model
-    options = ModelOptions(input_layout, input_range)
+    options = ModelOptions(input_shape, input_layout, input_range)
     if isinstance(model, (str, Path)):
         kind = check_model_spec(str(model))
         if kind == "embedded":
