@@ -4,6 +4,7 @@ digits: stem folding, layouts, the torch head, its gradients (IG completeness), 
 from __future__ import annotations
 
 import re
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -178,3 +179,38 @@ def test_explain_a_network_through_the_python_api(cnn, digits):
     o_masked = network.node_outputs(masked.transpose(2, 0, 1)[None])[2][0].transpose(1, 2, 0).reshape(-1)
     o = network.node_outputs(x.transpose(2, 0, 1)[None])[2][0].transpose(1, 2, 0).reshape(-1)
     assert (o_masked[e.neurons] > 0.2 * o[e.neurons]).all()
+
+
+SHARED_NETS = Path(__file__).resolve().parents[1].parent / "shared" / "nets"
+EXTERNAL = {
+    "Convnet_maxpool": "vnncomp2021/benchmarks/verivital/Convnet_maxpool.onnx",
+    "mnist-net_256x2": "vnncomp2021/benchmarks/mnistfc/mnist-net_256x2.onnx",
+    "mnist-10x2": "verix/mnist-10x2.onnx",
+}
+
+
+@pytest.mark.parametrize("name", sorted(EXTERNAL))
+def test_networks_trained_by_others_match_onnxruntime(name):
+    """The shared nets (VeriVital's NCHW conv + max-pool CNN, VNN-COMP's mnistfc 256x2,
+    VeriX's 28×28×1-input MLP), read by the ONNX reader: adapter outputs equal onnxruntime's
+    on real digits, IG is complete and the grid is the digit's 28×28."""
+    ort = pytest.importorskip("onnxruntime")
+    path = SHARED_NETS / EXTERNAL[name]
+    if not path.is_file():
+        pytest.skip(f"{path} is absent (the shared networks live beside the repository in ../shared/nets)")
+    from smug_opt.models.resolve import as_adapter
+
+    adapter = as_adapter(str(path))
+    digits = load_digits().x_test[:8].astype(np.float32)
+    session = ort.InferenceSession(str(path))
+    (feed,) = session.get_inputs()
+    shape = [d if isinstance(d, int) else len(digits) for d in feed.shape]
+    if shape[0] == 1:
+        shape[0] = len(digits)
+    ours = adapter.predict(digits.reshape(len(digits), *adapter.input_shape))
+    theirs = np.concatenate([session.run(None, {feed.name: d.reshape(1, *shape[1:])})[0] for d in digits])
+    np.testing.assert_allclose(ours, theirs, rtol=1e-4, atol=1e-4)
+    assert (ours.argmax(1) == load_digits().y_test[:8]).mean() >= 0.75
+    assert adapter.mask_grid(1, (28, 28, 1)).shape == (28, 28)
+    ig = integrated_gradients(adapter, digits[0].reshape(adapter.input_shape), steps=128)
+    assert ig.completeness_error < 0.01

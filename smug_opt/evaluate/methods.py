@@ -172,7 +172,8 @@ def _keras_predict(model: Any, batch_size: int = 256) -> PredictFn:
 
 
 def as_subject(adapter_or_model: Any) -> Subject:
-    """Read a Keras model, a model adapter (``.predict`` and ``.model``) or a predict function."""
+    """Read a Keras model, a model adapter (``.predict``, and ``.model`` for a Keras one) or a
+    predict function."""
     keras = sys.modules.get("keras")
     if keras is not None and isinstance(adapter_or_model, keras.Model):
         return Subject(adapter_or_model, _keras_predict(adapter_or_model), adapter_or_model)
@@ -180,6 +181,8 @@ def as_subject(adapter_or_model: Any) -> Subject:
     predict = getattr(adapter_or_model, "predict", None)
     if keras is not None and isinstance(inner, keras.Model) and callable(predict):
         return Subject(adapter_or_model, predict, inner)
+    if callable(predict):  # an adapter of a model that is no Keras model (ONNX, PyTorch)
+        return Subject(adapter_or_model, predict, None)
     if callable(adapter_or_model):
         return Subject(adapter_or_model, adapter_or_model, None)
     raise TypeError(

@@ -59,7 +59,7 @@ class GraphModule(torch.nn.Module):
                 raise ValueError(f"node {node.name!r} reads node {self.nodes[early[0]].name!r}, "
                                  f"before the start of this part of the network")
             for name, value in _constants(node, self.nodes).items():
-                self.register_buffer(f"n{index}_{name}", torch.as_tensor(value, dtype=dtype))
+                self.register_buffer(f"n{index}_{name}", torch.tensor(np.array(value), dtype=dtype))
 
     def constant(self, index: int, name: str) -> torch.Tensor:
         return getattr(self, f"n{index}_{name}")
