@@ -114,7 +114,7 @@ def run(args: argparse.Namespace) -> int:
     extra: dict[str, object] = {}
     if args.images is not None:
         from smug_opt.evaluate import align_boxes, load_boxes_csv, load_image_folder
-        from smug_opt.explanation import as_adapter
+        from smug_opt.models.resolve import as_adapter
 
         adapter = as_adapter(args.model)
         methods = _methods(args.methods, describe(str(args.model)).evaluation_methods)
