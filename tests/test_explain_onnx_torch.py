@@ -110,3 +110,29 @@ def test_python_api_takes_a_module_an_onnx_path_and_a_network(factory_model, tmp
         assert e.result.status.name == "OPTIMAL" and e.result.verified
         masks.append(e.mask)
     assert all(np.array_equal(masks[0], m) for m in masks[1:])
+
+
+@pytest.mark.slow
+def test_keras_and_network_adapters_give_one_mask_on_the_embedded_cnn():
+    """The embedded mnist-cnn explained through Keras (KerasAdapter) and through its Network
+    (read_keras → NetworkAdapter, head in torch): same first layer, same outputs, same
+    selected neurons and the same OPTIMAL mask on real held-out digits."""
+    import smug_opt
+    from smug_opt.data.mnist import load_digits
+    from smug_opt.models import zoo
+    from smug_opt.models.network_adapter import NetworkAdapter
+    from smug_opt.models.resolve import as_adapter
+    from smug_opt.network.keras_reader import read_keras
+
+    model = zoo.load("mnist-cnn", progress=False)
+    keras_adapter, network_adapter = as_adapter(model), NetworkAdapter(read_keras(model))
+    np.testing.assert_array_equal(keras_adapter.affine.kernel, network_adapter.affine.kernel)
+    assert keras_adapter.affine.padding == network_adapter.affine.padding
+    x = load_digits().x_test[:3]
+    np.testing.assert_allclose(keras_adapter.predict(x), network_adapter.predict(x), atol=1e-6)
+    for digit in x:
+        ek, en = (smug_opt.explain(a, digit, backend="highs", k=100, gamma=0.5, cell=2)
+                  for a in (keras_adapter, network_adapter))
+        assert ek.result.status.name == en.result.status.name == "OPTIMAL"
+        np.testing.assert_array_equal(ek.neurons, en.neurons)
+        np.testing.assert_array_equal(ek.mask, en.mask)

@@ -100,9 +100,9 @@ class NetworkStem:
 def read_network_stem(network: Network) -> NetworkStem:
     """Walk ``network`` from its input to the first affine layer's activation (module docs).
 
-    A 3-D input's layout is the one its first Conv reads (through the stem's Transposes);
-    where no Conv says it (an image flattened into a Dense layer), ``network.source_layout``
-    (what the reader guessed or the user declared).
+    A 3-D input's layout is the one its first Conv reads (through the stem's Transposes),
+    whatever ``network.source_layout`` says; where no Conv says it (an image flattened into
+    a Dense layer), ``network.source_layout`` (the reader's guess or the user's declaration).
     """
     nodes = network.nodes
     consumers = _consumers(nodes)
@@ -202,10 +202,7 @@ def _input_view(raw: tuple[int, ...], affine: Node, perm: tuple[int, ...] | None
     singleton axes as a plain vector, anything else as it is."""
     if len(raw) == 3:
         if isinstance(affine.op, Conv) and perm is not None and len(before) == 3:
-            channel = perm[0]
-            if channel != (2 if layout == "channels_last" else 0):
-                raise ValueError(f"the network's input is declared {layout}, but its first Conv "
-                                 f"reads input axis {channel} of {raw} as channels")
+            channel = perm[0]  # the file says it: the axis the first Conv reads as channels
         else:
             channel = 2 if layout == "channels_last" else 0
         if channel == 2:
