@@ -224,8 +224,8 @@ def _write_overlay(e: Any, x: np.ndarray, folder: Path, name: str, model: str) -
     if len(e.grid.spatial_shape) < 2:
         return None  # text: the records and arrays say which tokens were kept
     hw = e.grid.spatial_shape[:2]
-    path = folder / f"{Path(name).stem}.png"
-    tmp = path.with_name(path.stem + ".tmp.png")
+    path = folder / f"{name}.png"  # the input's whole name: d.png and d.jpg get one each
+    tmp = path.with_name(path.name + ".tmp.png")
     render.overlay_png(x.reshape((*hw, -1)), e.saliency.reshape((*hw, -1)).max(axis=-1), tmp,
                        title=render.overlay_title(e, model))
     os.replace(tmp, path)

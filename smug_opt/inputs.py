@@ -19,11 +19,14 @@ paper's preprocessed inputs.
 from __future__ import annotations
 
 import math
+import warnings
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
 from smug_opt.bounded import check_npy_file, open_image
+from smug_opt.outputs import SINGLE_RUN_FILES
 
 __all__ = ["IMAGE_SUFFIXES", "INPUT_SUFFIXES", "PREPROCESSING", "list_input_files", "load_input",
            "preprocess"]
@@ -58,10 +61,19 @@ def preprocess(pixels: np.ndarray, mode: str = "unit", pixel_scale: float = 255.
 
 
 def list_input_files(folder: Path) -> list[Path]:
-    """The image and ``.npy`` files of ``folder``, sorted by name (a ValueError if none)."""
-    files = sorted(p for p in folder.iterdir() if p.is_file() and p.suffix.lower() in INPUT_SUFFIXES)
+    """The image and ``.npy`` files of ``folder``, sorted by name (a ValueError if none),
+    except the files a single explain writes (``mask.npy``, ``overlay.png``...: a folder
+    that once received a run's ``--out`` holds them), which are skipped with a warning."""
+    candidates = sorted(p for p in folder.iterdir()
+                        if p.is_file() and p.suffix.lower() in INPUT_SUFFIXES)
+    outputs = [p.name for p in candidates if p.name in SINGLE_RUN_FILES]
+    files = [p for p in candidates if p.name not in SINGLE_RUN_FILES]
+    if outputs:
+        warnings.warn(f"--input {folder}: skipped {', '.join(outputs)}, which smug-opt explain "
+                      "writes as its outputs, not inputs (rename a genuine input)", stacklevel=2)
     if not files:
-        raise ValueError(f"--input {folder} holds no {'/'.join(INPUT_SUFFIXES)} file")
+        raise ValueError(f"--input {folder} holds no {'/'.join(INPUT_SUFFIXES)} file"
+                         + (" other than smug-opt's own outputs" if outputs else ""))
     return files
 
 
@@ -94,6 +106,7 @@ def load_input(path: Path, input_shape: tuple[int, ...], pixel_scale: float, pre
 
         channels = input_shape[-1] if len(input_shape) == 3 else 1
         with open_image(path) as opened:
+            _warn_if_alpha_only(path, opened)
             img = opened.convert("L" if channels == 1 else "RGB")
         want = _spatial(input_shape)
         if want is not None and (img.height, img.width) != want:
@@ -110,3 +123,17 @@ def load_input(path: Path, input_shape: tuple[int, ...], pixel_scale: float, pre
         raise ValueError(f"--input {path} holds shape {x.shape}; the model expects {input_shape}{hint}")
     return x, resized
 
+
+
+def _warn_if_alpha_only(path: Path, image: Any) -> None:
+    """Warn when a picture lives only in its alpha channel: the colour channels, which are
+    what is explained, are then uniform (a blank input)."""
+    if "A" not in image.getbands() or image.mode not in ("RGBA", "LA", "PA", "La"):
+        return
+    rgba = image.convert("RGBA")
+    colour_extrema = rgba.convert("RGB").getextrema()
+    alpha_low, alpha_high = rgba.getchannel("A").getextrema()
+    if all(low == high for low, high in colour_extrema) and alpha_low != alpha_high:
+        warnings.warn(f"--input {path}: the picture is only in the alpha (transparency) channel, which "
+                      "is dropped; the colour channels explained are uniform (a blank input). "
+                      "Flatten it onto a background first", stacklevel=3)

@@ -30,14 +30,11 @@ from smug_opt.cli.solve import add_solver_options, solver_kwargs
 from smug_opt.console import use_colour
 from smug_opt.inputs import PREPROCESSING
 from smug_opt.models.catalog import describe
-from smug_opt.outputs import check_out_dir, replace_run_files
+from smug_opt.outputs import SINGLE_RUN_FILES, check_out_dir, replace_run_files
 from smug_opt.parameters import Method, SmugParameters
 
 __all__ = ["add_parser", "run"]
 
-RUN_FILES = ("record.json", "mask.npy", "saliency.npy", "cell_mask.npy", "overlay.png",
-             "explanation.html")
-"""What a single explain writes: a rerun into the same folder replaces all of them."""
 
 
 
@@ -327,7 +324,7 @@ def _run_single(args: argparse.Namespace, name: str, settings: ExplainSettings, 
         (staged / "record.json").write_text(json.dumps({**info, **e.record()}, indent=2) + "\n")
         if e.ok:
             _render(e, x, name, info, staged)
-        removed = replace_run_files(staged, out, RUN_FILES)
+        removed = replace_run_files(staged, out, SINGLE_RUN_FILES)
     finally:
         if staged.exists():
             shutil.rmtree(staged)

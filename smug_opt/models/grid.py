@@ -50,6 +50,10 @@ def regular_grid(spatial: tuple[int, ...], cell: int | tuple[int, ...], channels
     cells = (int(cell),) * len(spatial) if np.isscalar(cell) else tuple(int(c) for c in cell)
     if len(cells) != len(spatial) or min(cells) < 1:
         raise ValueError(f"cell must be a positive int or one per grid axis {spatial}, got {cell!r}")
+    if any(c > n for c, n in zip(cells, spatial, strict=True)):
+        raise ValueError(f"cell is larger than the input: {cell!r} on a {'x'.join(map(str, spatial))} "
+                         f"grid would make the whole input one cell; give at most "
+                         f"{min(spatial) if np.isscalar(cell) else spatial}")
     shape = tuple(-(-n // c) for n, c in zip(spatial, cells, strict=True))
     coords = np.unravel_index(np.arange(math.prod(spatial)), spatial)
     cell_of = np.ravel_multi_index(tuple(k // c for k, c in zip(coords, cells, strict=True)), shape)
