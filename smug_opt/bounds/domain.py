@@ -51,11 +51,14 @@ class Box:
         """The inputs that may be nonzero (all of them)."""
         return np.arange(self.size)
 
-    def minimum(self, lam: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        """``min Λ·x`` over the box per row of ``lam`` (columns: :attr:`support`), in float,
-        and a bound on its rounding error."""
-        value = np.maximum(lam, 0.0) @ self.lo + np.minimum(lam, 0.0) @ self.hi
-        magnitude = np.abs(lam) @ np.maximum(np.abs(self.lo), np.abs(self.hi))
+    def minimum(self, lam: np.ndarray | sp.csr_matrix) -> tuple[np.ndarray, np.ndarray]:
+        """``min Λ·x`` over the box per row of ``lam`` (columns: :attr:`support`; dense or
+        sparse), in float, and a bound on its rounding error."""
+        if sp.issparse(lam):
+            value = lam.maximum(0) @ self.lo + lam.minimum(0) @ self.hi
+        else:
+            value = np.maximum(lam, 0.0) @ self.lo + np.minimum(lam, 0.0) @ self.hi
+        magnitude = abs(lam) @ np.maximum(np.abs(self.lo), np.abs(self.hi))
         return value, slack(self.size, magnitude)
 
 
@@ -72,6 +75,7 @@ class Masks:
     support: np.ndarray = field(init=False, repr=False)  # the inputs with a nonzero value
     _order: np.ndarray = field(init=False, repr=False)  # positions in the support, by cell
     _starts: np.ndarray = field(init=False, repr=False)  # where each present cell begins in _order
+    _cell_map: sp.csr_matrix = field(init=False, repr=False)  # (support, present cells): 1 per input
 
     def __post_init__(self) -> None:
         values = np.asarray(self.values, dtype=np.float64).reshape(-1)
@@ -97,6 +101,9 @@ class Masks:
         object.__setattr__(self, "support", support)
         object.__setattr__(self, "_order", order)
         object.__setattr__(self, "_starts", starts)
+        group = np.unique(cell_of[support], return_inverse=True)[1]
+        object.__setattr__(self, "_cell_map", sp.csr_matrix(
+            (np.ones(support.size), (np.arange(support.size), group)), shape=(support.size, starts.size)))
 
     @classmethod
     def from_matrix(cls, inputs: sp.spmatrix, max_cells: int | None = None) -> Masks:
@@ -122,7 +129,9 @@ class Masks:
         up to rounding: each cell contributes ``g_c = Σ_{i in c} Λ_i·values_i`` when kept, so
         the minimum keeps the cells with ``g_c < 0`` (the ``max_cells`` most negative ones);
         and a bound on the rounding error (of every ``g_c``, summed over all cells, plus the
-        final sum's)."""
+        final sum's). ``lam`` dense or sparse."""
+        if sp.issparse(lam):
+            return self._sparse_minimum(sp.csr_matrix(lam))
         scaled = (lam * self.values[self.support])[:, self._order]
         singletons = self._starts.size == self.support.size
         cells = scaled if singletons else np.add.reduceat(scaled, self._starts, axis=1)
@@ -135,10 +144,30 @@ class Masks:
                 terms[crowded] = 0.0
                 terms[crowded, :k] = kept
         value = terms.sum(axis=1)
+        return value, self._error(lam, np.abs(terms).sum(axis=1))
+
+    def _sparse_minimum(self, lam: sp.csr_matrix) -> tuple[np.ndarray, np.ndarray]:
+        """:meth:`minimum` for sparse rows (e.g. a convolution's): the cells' terms stay
+        sparse; only rows with more negative cells than ``max_cells`` are made dense."""
+        terms = sp.csr_matrix(lam.multiply(self.values[self.support][None, :])) @ self._cell_map
+        terms = sp.csr_matrix(terms.minimum(0))
+        terms.eliminate_zeros()
+        value = np.asarray(terms.sum(axis=1)).ravel()
+        k = self.max_cells
+        if k is not None:
+            crowded = np.flatnonzero(np.diff(terms.indptr) > k)
+            if crowded.size:
+                dense = terms[crowded].toarray()
+                value[crowded] = np.partition(dense, k, axis=1)[:, :k].sum(axis=1) if k > 0 else 0.0
+        return value, self._error(lam, np.asarray(abs(terms).sum(axis=1)).ravel())
+
+    def _error(self, lam: np.ndarray | sp.csr_matrix, terms_magnitude: np.ndarray) -> np.ndarray:
+        """The rounding error of :meth:`minimum`: of every cell's sum ``g_c``, summed over
+        the cells, plus the final sum's (``terms_magnitude``: its terms' absolute sum, or more)."""
         per_cell = int(np.bincount(self.cell_of).max(initial=0))
-        cell_error = (slack(per_cell, np.abs(lam) @ np.abs(self.values[self.support]))
+        cell_error = (slack(per_cell, abs(lam) @ np.abs(self.values[self.support]))
                       + (self.size + self.num_cells) * TINY)
-        return value, cell_error + slack(self._starts.size, np.abs(terms).sum(axis=1))
+        return cell_error + slack(self._starts.size, terms_magnitude)
 
 
 Domain = Box | Masks

@@ -221,7 +221,9 @@ class _BackSubstitution:
         self.layers = network.layers
         self.domain = domain
         self.lo, self.hi = lo, hi
-        self.width = max(layer.size for layer in network.layers)
+        # the widest coefficient matrix a walk down from layer k holds: layers below k
+        sizes = [self.domain.support.size] + [layer.size for layer in network.layers[1:]]
+        self.width_below = np.maximum.accumulate(sizes)
         self.support = domain.support
         self.matrices = matrices
 
@@ -231,16 +233,19 @@ class _BackSubstitution:
 
     def bounds(self, k: int, rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """Lower and upper bounds of ``y_k[rows]``, in chunks of rows."""
-        chunk = max(1, CHUNK_ENTRIES // (2 * self.width))
-        lows, highs = [], []
         layer = self.layers[k]
+        width = self.width_below[k - 1 if layer.kind == "linear" else k]  # a linear layer: start below it
+        chunk = max(1, CHUNK_ENTRIES // (2 * int(width)))
+        lows, highs = [], []
         for begin in range(0, rows.size, chunk):
             part = rows[begin:begin + chunk]
             r = part.size
-            if layer.kind == "linear":  # start below the layer: its rows are exact coefficients
+            if layer.kind == "linear" and layer.inputs[0] == 0:  # the domain takes the rows as they are
+                coeff = layer.matrix[part][:, self.support]
+                lower = self.lower(0, sp.vstack([coeff, -coeff]).tocsr(),
+                                   np.concatenate([layer.bias[part], -layer.bias[part]]), start_at=0)
+            elif layer.kind == "linear":  # start below the layer: its rows are exact coefficients
                 coeff = layer.matrix[part].toarray()
-                if layer.inputs[0] == 0:
-                    coeff = coeff[:, self.support]
                 lower = self.lower(layer.inputs[0], np.vstack([coeff, -coeff]),
                                    np.concatenate([layer.bias[part], -layer.bias[part]]),
                                    start_at=layer.inputs[0])
