@@ -11,6 +11,10 @@
   encoding must confirm it ("no solution has objective < v", or "no solution at all").
   The claim is exact only when both agree; a disagreement is reported and nothing is
   claimed.
+* Otherwise, for a claim with a solution, the **safe LP bound** is tried first (cheap):
+  :func:`~smug_opt.safe_lp_bound.strengthened_safe_lp_bound`, rigorous whatever the LP
+  solver's accuracy; above ``v - 1`` for an integral objective (at least ``v`` otherwise)
+  it proves the incumbent optimal. A bound above a verified solution claims nothing.
 * Otherwise the **exact z3 encoding** (its own isolated worker, like any solve) answers
   the residual question for the incumbent's exact objective ``v``: "is there a solution
   with ``c·x < v``" (``v`` written exactly, as a sum of float64 terms); for INFEASIBLE,
@@ -39,7 +43,7 @@ from smug_opt.ir import Problem, Sense, VarKind
 from smug_opt.result import Proof, SolveResult
 from smug_opt.verification import Verification, decide_rows, verify
 
-__all__ = ["ENUMERATION_BINARIES", "ENUMERATION_RELU_BINARIES", "EXACT_BACKEND", "certify",
+__all__ = ["ENUMERATION_BINARIES", "ENUMERATION_RELU_BINARIES", "EXACT_BACKEND", "LP_SHARE", "certify",
            "objective_below"]
 
 ENUMERATION_BINARIES = 14
@@ -47,6 +51,12 @@ ENUMERATION_BINARIES = 14
 
 ENUMERATION_RELU_BINARIES = 8
 """The same for problems with ReLUs (each assignment is verified on its own)."""
+
+LP_SHARE = 0.25
+"""The share of the time left that the safe LP bound, tried first, may take."""
+
+LP_SECONDS = 10.0
+"""Its time without a time limit."""
 
 EXACT_BACKEND = "z3"
 _EXACT_EXTRAS = {"encoding": "exact"}
@@ -72,10 +82,42 @@ def certify(problem: Problem, result: SolveResult, *, solve: Callable[..., Solve
         except TimeoutError:
             return _downgraded(result, "exact enumeration did not finish within the time limit", start)
         return _cross_checked(problem, result, enumerated, z3, start)
+    incumbent = None if result.x is None else verify(problem, result.x)
+    if incumbent is not None:
+        settled = _by_safe_lp_bound(problem, result, incumbent, deadline, start)
+        if settled is not None:
+            return settled
     if not z3.available():
         return _downgraded(result, z3.missing(), start)
-    incumbent = None if result.x is None else verify(problem, result.x)
     return _Residual(problem, result, incumbent, z3, start).run()
+
+
+# ------------------------------------------------------------- the safe LP bound
+def _by_safe_lp_bound(problem: Problem, result: SolveResult, incumbent: Verification,
+                      deadline: float | None, start: float) -> SolveResult | None:
+    """The incumbent proven optimal by
+    :func:`~smug_opt.safe_lp_bound.strengthened_safe_lp_bound` (above
+    ``v - 1`` for an integral objective, else at least ``v``), or None when it is not."""
+    from smug_opt.safe_lp_bound import strengthened_safe_lp_bound
+
+    remaining = LP_SECONDS if deadline is None else (deadline - time.monotonic()) * LP_SHARE
+    if remaining <= 0.05:
+        return None
+    try:
+        bound = strengthened_safe_lp_bound(problem, seconds=remaining)
+    except (ImportError, ValueError):  # no LP solver here: z3 answers alone
+        return None
+    if bound is None:
+        return None
+    v = incumbent.objective
+    if Fraction(bound) > v:  # a rigorous bound above a verified solution: never trust either
+        return _downgraded(result, f"the safe LP bound {bound!r} exceeds a verified solution's "
+                                   f"objective {float(v)!r}", start)
+    proven = bound > v - 1 if problem.integral_objective else Fraction(bound) >= v
+    if not proven:
+        return None
+    return _settled(problem, result, incumbent, f"the safe LP bound {bound!r} (Neumaier-Shcherbina "
+                                                f"on the strengthened LP relaxation's duals)", start)
 
 
 # ------------------------------------------------------------------- enumeration

@@ -4,6 +4,8 @@ residual question), is corrected when it was wrong, or is downgraded when time r
 from __future__ import annotations
 
 import time
+from dataclasses import replace
+from fractions import Fraction
 from importlib.metadata import EntryPoint
 from typing import Any, ClassVar
 
@@ -71,11 +73,15 @@ def test_enumeration_corrects_a_wrong_infeasible(liars: None) -> None:
 
 def test_z3_proves_the_residual_question() -> None:
     p, optimum = _wide()
+    p = replace(p, objective=np.full(p.num_vars, 1.1))  # no safe LP bound meets it exactly
     plain = solve(p, "highs", time_limit=30)
     assert plain.status is Status.OPTIMAL and plain.proof == "solver"
     r = solve(p, "highs", time_limit=30, certify=True)
-    assert r.status is Status.OPTIMAL and r.objective == optimum and r.proof == "exact"
+    assert r.status is Status.OPTIMAL and r.proof == "exact"
+    assert verify(p, r.x).objective == 4 * Fraction(1.1) and r.objective == float(4 * Fraction(1.1))
     assert "z3 (exact) proved no solution is better" in r.message
+    r = solve(_wide()[0], "highs", time_limit=30, certify=True)  # count of cells: the LP bound
+    assert r.objective == optimum and r.proof == "exact" and "the safe LP bound" in r.message
 
 
 def test_z3_corrects_a_wrong_optimal(liars: None) -> None:
@@ -98,8 +104,6 @@ def test_claims_are_downgraded_when_time_runs_out(status: Status, downgraded: St
     p, _ = _wide()
     result = solve(p, "highs", time_limit=30)
     if status is Status.INFEASIBLE:
-        from dataclasses import replace
-
         result = replace(result, status=Status.INFEASIBLE, x=None, objective=None, bound=float("inf"))
     r = certify(p, result, solve=solve, deadline=time.monotonic() - 1.0,
                 isolate=True, grace=1.0, memory_limit=None)
