@@ -106,12 +106,14 @@ class ExplainSettings:
     @classmethod
     def for_model(cls, model: Any, params: SmugParameters | None = None, *,
                   method: str | None = None, k: int | None = None, gamma: float | None = None,
-                  cell: int | None = None, steps: int | None = None, **settings: Any) -> ExplainSettings:
+                  cell: int | None = None, steps: int | None = None, baseline: str | None = None,
+                  **settings: Any) -> ExplainSettings:
         """Settings for ``model``: its own SMUG defaults (or ``params``), with any SMUG
         parameter given here replacing the default, and the other ``settings``."""
         from smug_opt.models.catalog import smug_parameters
 
-        chosen = smug_parameters(model, params, method=method, k=k, gamma=gamma, cell=cell, steps=steps)
+        chosen = smug_parameters(model, params, method=method, k=k, gamma=gamma, cell=cell, steps=steps,
+                                 baseline=baseline)
         return cls(params=chosen, **settings)
 
     def explain_kwargs(self) -> dict[str, Any]:
@@ -124,7 +126,7 @@ class ExplainSettings:
         p = self.params
         return {"method": p.method.value, "backend": str(self.backend), "k": p.k, "gamma": p.gamma,
                 "cell": list(p.cell) if isinstance(p.cell, tuple) else p.cell, "steps": p.steps,
-                "target": self.target, "time_limit": self.time_limit,
+                "baseline": p.baseline.value, "target": self.target, "time_limit": self.time_limit,
                 "grid_shape": None if self.grid_shape is None else list(self.grid_shape),
                 "solver_options": dict(self.solver_options), "pixel_scale": self.pixel_scale,
                 "preprocessing": self.preprocessing, "ig_batch": self.ig_batch,

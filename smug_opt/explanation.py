@@ -150,7 +150,9 @@ def explain(
     (:func:`smug_opt.models.resolve.as_adapter`, which also declares an input's layout and range).
     The SMUG parameters are ``params`` (default: the model's own,
     :func:`smug_opt.models.catalog.describe`), with any of ``method``, ``k``,
-    ``gamma``, ``cell`` and ``steps`` given here replacing theirs. ``k`` neurons with
+    ``gamma``, ``cell`` and ``steps`` given here replacing theirs; a masked value becomes
+    ``params.baseline``'s (:mod:`smug_opt.mask_baseline`), and the record says how many
+    selected rows the empty mask already satisfies (``empty_mask_rows``). ``k`` neurons with
     the largest positive IG attribution (``steps`` points, in batches of ``ig_batch``,
     default sized from the model's memory footprint; ``progress(done, total)`` after
     each) are kept above ``gamma`` times their original pre-activation by a
@@ -163,13 +165,15 @@ def explain(
     padding); a cell made only of them is kept by construction and not counted.
     """
     from smug_opt.encode.first_layer import encode_first_layer
-    from smug_opt.models.catalog import smug_parameters
+    from smug_opt.mask_baseline import baseline_affine_input
+    from smug_opt.models.catalog import describe, smug_parameters
     from smug_opt.models.integrated_gradients import integrated_gradients, top_k_neurons
     from smug_opt.models.resolve import as_adapter
 
     p = smug_parameters(model, params, method=method, k=k, gamma=gamma, cell=cell, steps=steps)
     adapter = as_adapter(model)
     data_shape = np.shape(x)
+    picture = np.asarray(x)
     x = adapter.model_input(x)
     if grid_shape is None:
         grid = adapter.mask_grid(p.cell, data_shape)
@@ -183,12 +187,14 @@ def explain(
     o, _ = adapter.first_layer(x)
     neurons = top_k_neurons(attribution, p.k, eligible=o.reshape(-1) > 0)
     t1 = time.perf_counter()
+    baseline = baseline_affine_input(adapter, p.baseline, picture, pixel_mean=describe(model).pixel_mean)
     encoding = encode_first_layer(adapter.affine, adapter.affine_input(x), neurons, gamma=p.gamma,
-                                  grid=grid)
+                                  grid=grid, baseline=baseline)
     t2 = time.perf_counter()
     ig = attribution.values.reshape(-1)[neurons]
     cell_scores = np.asarray(encoding.receptive.T @ ig).ravel()
-    params = {"k": p.k, "gamma": p.gamma, "cell": list(encoding.grid.cell), "steps": p.steps}
+    params = {"k": p.k, "gamma": p.gamma, "cell": list(encoding.grid.cell), "steps": p.steps,
+              "baseline": p.baseline.value, "empty_mask_rows": encoding.empty_mask_rows}
     times = {"ig": t1 - t0, "encode": t2 - t1}
     result = None
     fixed = None if always_keep is None else _fixed_cells(encoding.grid, always_keep)

@@ -12,7 +12,7 @@ import numbers
 from dataclasses import asdict, dataclass, replace
 from typing import Any
 
-__all__ = ["PAPER_PARAMETERS", "Method", "SmugParameters"]
+__all__ = ["PAPER_PARAMETERS", "Baseline", "Method", "SmugParameters"]
 
 
 @enum.unique
@@ -37,6 +37,33 @@ class Method(str, enum.Enum):
             raise ValueError(f"method must be one of {names}, got {value!r}") from None
 
 
+@enum.unique
+class Baseline(str, enum.Enum):
+    """What a masked input value becomes (the mask keeps a cell's values or replaces them by
+    the baseline's): the first layer reads ``x_b + M · (x − x_b)``."""
+
+    ZERO = "zero"
+    """0 at the first affine layer's input, after any preprocessing (the paper's choice)."""
+    BLACK = "black"
+    """A black picture: every raw input value 0, before the model's preprocessing."""
+    MEAN = "mean"
+    """The training data's mean pixel (per channel, as the model declares it)."""
+    BLUR = "blur"
+    """A Gaussian blur of the input itself (σ = 1/16 of the picture's larger side)."""
+
+    def __str__(self) -> str:
+        return self.value
+
+    @classmethod
+    def parse(cls, value: Baseline | str) -> Baseline:
+        """``value`` as a :class:`Baseline`; an unknown name's error lists the known ones."""
+        try:
+            return cls(value)
+        except ValueError:
+            names = ", ".join(b.value for b in cls)
+            raise ValueError(f"baseline must be one of {names}, got {value!r}") from None
+
+
 @dataclass(frozen=True)
 class SmugParameters:
     """What SMUG needs besides the model, the input and the solver.
@@ -44,7 +71,8 @@ class SmugParameters:
     ``k`` neurons with the largest positive Integrated Gradients attribution (``steps``
     points on the path) must stay above ``gamma`` times their original pre-activation;
     the mask is made of ``cell``-sized cells (pixels or tokens per side; a tuple gives
-    one size per grid axis). Checked on construction: a bad value fails here, once.
+    one size per grid axis); a masked value becomes ``baseline``'s. Checked on
+    construction: a bad value fails here, once.
     """
 
     method: Method = Method.SMUG
@@ -52,9 +80,11 @@ class SmugParameters:
     gamma: float = 0.0
     cell: int | tuple[int, ...] = 4
     steps: int = 64
+    baseline: Baseline = Baseline.ZERO
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "method", Method.parse(self.method))
+        object.__setattr__(self, "baseline", Baseline.parse(self.baseline))
         if isinstance(self.cell, (list, tuple)):
             object.__setattr__(self, "cell", tuple(int(c) for c in self.cell))
         cells = self.cell if isinstance(self.cell, tuple) else (self.cell,)
@@ -85,8 +115,8 @@ class SmugParameters:
         return replace(self, **given) if given else self
 
     def describe(self) -> str:
-        """One line for progress messages: ``smug: k=200, gamma=0.0, cell=2``."""
-        return f"{self.method}: k={self.k}, gamma={self.gamma}, cell={self.cell}"
+        """One line for progress messages: ``smug: k=200, gamma=0.0, cell=2, baseline=zero``."""
+        return f"{self.method}: k={self.k}, gamma={self.gamma}, cell={self.cell}, baseline={self.baseline}"
 
 
 def _is_int(value: object) -> bool:
@@ -94,5 +124,6 @@ def _is_int(value: object) -> bool:
 
 
 PAPER_PARAMETERS = SmugParameters()
-"""The paper's ImageNet setting (k = 3000, γ = 0, 4×4 cells, 64 IG steps): the defaults of a
+"""The paper's ImageNet setting (k = 3000, γ = 0, 4×4 cells, 64 IG steps, masked values 0
+after preprocessing): the defaults of a
 model that declares none."""

@@ -43,6 +43,36 @@ def test_rows_equal_masked_preactivations(cell, k, stride, padding):
                                   - layer.bias[neurons % layer.filters])
 
 
+@pytest.mark.parametrize(("k", "stride", "padding"), [((3, 3), (2, 2), "same"), ((5, 3), (2, 1), "valid")])
+def test_masked_values_become_the_baselines(k, stride, padding):
+    """With a baseline x̄ every row is the pre-activation of x̄ + M·(x − x̄), padding staying 0."""
+    rng = np.random.default_rng(3)
+    layer = _conv2d(rng, 13, 10, 3, 4, k, stride, padding)
+    x, x_bar = rng.normal(size=layer.input_shape), rng.normal(size=layer.input_shape)
+    neurons = rng.choice(layer.num_neurons, size=30, replace=False)
+    enc = encode_first_layer(layer, x, neurons, gamma=0.4, cell=2, baseline=x_bar)
+    constant = layer.preactivation(x_bar).reshape(-1)[neurons]
+    for _ in range(5):
+        m = (rng.random(enc.grid.num_cells) < 0.5).astype(float)
+        masked = x_bar + _masked_input(layer, x - x_bar, enc.grid, m)
+        o_masked = layer.preactivation(masked).reshape(-1)[neurons]
+        np.testing.assert_allclose(enc.problem.A @ m + constant, o_masked, rtol=1e-9, atol=1e-9)
+    np.testing.assert_allclose(enc.preactivations, layer.preactivation(x).reshape(-1)[neurons], rtol=1e-12)
+    np.testing.assert_allclose(enc.problem.rhs, 0.4 * enc.preactivations - constant, rtol=1e-12, atol=1e-12)
+    assert enc.empty_mask_rows == int(np.count_nonzero(constant > 0.4 * enc.preactivations))
+    with pytest.raises(ValueError, match="baseline must have the affine input's shape"):
+        encode_first_layer(layer, x, neurons, baseline=x_bar[:-1])
+
+
+def test_empty_mask_rows_counts_the_rows_the_empty_mask_satisfies():
+    layer = AffineLayer("dense", np.array([[1.0, -1.0], [1.0, 1.0]]), np.array([2.0, -0.5]), (), (), (),
+                        (2,), (2,))
+    # o = (x0 + x1 + 2, -x0 + x1 - 0.5) at x = (1, 1): (4, -0.5); at γ = 0.25, rows 0 > 1 - 2 and
+    # 0 > -0.125 + 0.5 (false): one row holds at the empty mask
+    enc = encode_first_layer(layer, np.ones(2), np.array([0, 1]), gamma=0.25, cell=1)
+    assert enc.empty_mask_rows == 1
+
+
 def test_every_cell_counts_once_edge_cells_too():
     rng = np.random.default_rng(1)
     layer = _conv2d(rng, 10, 10, 1, 2, (3, 3), (1, 1), "same")

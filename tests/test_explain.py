@@ -49,6 +49,26 @@ def test_mask_keeps_selected_neurons_active_in_keras(cnn, digits, gamma):
         assert np.all(e.saliency[~e.mask] == 0) and np.all(e.saliency[e.mask] >= 0)
 
 
+def test_a_masked_pixel_becomes_the_blur_baseline_in_keras(cnn, digits):
+    from smug_opt import SmugParameters
+    from smug_opt.mask_baseline import baseline_input
+
+    _, xs, _ = digits
+    layer = _float64_first_layer(cnn)
+    params = SmugParameters(k=150, gamma=0.5, cell=2, baseline="blur")
+    e = explain(cnn, xs[0], params=params, backend="highs", time_limit=60)
+    assert e.result.status.name == "OPTIMAL" and e.result.verified
+    record = e.record()
+    assert record["baseline"] == "blur" and 0 <= record["empty_mask_rows"] <= 150
+    blurred = baseline_input("blur", xs[0])
+    masked = np.where(e.mask[..., None], xs[0], blurred)
+    o = np.asarray(layer(xs[0][None].astype(np.float64)))[0].reshape(-1)[e.neurons]
+    o_masked = np.asarray(layer(masked[None].astype(np.float64)))[0].reshape(-1)[e.neurons]
+    assert np.all(o_masked > 0.5 * o)
+    o_empty = np.asarray(layer(blurred[None].astype(np.float64)))[0].reshape(-1)[e.neurons]
+    assert record["empty_mask_rows"] == int(np.count_nonzero(o_empty > 0.5 * o))
+
+
 def test_smug_is_never_larger_than_smug_base(cnn, digits):
     _, xs, _ = digits
     for x in xs:

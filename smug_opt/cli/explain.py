@@ -31,7 +31,7 @@ from smug_opt.console import use_colour
 from smug_opt.inputs import PREPROCESSING
 from smug_opt.models.catalog import describe
 from smug_opt.outputs import SINGLE_RUN_FILES, check_out_dir, replace_run_files
-from smug_opt.parameters import Method, SmugParameters
+from smug_opt.parameters import Baseline, Method, SmugParameters
 
 __all__ = ["add_parser", "run"]
 
@@ -81,6 +81,11 @@ def add_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParse
                       f"model's own; a model file {generic.cell}; {own('cell')})")
     smug.add_argument("--steps", type=int, help=f"Integrated Gradients steps (default: the model's "
                       f"own; a model file {generic.steps})")
+    smug.add_argument("--baseline", choices=tuple(b.value for b in Baseline),
+                      help="what a masked pixel becomes: zero = 0 after preprocessing (the paper's), "
+                           "black = a black picture, mean = the training data's mean pixel, blur = "
+                           f"a blurred copy of the input (default: the model's own; a model file "
+                           f"{generic.baseline})")
     smug.add_argument("--target", type=int, help="class to explain (default: the prediction)")
     smug.add_argument("--ig-batch", type=int, help="Integrated Gradients points per batch "
                       "(default: sized from the model's memory footprint)")
@@ -190,7 +195,7 @@ def _settings(args: argparse.Namespace, name: str) -> ExplainSettings:
     time_limit = float(kwargs.pop("time_limit"))  # type: ignore[arg-type]
     return ExplainSettings.for_model(
         name, method=args.method, k=args.k, gamma=args.gamma, cell=args.cell, steps=args.steps,
-        backend=backend, target=args.target, time_limit=time_limit, grid_shape=_grid(args.grid),
+        baseline=args.baseline, backend=backend, target=args.target, time_limit=time_limit, grid_shape=_grid(args.grid),
         solver_options=kwargs, pixel_scale=args.pixel_scale, preprocessing=args.preprocess,
         ig_batch=args.ig_batch, input_range=args.input_range)
 

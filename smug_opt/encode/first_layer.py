@@ -3,9 +3,12 @@
 For each selected neuron ``t`` (pre-activation ``o_t = W1[t]·x + b1[t]``) and mask cells
 ``M_c`` (one per ``cell × cell`` block of the affine input's grid, shared by all channels)::
 
-    Σ_c a_tc · M_c + b1[t]  >  γ · o_t,      a_tc = Σ_{j in cell c} W1[t, j] · x_j
+    Σ_c a_tc · M_c + c_t  >  γ · o_t,    a_tc = Σ_{j in cell c} W1[t, j] · (x_j − x̄_j),
+                                         c_t  = b1[t] + Σ_j W1[t, j] · x̄_j
 
-minimising ``Σ_c M_c`` (every cell counts once, edge cells included). The coefficients are
+minimising ``Σ_c M_c`` (every cell counts once, edge cells included). A masked value
+becomes the baseline's ``x̄`` (:mod:`smug_opt.mask_baseline`; the paper's ``x̄ = 0`` gives
+``a_tc = Σ W1·x`` and ``c_t = b1[t]``). Rows with ``c_t > γ·o_t`` hold at the empty mask. The coefficients are
 aggregated with one vectorised gather (:meth:`AffineLayer.tap_contributions`) and one
 sparse COO→CSR sum: no Python loop over neurons or pixels.
 """
@@ -30,7 +33,9 @@ class FirstLayerEncoding:
     """The problem plus what explanations need from the encoding.
 
     ``receptive`` (k × num_cells, bool CSR): cell ``c`` lies in neuron ``neurons[r]``'s
-    receptive field; ``preactivations``: ``o`` of the selected neurons (float64).
+    receptive field; ``preactivations``: ``o`` of the selected neurons (float64);
+    ``empty_mask_rows``: how many of the selected rows the empty mask already satisfies
+    (all of them: the smallest mask is empty, the explanation vacuous).
     """
 
     problem: Problem
@@ -39,6 +44,7 @@ class FirstLayerEncoding:
     preactivations: np.ndarray
     receptive: sp.csr_matrix
     gamma: float
+    empty_mask_rows: int
 
 
 def encode_first_layer(
@@ -50,12 +56,14 @@ def encode_first_layer(
     cell: int | tuple[int, ...] = 4,
     grid_shape: tuple[int, ...] | None = None,
     grid: CellGrid | None = None,
+    baseline: np.ndarray | None = None,
 ) -> FirstLayerEncoding:
     """Encode SMUG's masked first-layer constraints for ``neurons`` (flat indices into the
     layer's output) on the affine input ``x_affine``; see the module docstring.
 
     The cells are ``grid`` (a model adapter's :meth:`~smug_opt.models.ModelAdapter.mask_grid`)
-    when given, else ``cell``-sized blocks of the layer's grid (read as ``grid_shape``)."""
+    when given, else ``cell``-sized blocks of the layer's grid (read as ``grid_shape``).
+    ``baseline``: the affine input a masked value becomes (None: 0)."""
     if not np.isfinite(gamma):
         raise ValueError(f"gamma must be finite, got {gamma!r}")
     neurons = np.asarray(neurons, dtype=np.int64).reshape(-1)
@@ -70,19 +78,29 @@ def encode_first_layer(
             f"the mask grid covers {grid.cell_of.size} grid points but the first layer reads "
             f"{math.prod(affine.spatial_shape)}"
         )
-    rows, spatial_index, values = affine.tap_contributions(x_affine, neurons)
     bias = affine.bias[neurons % affine.filters]
+    if baseline is None:
+        rows, spatial_index, values = affine.tap_contributions(x_affine, neurons)
+    else:
+        baseline = np.asarray(baseline, dtype=np.float64)
+        if baseline.shape != np.shape(x_affine):
+            raise ValueError(f"baseline must have the affine input's shape {np.shape(x_affine)}, "
+                             f"got {baseline.shape}")
+        rows, spatial_index, values = affine.tap_contributions(np.asarray(x_affine) - baseline, neurons)
+        base_rows, _, base_values = affine.tap_contributions(baseline, neurons)
+        bias = bias + np.bincount(base_rows, weights=base_values, minlength=neurons.size)
     o = np.bincount(rows, weights=values, minlength=neurons.size) + bias
     cols = grid.cell_of[spatial_index]
     shape = (neurons.size, grid.num_cells)
     coefficients = sp.csr_matrix((values, (rows, cols)), shape=shape)  # sums taps per cell
     receptive = sp.csr_matrix((np.ones(rows.size, dtype=bool), (rows, cols)), shape=shape)
     rhs = gamma * o - bias
+    empty_mask_rows = int(np.count_nonzero(rhs < 0))
 
     greedy = greedy_mask(coefficients, rhs)
     builder = ProblemBuilder(metadata={
         "encoding": "smug-first-layer", "layer": affine.kind, "gamma": float(gamma),
-        "cell": list(grid.cell), "cell_grid": list(grid.shape),
+        "cell": list(grid.cell), "cell_grid": list(grid.shape), "empty_mask_rows": empty_mask_rows,
         "spatial_shape": list(grid.spatial_shape), "k": int(neurons.size),
         "neurons": neurons.tolist(),
         **({} if greedy is None else {"start": greedy.astype(int).tolist()}),
@@ -90,7 +108,7 @@ def encode_first_layer(
     mask = builder.add_binaries(grid.num_cells)
     builder.add_constraints(coefficients, mask, ">", rhs)
     builder.set_objective(mask, 1.0)
-    return FirstLayerEncoding(builder.build(), grid, neurons, o, receptive, float(gamma))
+    return FirstLayerEncoding(builder.build(), grid, neurons, o, receptive, float(gamma), empty_mask_rows)
 
 
 def greedy_mask(coefficients: sp.csr_matrix, rhs: np.ndarray) -> np.ndarray | None:
@@ -123,8 +141,10 @@ def build_problem(
     cell: int | tuple[int, ...] = 4,
     grid_shape: tuple[int, ...] | None = None,
     grid: CellGrid | None = None,
+    baseline: np.ndarray | None = None,
 ) -> Problem:
     """Just the :class:`Problem` of :func:`encode_first_layer`."""
     return encode_first_layer(
-        affine, x_affine, neurons, gamma=gamma, cell=cell, grid_shape=grid_shape, grid=grid
+        affine, x_affine, neurons, gamma=gamma, cell=cell, grid_shape=grid_shape, grid=grid,
+        baseline=baseline,
     ).problem

@@ -28,6 +28,9 @@ class ModelDescription:
     made only of padding is kept by construction and not counted. ``vocabulary``: the
     model reads token ids of the embedded review vocabulary (``--tokens`` can be used).
     ``evaluation_methods``: what ``smug-opt evaluate`` runs when no method is named.
+    ``pixel_mean``: the training data's mean raw value per channel (None: not declared;
+    the ``mean`` baseline needs it). ``preprocessing``: how a raw input is made from a
+    photo and what the model does to it first, in words (None: nothing to say).
     """
 
     name: str
@@ -36,6 +39,8 @@ class ModelDescription:
     padding_token: int | None = None
     vocabulary: bool = False
     evaluation_methods: tuple[str, ...] = IMAGE_EVALUATION_METHODS
+    pixel_mean: tuple[float, ...] | None = None
+    preprocessing: str | None = None
 
     def class_label(self, target: int) -> str:
         """``target`` with its class name where the model has one: ``1 (positive)``."""
