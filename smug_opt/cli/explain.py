@@ -195,7 +195,8 @@ def _settings(args: argparse.Namespace, name: str) -> ExplainSettings:
     time_limit = float(kwargs.pop("time_limit"))  # type: ignore[arg-type]
     return ExplainSettings.for_model(
         name, method=args.method, k=args.k, gamma=args.gamma, cell=args.cell, steps=args.steps,
-        baseline=args.baseline, backend=backend, target=args.target, time_limit=time_limit, grid_shape=_grid(args.grid),
+        baseline=args.baseline, backend=backend, target=args.target, time_limit=time_limit,
+        grid_shape=_grid(args.grid),
         solver_options=kwargs, pixel_scale=args.pixel_scale, preprocessing=args.preprocess,
         ig_batch=args.ig_batch, input_range=args.input_range)
 
