@@ -95,7 +95,8 @@ def test_cli_batch_explains_an_onnx_file(factory_model, digit_png, tmp_path):
 
 
 def test_python_api_takes_a_module_an_onnx_path_and_a_network(factory_model, tmp_path):
-    """``smug_opt.explain`` with an nn.Module, a .onnx path or a Network gives one mask."""
+    """``smug_opt.explain`` with an nn.Module, a .onnx path, a Network or a torch.export .pt2
+    path gives one mask."""
     import smug_opt
     from smug_opt.data.mnist import load_digits
     from smug_opt.models.resolve import read_network
@@ -105,7 +106,10 @@ def test_python_api_takes_a_module_an_onnx_path_and_a_network(factory_model, tmp
     path.write_bytes(torch_to_onnx(factory_model, (1, 28, 28)))
     x = load_digits().x_test[1]
     masks = []
-    for model in (factory_model, str(path), read_network(str(path))):
+    pt2 = tmp_path / "cnn.pt2"
+    program = torch.export.export(factory_model.float().eval(), (torch.zeros(1, 1, 28, 28),))
+    torch.export.save(program, str(pt2))
+    for model in (factory_model, str(path), read_network(str(path)), str(pt2)):
         e = smug_opt.explain(model, x, k=40, cell=2, backend="highs")
         assert e.result.status.name == "OPTIMAL" and e.result.verified
         masks.append(e.mask)

@@ -1,7 +1,8 @@
 """Model adapters: the first affine layer, its activation, the mask grid, Integrated
-Gradients, forward passes, the Dense-stack reading for the stress case, the zoo.
+Gradients, forward passes, the Dense-stack reading for the stress case, the zoo, and the
+one resolution of a model (:func:`as_adapter`: Keras, ONNX, PyTorch, a Network).
 
-Importing this package does not import TensorFlow; Keras is loaded on first use.
+Importing this package imports no framework: Keras and PyTorch load on first use.
 """
 
 from smug_opt.models import zoo
@@ -16,6 +17,8 @@ from smug_opt.models.integrated_gradients import (
 )
 from smug_opt.models.keras_adapter import KerasAdapter, load_model
 from smug_opt.models.mlp import MLP, DenseLayer, as_mlp, mlp_layers, verify_mask_in_model
+from smug_opt.models.network_adapter import NetworkAdapter
+from smug_opt.models.resolve import ModelOptions, as_adapter
 
 __all__ = [
     "MLP",
@@ -27,7 +30,10 @@ __all__ = [
     "DenseLayer",
     "KerasAdapter",
     "ModelAdapter",
+    "ModelOptions",
+    "NetworkAdapter",
     "ReceptiveField",
+    "as_adapter",
     "as_mlp",
     "cell_grid",
     "integrated_gradients",
