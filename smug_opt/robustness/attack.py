@@ -9,7 +9,7 @@ returns is only a candidate: :mod:`smug_opt.robustness.decide` confirms it.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 
@@ -84,6 +84,18 @@ def unsafe_loss(scores: np.ndarray, disjuncts: tuple[Conjunct, ...]) -> tuple[np
     return best, grad
 
 
+DENSE_ABOVE = 0.05
+"""Linear layers with more nonzeros than this fraction run dense in the attack (BLAS)."""
+
+
+def _dense_where_it_pays(net: FlatNetwork) -> FlatNetwork:
+    layers = tuple(
+        replace(layer, matrix=layer.matrix.toarray())
+        if layer.kind == "linear" and layer.matrix.nnz > DENSE_ABOVE * np.prod(layer.matrix.shape)
+        else layer for layer in net.layers)
+    return replace(net, layers=layers)
+
+
 def attack(net: FlatNetwork, preprocess: Preprocess, lo: np.ndarray, hi: np.ndarray,
            disjuncts: tuple[Conjunct, ...], *, steps: int = 200, restarts: int = 16,
            seed: int = 0, start: np.ndarray | None = None) -> AttackResult:
@@ -91,6 +103,7 @@ def attack(net: FlatNetwork, preprocess: Preprocess, lo: np.ndarray, hi: np.ndar
     step size decaying from a quarter of the box's width; stops early once a point is
     inside the unsafe region. ``start`` adds a starting point."""
     rng = np.random.default_rng(seed)
+    net = _dense_where_it_pays(net)
     lo, hi = np.asarray(lo, dtype=np.float64), np.asarray(hi, dtype=np.float64)
     width = hi - lo
     points = [0.5 * (lo + hi)]
