@@ -1,0 +1,130 @@
+"""The verify table: our answers on VNN-COMP 2021's instances beside every tool's published ones.
+
+    python benchmarks/verify/table.py [--shared ../shared/nets] > benchmarks/verify/TABLE.md
+
+Reads the run folders ``benchmarks/verify/<benchmark>/records.jsonl`` written by
+``smug-opt verify --instances ... --out benchmarks/verify/<benchmark>`` and the competition's
+per-tool csv files (benchmark, net, property, prepare time, result, run time). A published
+``holds``/``UNSAT`` is unsat, ``violated``/``SAT`` is sat; anything else is unsolved. An answer
+contradicts another when one says unsat and the other sat on the same instance; our sat
+answers carry a counterexample confirmed by forward passes (onnxruntime included), so a
+published unsat against one of them is wrong.
+"""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import json
+from collections import Counter
+from pathlib import Path
+
+BENCHMARKS = {"mnistfc": "mnistfc/mnistfc_instances.csv", "verivital": "verivital/verivital_instances.csv"}
+WORDS = {"holds": "unsat", "unsat": "unsat", "violated": "sat", "sat": "sat"}
+
+
+def _key(net: str, prop: str) -> tuple[str, str]:
+    return Path(net).name, Path(prop).name.removesuffix(".gz")
+
+
+def published(results_dir: Path, benchmark: str) -> dict[str, dict[tuple[str, str], str]]:
+    out: dict[str, dict[tuple[str, str], str]] = {}
+    for path in sorted(results_dir.glob("*.csv")):
+        answers: dict[tuple[str, str], str] = {}
+        with open(path, newline="") as f:
+            for row in csv.reader(f):
+                if len(row) >= 5 and row[0] == benchmark:
+                    answers[_key(row[1], row[2])] = WORDS.get(row[4].strip().lower(), "-")
+        out[path.stem] = answers
+    return out
+
+
+def ours(run: Path) -> dict[tuple[str, str], dict]:
+    records = run / "records.jsonl"
+    if not records.is_file():
+        return {}
+    return {_key(r["model"], r["property"]): r
+            for r in map(json.loads, records.read_text().splitlines()) if r}
+
+
+def table(shared: Path) -> str:
+    lines = ["# smug-opt verify on VNN-COMP 2021 instances", ""]
+    here = Path(__file__).resolve().parent
+    for benchmark, csv_name in BENCHMARKS.items():
+        with open(shared / "vnncomp2021" / "benchmarks" / csv_name, newline="") as f:
+            instances = [_key(r[0], r[1]) for r in csv.reader(f) if r]
+        tools = published(shared / "vnncomp2021_results", benchmark)
+        mine = ours(here / benchmark)
+        run = [k for k in instances if k in mine]
+        count = Counter(mine[k]["answer"] for k in run)
+        lines += [f"## {benchmark} ({len(instances)} instances; {len(run)} run here)", ""]
+        lines += ["| tool | solved | unsat | sat | unsat against a confirmed sat of ours | against the "
+                  "majority of the others | solved of the instances run here |",
+                  "|---|---:|---:|---:|---:|---:|---:|"]
+        our_sat = {k for k in run if mine[k]["answer"] == "sat"}
+        our_unsat = {k for k in run if mine[k]["answer"] == "unsat"}
+        solved_here = count["unsat"] + count["sat"]
+        ours_answers = {k: mine[k]["answer"] for k in run}
+        everyone = {**tools, "smug-opt": ours_answers}
+        lines.append(f"| **smug-opt** | **{solved_here}** | {count['unsat']} | {count['sat']} | - | "
+                     f"{_against_majority('smug-opt', everyone, instances)} | {solved_here}/{len(run)} |")
+        conflicts: list[str] = []
+        by_solved = sorted(tools.items(), key=lambda t: -sum(v in ("sat", "unsat") for v in t[1].values()))
+        for tool, answers in by_solved:
+            vals = [answers.get(k, "-") for k in instances]
+            wrong = sum(answers.get(k) == "unsat" for k in our_sat)
+            on_run = sum(answers.get(k, "-") in ("sat", "unsat") for k in run)
+            lines.append(f"| {tool} | {vals.count('unsat') + vals.count('sat')} | {vals.count('unsat')} | "
+                         f"{vals.count('sat')} | {wrong} | {_against_majority(tool, everyone, instances)} | "
+                         f"{on_run}/{len(run)} |")
+            conflicts += [f"{tool} says sat on {k[0]} {k[1]} where we proved unsat"
+                          for k in our_unsat if answers.get(k) == "sat"]
+        best = sum(any(t.get(k) in ("sat", "unsat") for t in tools.values()) for k in instances)
+        lines += ["", "Published counts include answers the competition judged wrong; the csv files do "
+                      "not mark them, so the last columns count answers against our confirmed "
+                      "counterexamples and against the majority.", "",
+                  f"Virtual best of the published tools: {best}/{len(instances)}. "
+                      f"Our answers by how they were reached: "
+                      + ", ".join(f"{how} {n}" for how, n in sorted(Counter(
+                          _how(mine[k]) for k in run).items())) + ".", ""]
+        if conflicts:
+            lines += ["Contradictions with our unsat answers (to investigate):", ""]
+            lines += [f"- {c}" for c in conflicts] + [""]
+        else:
+            lines += ["No published sat contradicts an unsat of ours.", ""]
+    return "\n".join(lines)
+
+
+def _against_majority(tool: str, everyone: dict[str, dict], instances: list) -> int:
+    """Answers of ``tool`` opposite to the strict majority of the other tools that answered."""
+    count = 0
+    for k in instances:
+        mine = everyone[tool].get(k)
+        if mine not in ("sat", "unsat"):
+            continue
+        others = Counter(t.get(k) for name, t in everyone.items() if name != tool)
+        if others["sat" if mine == "unsat" else "unsat"] > others[mine]:
+            count += 1
+    return count
+
+
+def _how(record: dict) -> str:
+    if record["answer"] == "unsat":
+        by = set(record.get("decided_by", []))
+        if by == {"bounds"}:
+            return "unsat by bounds alone"
+        return f"unsat with solves (proof {record.get('proof')})"
+    if record["answer"] == "sat":
+        return "sat by the attack" if "attack" in record.get("decided_by", []) else "sat by a solve"
+    return record["answer"] + (f" ({record.get('message')[:40]})" if record.get("message") else "")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    default = Path(__file__).resolve().parents[3] / "shared" / "nets"  # <repo>/../shared/nets
+    parser.add_argument("--shared", type=Path, default=default)
+    print(table(parser.parse_args().shared))
+
+
+if __name__ == "__main__":
+    main()
