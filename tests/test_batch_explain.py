@@ -16,11 +16,13 @@ import pytest
 
 from smug_opt.batch import ExplainSettings, explain_many
 from smug_opt.executors import DaskExecutor, LocalPoolExecutor
-from smug_opt.parameters import SmugParameters
+from smug_opt.models.catalog import smug_parameters
 from smug_opt.runstore import RECORDS_FILE, RunFolder
 
 N = 8
-SETTINGS = ExplainSettings(SmugParameters(k=200, cell=2), backend="highs", time_limit=30.0)
+# the parameters every entry point uses for mnist-cnn (its declared defaults), so a single
+# `smug-opt explain` of one input must give what the batch gave for it
+SETTINGS = ExplainSettings(smug_parameters("mnist-cnn"), backend="highs", time_limit=30.0)
 ENV = {**os.environ, "TF_CPP_MIN_LOG_LEVEL": "3"}
 
 
@@ -161,7 +163,7 @@ def test_rerun_without_resume_is_refused_and_other_settings_are_named(digits, re
     assert refused.returncode == 1 and "--resume" in refused.stderr and "Traceback" not in refused.stderr
     other = _smug("explain", "--input", str(digits), "--out", str(out), "--resume", "--k", "50",
                   check=False)
-    assert other.returncode == 1 and "k was 200, now 50" in other.stderr
+    assert other.returncode == 1 and f"k was {SETTINGS.params.k}, now 50" in other.stderr
 
 
 def test_run_folder_drops_a_half_written_record_and_an_orphan_part(tmp_path):
