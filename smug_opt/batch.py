@@ -237,7 +237,9 @@ def _write_overlay(e: Any, x: np.ndarray, folder: Path, name: str, model: str) -
 class BatchRun(Iterator[ExplainedInput]):
     """The explanations of a batch as they finish (an iterator). ``skipped``: inputs already
     done in the run folder; ``failed``: inputs whose task failed (not recorded: a resumed
-    run retries them); ``summary``: the markdown summary once the run has ended."""
+    run retries them); ``without_mask``: recorded inputs that ended with no mask (ERROR,
+    INFEASIBLE, NO_SOLUTION), counted once the run has ended; ``summary``: the markdown
+    summary then."""
 
     def __init__(self, stream: Iterator[ExplainedInput], folder: RunFolder | None,
                  planned: int, skipped: int, note: str) -> None:
@@ -247,6 +249,7 @@ class BatchRun(Iterator[ExplainedInput]):
         self.skipped = skipped
         self.note = note
         self.failed = 0
+        self.without_mask = 0
         self.summary = ""
 
     def __next__(self) -> ExplainedInput:
@@ -383,6 +386,7 @@ def _explained(run: BatchRun, executor: Executor, chunks: Iterator[_Chunk]) -> I
         yield from outcome.inputs
     wall = time.perf_counter() - started
     everything = run.folder.records() if run.folder is not None else fresh
+    run.without_mask = sum(r.get("mask_size") is None for r in everything)
     run.summary = summary_markdown(everything, fresh=len(fresh), wall=wall)
     if run.folder is not None:
         (run.folder.path / SUMMARY_FILE).write_text(run.summary)
@@ -410,6 +414,10 @@ def summary_markdown(records: Sequence[Mapping[str, Any]], *, fresh: int, wall: 
         statuses[r.get("status", "?")] = statuses.get(r.get("status", "?"), 0) + 1
     lines = [f"# Batch explain: {n} inputs", "", "| status | inputs |", "|---|---:|"]
     lines += [f"| {s} | {c} |" for s, c in sorted(statuses.items())]
+    missing = sum(r.get("mask_size") is None for r in records)
+    if missing:
+        lines += ["", f"**{missing} of {n} inputs ended without a mask** (their records' status and "
+                      "error say why; the command exits 3)."]
     sizes = [r["mask_size"] for r in records if r.get("mask_size") is not None]
     cells = [r["cells"] for r in records if r.get("mask_size") is not None]
     seconds = [r["seconds"] for r in records if r.get("seconds") is not None]

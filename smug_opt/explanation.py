@@ -10,7 +10,7 @@ from __future__ import annotations
 import json
 import time
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field, replace
+from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -95,6 +95,7 @@ class Explanation:
             "proof": None if r is None else r.proof,
             "exactness": None if r is None else r.exactness("mask"),
             "solver_message": None if r is None else r.message,
+            "race": [] if r is None else [dict(asdict(e), status=str(e.status)) for e in r.race],
             "times": {**dict(self.times), **({} if r is None else {
                 "lower": r.times.lower, "solve": r.times.solve, "verify": r.times.verify,
                 "solve_total": r.times.total})},

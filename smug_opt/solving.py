@@ -348,7 +348,7 @@ class _Solve:
         if raw is None:
             why = (f"killed {self.grace:g}s past the time limit" if out.killed
                    else out.crash or "worker failed")
-            self.killed = out.killed
+            self.killed = out.killed or out.memory_exceeded  # at the deadline or the memory limit
             self._record(level, RawResult(Status.ERROR, solver_status="killed"), None, why, out)
             self._adopt_incumbents(out, level)
             if self.best is not None:

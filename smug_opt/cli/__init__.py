@@ -25,9 +25,11 @@ __all__ = ["EXIT_ERROR", "EXIT_INTERRUPTED", "EXIT_NO_ANSWER", "EXIT_OK", "build
 EXIT_OK = 0
 """The command did what was asked (a solve: a verified answer, OPTIMAL or FEASIBLE)."""
 EXIT_ERROR = 1
-"""Bad arguments or input (the message names the flag), or a wrong answer caught by a check."""
+"""Bad input (the message names the flag or file), or a wrong answer caught by a check.
+Usage errors (an unknown flag) keep argparse's own exit code, 2."""
 EXIT_NO_ANSWER = 3
-"""The work ran but gave no answer: INFEASIBLE (proven), NO_SOLUTION (limit hit), solver ERROR."""
+"""The work ran but gave no answer: INFEASIBLE (proven), NO_SOLUTION (limit hit), solver ERROR;
+a batch where some input ended without a mask."""
 EXIT_INTERRUPTED = 130
 """Interrupted (Ctrl-C); resumable commands keep what finished. SIGTERM and SIGHUP end a
 command the same way, with exit code 143 and 129 (128 + the signal's number)."""

@@ -262,6 +262,7 @@ def _model_ref(args: argparse.Namespace, name: str) -> Any:
 
 def _run_batch(args: argparse.Namespace, name: str, settings: ExplainSettings, source: Path) -> int:
     from smug_opt.batch import explain_many
+    from smug_opt.cli import EXIT_ERROR, EXIT_NO_ANSWER, EXIT_OK
 
     inputs: Any = source if source.is_dir() else np.load(source, mmap_mode="r", allow_pickle=False)
     with executor_from_args(args) as executor:
@@ -284,7 +285,12 @@ def _run_batch(args: argparse.Namespace, name: str, settings: ExplainSettings, s
     if run.failed:
         print(f"{run.failed} inputs failed in their worker; run again with --resume to retry them",
               file=sys.stderr)
-    return 0 if not run.failed else 1
+        return EXIT_ERROR
+    if run.without_mask:
+        print(f"{run.without_mask} of {run.planned} inputs ended without a mask (see summary.md)",
+              file=sys.stderr)
+        return EXIT_NO_ANSWER
+    return EXIT_OK
 
 
 def _run_single(args: argparse.Namespace, name: str, settings: ExplainSettings, adapter: Any,

@@ -95,16 +95,17 @@ def proof_line(result: SolveResult) -> str:
     if result.proof == Proof.EXACT:
         return f"{claim} proven in exact arithmetic"
     basis = "bound" if claim == "optimality" else "search"
-    return (f"{claim} rests on {result.solver}'s floating-point {basis} (not an exact proof; "
+    provers = [e.backend for e in result.race if e.proved]  # a race: only the one that proved it
+    who = provers[0] if provers else result.solver
+    return (f"{claim} rests on {who}'s floating-point {basis} (not an exact proof; "
             f"--certify proves or downgrades it)")
 
 
 def add_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParser:
     p = subparsers.add_parser(
         "solve", help="solve a saved .smug problem on one backend",
-        description="Solve a saved problem and print the verified result. Exit status: 0 a "
-                    "verified solution (OPTIMAL or FEASIBLE), 3 no solution (INFEASIBLE, "
-                    "NO_SOLUTION, solver ERROR), 1 bad arguments or input, 130 interrupted.")
+        description="Solve a saved problem and print the verified result (exit status: "
+                    "README, 'Exit status').")
     p.add_argument("problem", type=Path, help="a problem file written by save_problem (.smug)")
     add_solver_options(p)
     certify = p.add_mutually_exclusive_group()
