@@ -52,9 +52,12 @@ class CheckResult:
     seconds: float
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, repr=False)
 class ConformanceReport:
-    """Every check's result on one backend. ``ok``: no check failed unexpectedly."""
+    """Every check's result on one backend. ``ok``: no check failed unexpectedly;
+    ``failures``: the checks that did; ``summary()`` (also what ``print(report)`` shows):
+    the counts, then one line per check that did not pass; ``results``: every
+    :class:`CheckResult`."""
 
     backend: str
     solver: str
@@ -75,6 +78,14 @@ class ConformanceReport:
         lines += [f"  {r.outcome.value.upper()} {r.check}: {r.message}" for r in self.results
                   if r.outcome is not CheckOutcome.PASSED]
         return "\n".join(lines)
+
+    def __str__(self) -> str:
+        return self.summary()
+
+    def __repr__(self) -> str:
+        counts = ", ".join(f"{sum(r.outcome is o for r in self.results)} {o.value}"
+                           for o in CheckOutcome if any(r.outcome is o for r in self.results))
+        return f"<ConformanceReport {self.backend!r}: {counts}; {'ok' if self.ok else 'FAILED'}>"
 
 
 def _runner(check: Check) -> CheckFn:
