@@ -28,6 +28,7 @@ rounded down. A NaN (from an overflow to inf) becomes an infinite bound.
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import numpy as np
@@ -126,7 +127,11 @@ def propagate(network: FlatNetwork, domain: Domain, *, method: str = "crown",
     return FlatBounds(network, domain, tuple(lo), tuple(hi), method, time.perf_counter() - t0)
 
 
-def _rows_to_refine(network: FlatNetwork) -> dict[int, object]:
+RowChoice = Callable[[np.ndarray, np.ndarray], np.ndarray]
+"""Given a layer's interval (lo, hi), which of its neurons to bound by back-substitution."""
+
+
+def _rows_to_refine(network: FlatNetwork) -> dict[int, RowChoice]:
     """Per layer bounded by back-substitution, which of its neurons to bound: those that an
     elementwise layer reading it has unstable; all for max pooling, the last layer and a
     linear layer on the input."""
@@ -135,7 +140,7 @@ def _rows_to_refine(network: FlatNetwork) -> dict[int, object]:
         if layer.kind in (*_ELEMENTWISE, "maxpool"):
             consumers.setdefault(layer.inputs[0], []).append(layer)
     last = len(network.layers) - 1
-    refine: dict[int, object] = {}
+    refine: dict[int, RowChoice] = {}
     for k, layer in enumerate(network.layers):
         if layer.kind not in ("linear", "add"):
             continue
