@@ -140,3 +140,24 @@ def test_keras_and_network_adapters_give_one_mask_on_the_embedded_cnn():
         assert ek.result.status.name == en.result.status.name == "OPTIMAL"
         np.testing.assert_array_equal(ek.neurons, en.neurons)
         np.testing.assert_array_equal(ek.mask, en.mask)
+
+
+def test_evaluate_takes_an_onnx_file_by_reference(factory_model, tmp_path):
+    """``smug_opt.evaluate`` on a ModelRef to an ONNX file (with its declared input range),
+    SMUG and a box baseline score every digit; IG and Grad-CAM are refused up front (they
+    need a Keras model)."""
+    from smug_opt.batch import ModelRef
+    from smug_opt.data.mnist import load_digits
+    from smug_opt.evaluate import evaluate
+    from smug_opt.network.torch_reader import torch_to_onnx
+
+    path = tmp_path / "cnn.onnx"
+    path.write_bytes(torch_to_onnx(factory_model, (1, 28, 28)))
+    ref = ModelRef(str(path), input_range=(0.0, 1.0))
+    digits = load_digits()
+    result = evaluate(ref, digits.x_test[:2], digits.y_test[:2], ["smug", "centerbox"], k=40, cell=2,
+                      softmax=True, progress=False)  # the network outputs logits
+    assert [s.method for s in result.summaries] == ["smug", "centerbox"]
+    assert all(s.n == 2 and s.failures == 0 for s in result.summaries)
+    with pytest.raises(ValueError, match="need a Keras model"):
+        evaluate(ref, digits.x_test[:2], digits.y_test[:2], ["ig"], progress=False)

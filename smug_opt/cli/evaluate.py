@@ -10,9 +10,12 @@ import numpy as np
 
 from smug_opt.cli.options import (
     add_executor_options,
+    add_model_input_options,
     check_executor_options,
     check_model_arg,
     executor_from_args,
+    input_range_arg,
+    input_shape_arg,
 )
 from smug_opt.outputs import check_out_dir
 
@@ -28,7 +31,9 @@ def add_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParse
         description="Evaluate saliency methods as in the paper's section 4. Without --model "
                     "an embedded suite is used (--suite mnist-cnn or text).")
     p.add_argument("--suite", choices=tuple(SUITES), help="embedded suite (default mnist-cnn)")
-    p.add_argument("--model", help="a .keras/.h5 image classifier (with --images)")
+    p.add_argument("--model", help="an image classifier (with --images): a .keras/.h5, .onnx or .pt2 "
+                   "file, or package.module:factory")
+    add_model_input_options(p.add_argument_group("what an ONNX/PyTorch model does not say"))
     p.add_argument("--images", type=Path, help="a folder of images (.png/.jpg/.npy)")
     p.add_argument("--boxes", type=Path, help="CSV name,top,left,bottom,right of ground-truth boxes")
     p.add_argument("--pixel-scale", type=float, default=255.0,
@@ -113,14 +118,19 @@ def run(args: argparse.Namespace) -> int:
 
     extra: dict[str, object] = {}
     if args.images is not None:
+        from smug_opt.batch import ModelRef
         from smug_opt.evaluate import align_boxes, load_boxes_csv, load_image_folder
         from smug_opt.models.resolve import as_adapter
 
-        adapter = as_adapter(args.model)
+        ref = ModelRef(args.model, input_shape_arg(args.input_shape), args.input_layout,
+                       input_range_arg(args.input_range))
+        adapter = as_adapter(args.model, input_shape=ref.input_shape, input_layout=ref.input_layout,
+                             input_range=ref.input_range)
         methods = _methods(args.methods, describe(str(args.model)).evaluation_methods)
         images, names = load_image_folder(args.images, size=adapter.input_shape[:2])
         _say_resized(args.images, adapter.input_shape[:2])
-        inputs = images.astype(np.float64) / args.pixel_scale
+        lo, hi = ref.input_range or (0.0, 255.0 / args.pixel_scale)
+        inputs = lo + images.astype(np.float64) / 255.0 * (hi - lo)
         outputs = np.asarray(adapter.predict(inputs))
         labels = np.argmax(outputs, axis=1)  # explain what the model predicts
         if outputs.ndim == 2 and outputs.shape[1] > 1 and not _probabilities(outputs):
@@ -130,7 +140,7 @@ def run(args: argparse.Namespace) -> int:
         if args.boxes is not None:
             extra["boxes"] = align_boxes(names, load_boxes_csv(args.boxes))
         extra["names"] = names
-        model = str(args.model)
+        model = ref
     else:
         suite = args.suite or "mnist-cnn"
         model = SUITES[suite]

@@ -121,19 +121,31 @@ def _softmax(predict: PredictFn) -> PredictFn:
     return probabilities
 
 
+def _by_reference(model: Any) -> bool:
+    """A model each worker loads itself: a spec string or a :class:`~smug_opt.batch.ModelRef`."""
+    from smug_opt.batch import ModelRef
+
+    return isinstance(model, (str, ModelRef))
+
+
+def _spec(model: Any) -> Any:
+    """A referenced model's spec string (anything else as it is)."""
+    return getattr(model, "name", model) if _by_reference(model) else model
+
+
 def _load_subject(model: Any) -> Subject:
+    from smug_opt.batch import ModelRef
+
     if isinstance(model, Subject):
         return model
-    if isinstance(model, str):
-        from smug_opt.batch import ModelRef
-
-        return as_subject(ModelRef(model).load()[0])
+    if _by_reference(model):
+        return as_subject((model if isinstance(model, ModelRef) else ModelRef(model)).load()[0])
     return as_subject(model)
 
 
 @dataclass(frozen=True, eq=False)
 class _Chunk:
-    model: Any  # a model name/path (loaded once per worker) or, in this process, any model
+    model: Any  # a spec or ModelRef (loaded once per worker) or, in this process, any model
     settings: Settings
     methods: tuple[str, ...]
     items: tuple[tuple[int, np.ndarray, int, Any], ...]  # (index, input, label, annotation)
@@ -142,7 +154,7 @@ class _Chunk:
 def evaluate_chunk(chunk: _Chunk) -> list[tuple[int, dict[str, MethodOutcome]]]:
     """Evaluate every input of a chunk (a task: runs wherever the executor puts it)."""
     model = chunk.model
-    subject = (worker_cache(("evaluate", model), lambda: _load_subject(model)) if isinstance(model, str)
+    subject = (worker_cache(("evaluate", model), lambda: _load_subject(model)) if _by_reference(model)
                else _load_subject(model))
     if chunk.settings.softmax:
         subject = Subject(subject.model, _softmax(subject.predict_fn), subject.keras_model)
@@ -238,21 +250,21 @@ def evaluate(
     pad/mask token, also the text deletion baseline) are for SIS. ``names`` label the inputs
     in records and figures (default: their indices). ``executor`` runs chunks of
     ``chunk_size`` inputs (default: in this process; worker processes and Dask need the
-    model as a name or path, or a picklable predict function). With ``out_dir``, every
-    finished input is kept there as it finishes (``resume`` continues an interrupted run,
-    ``overwrite`` replaces one) and ``table.md``, ``table.json``, ``records.jsonl`` and
-    (images) ``examples.png`` are written at the end. A method that fails on an input
+    model as a name or path or a :class:`~smug_opt.batch.ModelRef`, or a picklable predict
+    function). With ``out_dir``, every finished input is kept there as it finishes
+    (``resume`` continues an interrupted run, ``overwrite`` replaces one) and ``table.md``,
+    ``table.json``, ``records.jsonl`` and (images) ``examples.png`` are written at the end. A method that fails on an input
     (ValueError) is recorded there, not raised.
     """
     local = executor is None or isinstance(executor, SequentialExecutor)
     model = str(adapter_or_model) if isinstance(adapter_or_model, Path) else adapter_or_model
-    if not local and not isinstance(model, str):
+    if not local and not _by_reference(model):
         try:
             pickle.dumps(model)
         except Exception:
             raise ValueError("worker processes and Dask load the model themselves: pass its name or "
                              "a saved .keras path (or a picklable predict function)") from None
-    subject = _load_subject(model) if not isinstance(model, str) or local else None
+    subject = _load_subject(model) if not _by_reference(model) or local else None
     inputs = np.asarray(inputs)
     modality = _modality(inputs)
     names_checked = check_methods(methods, modality, subject or Subject(model, lambda b: b, model))
@@ -269,11 +281,11 @@ def evaluate(
     if len(input_names) != len(inputs):
         raise ValueError(f"names must have one entry per input ({len(inputs)}); got {len(input_names)}")
     notes = _annotations(inputs, modality, boxes, rationales)
-    smug = smug_parameters(model, params, k=k, gamma=gamma, cell=cell)
+    smug = smug_parameters(_spec(model), params, k=k, gamma=gamma, cell=cell)
     settings = Settings(smug, backend, time_limit, sis_threshold, mask_id, ig_steps, softmax)
     folder = None
     if out_dir is not None:
-        named = model_identity(model) if isinstance(model, str) else {"model": _model_label(model)}
+        named = model_identity(_spec(model)) if _by_reference(model) else {"model": _model_label(model)}
         config = {**named, "methods": list(names_checked), "n": len(inputs),
                   "inputs_sha1": hashlib.sha1(np.ascontiguousarray(inputs).tobytes()).hexdigest(),
                   "labels": labels.tolist(), **settings.record()}
@@ -286,7 +298,7 @@ def evaluate(
         raise ValueError("resume and overwrite need an output folder (--out)")
     outcomes: dict[int, dict[str, MethodOutcome]] = _restore(folder) if folder is not None else {}
     pending = [i for i in range(len(inputs)) if i not in outcomes]
-    task_model = model if isinstance(model, str) or not local else subject
+    task_model = model if _by_reference(model) or not local else subject
     chunks: Iterator[_Chunk] = (
         _Chunk(task_model, settings, names_checked, tuple(
             (i, inputs[i], int(labels[i]), notes[i]) for i in pending[s:s + chunk_size]))
