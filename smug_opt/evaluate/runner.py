@@ -253,8 +253,8 @@ def evaluate(
     model as a name or path or a :class:`~smug_opt.batch.ModelRef`, or a picklable predict
     function). With ``out_dir``, every finished input is kept there as it finishes
     (``resume`` continues an interrupted run, ``overwrite`` replaces one) and ``table.md``,
-    ``table.json``, ``records.jsonl`` and (images) ``examples.png`` are written at the end. A method that fails on an input
-    (ValueError) is recorded there, not raised.
+    ``table.json``, ``records.jsonl`` and (images) ``examples.png`` are written at the end.
+    A method that fails on an input (ValueError) is recorded there, not raised.
     """
     local = executor is None or isinstance(executor, SequentialExecutor)
     model = str(adapter_or_model) if isinstance(adapter_or_model, Path) else adapter_or_model
