@@ -214,3 +214,49 @@ def test_networks_trained_by_others_match_onnxruntime(name):
     assert adapter.mask_grid(1, (28, 28, 1)).shape == (28, 28)
     ig = integrated_gradients(adapter, digits[0].reshape(adapter.input_shape), steps=128)
     assert ig.completeness_error < 0.01
+
+
+def test_an_nhwc_onnx_graph_built_by_hand_matches_onnxruntime(tmp_path):
+    """An ONNX graph as tf2onnx writes one (NHWC input, normalisation, Transpose to NCHW),
+    then a depthwise Conv with padding, BatchNormalization, Clip(0, 6), MaxPool, Flatten,
+    Gemm: the adapter sees 8×8×3 channels last, normalisation in its stem, BatchNorm folded,
+    ReLU6 as the activation, and its outputs equal onnxruntime's."""
+    ort = pytest.importorskip("onnxruntime")
+    onnx = pytest.importorskip("onnx")
+    from onnx import TensorProto, helper, numpy_helper
+
+    from smug_opt.models.resolve import as_adapter
+
+    rng = np.random.default_rng(3)
+    consts = {"mean": np.array([0.4, 0.5, 0.6]), "std": np.array([0.2, 0.25, 0.3]),
+              "w": rng.normal(size=(6, 1, 3, 3)), "b": rng.normal(size=6) * 0.1,
+              "gamma": rng.uniform(0.5, 1.5, 6), "beta": rng.normal(size=6) * 0.1,
+              "rmean": rng.normal(size=6) * 0.1, "rvar": rng.uniform(0.5, 2, 6),
+              "fc_w": rng.normal(size=(4, 6 * 4 * 4)), "fc_b": rng.normal(size=4),
+              "lo": np.array(0.0), "hi": np.array(6.0)}
+    nodes = [
+        helper.make_node("Sub", ["x", "mean"], ["centred"]),
+        helper.make_node("Div", ["centred", "std"], ["normed"]),
+        helper.make_node("Transpose", ["normed"], ["nchw"], perm=[0, 3, 1, 2]),
+        helper.make_node("Conv", ["nchw", "w", "b"], ["conv"], group=3, pads=[1, 1, 1, 1],
+                         kernel_shape=[3, 3]),
+        helper.make_node("BatchNormalization", ["conv", "gamma", "beta", "rmean", "rvar"], ["bn"]),
+        helper.make_node("Clip", ["bn", "lo", "hi"], ["relu6"]),
+        helper.make_node("MaxPool", ["relu6"], ["pool"], kernel_shape=[2, 2], strides=[2, 2]),
+        helper.make_node("Flatten", ["pool"], ["flat"]),
+        helper.make_node("Gemm", ["flat", "fc_w", "fc_b"], ["y"], transB=1),
+    ]
+    graph = helper.make_graph(
+        nodes, "nhwc", [helper.make_tensor_value_info("x", TensorProto.FLOAT, ["n", 8, 8, 3])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, ["n", 4])],
+        [numpy_helper.from_array(v.astype(np.float32), k) for k, v in consts.items()])
+    path = tmp_path / "nhwc.onnx"
+    onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)]), str(path))
+    adapter = as_adapter(str(path))
+    assert adapter.input_shape == (8, 8, 3) and adapter.activation.label == "relu6"
+    assert adapter.affine.kernel.shape == (3, 3, 3, 6) and adapter.affine.padding == ((1, 1), (1, 1))
+    x = rng.uniform(size=(5, 8, 8, 3)).astype(np.float32)
+    (expected,) = ort.InferenceSession(str(path)).run(None, {"x": x})
+    np.testing.assert_allclose(adapter.predict(x), expected, rtol=1e-4, atol=1e-4)
+    mean, std = (consts[k].astype(np.float32).astype(np.float64) for k in ("mean", "std"))
+    np.testing.assert_allclose(adapter.affine_input(x[0]), (x[0] - mean) / std, rtol=1e-12, atol=1e-12)
