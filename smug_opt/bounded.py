@@ -61,14 +61,16 @@ def _npy_header(path: Path, member: str, handle: IO[bytes]) -> tuple[tuple[int, 
     return shape, dtype, math.prod(shape) * dtype.itemsize
 
 
-def check_npy_file(path: str | os.PathLike[str]) -> tuple[int, ...]:
-    """The shape of the ``.npy`` file ``path`` once its header is checked: data within the
-    budget and exactly as long as the file holds (not truncated, not padded)."""
+def check_npy_file(path: str | os.PathLike[str], *, mapped: bool = False) -> tuple[int, ...]:
+    """The shape of the ``.npy`` file ``path`` once its header is checked: data exactly as
+    long as the file holds (not truncated, not padded) and, unless it is to be memory-mapped
+    (``mapped``: pages are read as used, a batch's rows one chunk at a time), within the
+    budget."""
     target = Path(path)
     with open(target, "rb") as handle:
         shape, _, nbytes = _npy_header(target, "the array", handle)
         held = target.stat().st_size - handle.tell()
-    if nbytes > read_budget_bytes():
+    if nbytes > read_budget_bytes() and not mapped:
         raise _over(target, f"its header's {shape} array", nbytes)
     if nbytes != held:
         raise ValueError(f"{target}: its header declares a {shape} array of {nbytes:,} bytes but the "

@@ -5,6 +5,7 @@ peak memory is measured."""
 
 from __future__ import annotations
 
+import gzip
 import json
 import os
 import random
@@ -174,12 +175,15 @@ _FUZZ_SCRIPT = """
 import json, sys
 from pathlib import Path
 from smug_opt import load_problem
+from smug_opt.data.vnnlib import read_spec_image
 from smug_opt.inputs import load_input
 outcomes = {}
 for path in sorted(Path(sys.argv[1]).iterdir()):
     try:
         if path.suffix == ".smug":
             load_problem(path)
+        elif path.suffix == ".gz":
+            read_spec_image(path)
         else:
             load_input(path, (28, 28, 1), 255.0)
         outcomes[path.name] = "ok"
@@ -203,7 +207,15 @@ def test_fuzzed_files_end_in_one_line_and_never_take_a_gigabyte(tmp_path):
     good_npy = (tmp_path / "good.npy").read_bytes()
     Image.fromarray(digit[..., 0].astype(np.uint8)).save(tmp_path / "good.png")
     good_png = (tmp_path / "good.png").read_bytes()
+    spec = "; correct label 7\n" + "".join(f"(assert (<= X_{i} 0.5))\n(assert (>= X_{i} 0.25))\n"
+                                             for i in range(784))
+    good_gz = gzip.compress(spec.encode())
+    bomb = tmp_path / "bomb.gz"
+    with gzip.open(bomb, "wb", compresslevel=9) as handle:
+        for _ in range(int(1.2 * GB) // 2**24):
+            handle.write(b" " * 2**24)
     kinds = {
+        ".vnnlib.gz": _variants(good_gz, rng, [("inflated", bomb.read_bytes())]),
         ".smug": _variants(good_smug, rng, [("inflated", big_lb.read_bytes())]),
         ".npy": _variants(good_npy, rng, [("inflated", _npy_header((10**10,)) + good_npy[128:]),
                                           ("padded", good_npy + bytes(1000))]),
@@ -219,9 +231,11 @@ def test_fuzzed_files_end_in_one_line_and_never_take_a_gigabyte(tmp_path):
     report = json.loads(done.stdout)
     outcomes = report["outcomes"]
     assert len(outcomes) == sum(len(v) for v in kinds.values())
+    assert outcomes["truncated-0.vnnlib.gz"] != "ok" and "good" not in outcomes
     for name, outcome in outcomes.items():
         assert outcome == "ok" or ("\n" not in outcome and name in outcome), (name, outcome)
-    for name in ("inflated.smug", "inflated.npy", "inflated.png", "inflated-budget.png",
+    assert outcomes["mutated-0.vnnlib.gz"] != "ok" or outcomes["truncated-1.vnnlib.gz"] != "ok"
+    for name in ("inflated.smug", "inflated.npy", "inflated.png", "inflated-budget.png", "inflated.vnnlib.gz",
                  "truncated-0.smug", "truncated-0.npy", "truncated-0.png", "padded.npy"):
         assert outcomes[name] != "ok", name
     assert report["peak"] < 1 * GB, f"loading took {report['peak'] / 2**20:.0f} MB"

@@ -162,3 +162,27 @@ def test_library_installs_no_signal_handler(hard):
     before = {sig: signal.getsignal(sig) for sig in (signal.SIGTERM, signal.SIGHUP)}
     solve(load_problem(hard / "hard.smug"), "highs", time_limit=0.5)
     assert {sig: signal.getsignal(sig) for sig in before} == before
+
+
+def _solve_hard(path: str) -> str:
+    from smug_opt import load_problem, solve
+
+    return solve(load_problem(path), "z3", time_limit=300, extras={"encoding": "exact"}).status.name
+
+
+@pytest.mark.slow
+def test_a_killed_dask_worker_takes_its_solver_workers(hard):
+    distributed = pytest.importorskip("distributed")
+    with distributed.LocalCluster(n_workers=1, threads_per_worker=1, processes=True,
+                                  dashboard_address=None) as cluster, distributed.Client(cluster) as client:
+        (worker_pid,) = client.run(os.getpid).values()
+        future = client.submit(_solve_hard, str(hard / "hard.smug"), pure=False)
+        deadline = time.monotonic() + 240
+        while not [p for p in _helpers(worker_pid) if "worker_main" in " ".join(p.cmdline())]:
+            assert time.monotonic() < deadline and not future.done(), "no solver worker started"
+            time.sleep(0.1)
+        time.sleep(3.0)
+        helpers = [p for p in _helpers(worker_pid) if "worker_main" in " ".join(p.cmdline())]
+        os.kill(worker_pid, signal.SIGKILL)  # the Dask worker dies without any cleanup
+        assert _left(helpers) == [], "a solver worker outlived its Dask worker"
+        future.cancel()

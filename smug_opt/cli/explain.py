@@ -208,7 +208,7 @@ def _npy_rows(path: Path) -> tuple[int, ...] | None:
     from smug_opt.bounded import check_npy_file
 
     try:
-        return check_npy_file(path)
+        return check_npy_file(path, mapped=True)  # a batch's rows are read as used
     except ValueError as exc:
         raise ValueError(f"--input {exc}") from None
 

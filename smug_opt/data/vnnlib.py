@@ -15,10 +15,14 @@ from __future__ import annotations
 
 import gzip
 import re
+import zlib
 from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
+
+from smug_opt.bounded import read_budget_bytes
+from smug_opt.vnnlib import MAX_FILE_BYTES
 
 __all__ = ["SpecImage", "read_spec_image", "spec_images"]
 
@@ -40,9 +44,17 @@ def read_spec_image(path: str | Path, channels: int = 1, channels_first: bool = 
     """The image and label of one ``.vnnlib`` or ``.vnnlib.gz`` file; ``channels`` and the
     layout group the inputs for the per-channel ``ε``."""
     path = Path(path)
+    budget = min(read_budget_bytes(), MAX_FILE_BYTES)  # the property reader's own limit
     opener = gzip.open if path.suffix == ".gz" else open
-    with opener(path, "rt") as handle:
-        text = handle.read()
+    try:
+        with opener(path, "rb") as handle:
+            raw = handle.read(budget + 1)  # a gzip bomb stops at the budget
+        text = raw.decode("utf-8")
+    except (OSError, EOFError, zlib.error, UnicodeDecodeError) as exc:
+        raise ValueError(f"{path}: not a readable VNN-LIB file ({exc})") from None
+    if len(raw) > budget:
+        raise ValueError(f"{path}: decompresses to more than {budget / 2**20:,.0f} MB, more than "
+                         "a VNN-LIB property this reader accepts")
     label_match = _LABEL.search(text)
     if label_match is None:
         raise ValueError(f"{path}: no 'label: N' or 'correct label N' comment names the label")
