@@ -22,7 +22,7 @@ import scipy.sparse as sp
 
 from smug_opt.bounds.domain import Box
 from smug_opt.bounds.propagation import FlatBounds, propagate
-from smug_opt.encode.layer_bounds import LayerBounds
+from smug_opt.encode.layer_bounds import PRODUCT_MARGIN, LayerBounds
 from smug_opt.encode.network_milp import Expression, NetworkEncoding, encode_layers
 from smug_opt.exact import dot_error_bound
 from smug_opt.ir import Problem, ProblemBuilder
@@ -117,6 +117,11 @@ class RobustnessQuery:
         inputs = builder.add_continuous(box.size, box.lo, box.hi)
         fb = self.bounds
         given = {k: (fb.lo[k], fb.hi[k]) for k in range(1, len(fb.lo))}
+        if any(layer.kind in ("leaky_relu", "clip") for layer in self.net.layers):
+            # the encoding's coefficients are then float64 products (α·W, shifted constants):
+            # widen as the encoder does for its own products
+            margins = {k: PRODUCT_MARGIN * (1.0 + np.abs(lo) + np.abs(hi)) for k, (lo, hi) in given.items()}
+            given = {k: (lo - margins[k], hi + margins[k]) for k, (lo, hi) in given.items()}
         layer_bounds = LayerBounds("crown", lo={k: v[0] for k, v in given.items()},
                                    hi={k: v[1] for k, v in given.items()},
                                    global_lo={k: v[0] for k, v in given.items()},
