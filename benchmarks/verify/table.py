@@ -96,14 +96,16 @@ def table(shared: Path) -> str:
 
 
 def _against_majority(tool: str, everyone: dict[str, dict], instances: list) -> int:
-    """Answers of ``tool`` opposite to the strict majority of the other tools that answered."""
+    """Answers of ``tool`` opposite to the strict majority of the other tools that answered,
+    when at least two of them did (a lone opposite answer is no majority)."""
     count = 0
     for k in instances:
         mine = everyone[tool].get(k)
         if mine not in ("sat", "unsat"):
             continue
         others = Counter(t.get(k) for name, t in everyone.items() if name != tool)
-        if others["sat" if mine == "unsat" else "unsat"] > others[mine]:
+        opposite = others["sat" if mine == "unsat" else "unsat"]
+        if opposite >= 2 and opposite > others[mine]:
             count += 1
     return count
 

@@ -85,6 +85,12 @@ def _one_blas_thread() -> Iterator[None]:
         yield
 
 
+def _excess(query: RobustnessQuery, k: int, scores: np.ndarray) -> float:
+    """How far ``scores`` are from disjunct ``k`` (its worst row's excess)."""
+    d = query.disjuncts[k]
+    return float(np.max(d.matrix @ scores - d.rhs))
+
+
 def decide(query: RobustnessQuery, *, time_limit: float = 60.0, backend: str = "highs",
            references: Mapping[str, Reference] | None = None, attack_steps: int = 200,
            seed: int = 0, solve_options: Mapping[str, Any] | None = None) -> Verdict:
@@ -120,7 +126,8 @@ def decide(query: RobustnessQuery, *, time_limit: float = 60.0, backend: str = "
             return verdict("sat", x=found.x, outputs=outputs, proof="exact")
     proofs: list[str] = []
     solves: list[dict[str, Any]] = []
-    for k in open_:
+    closest = query.net.forward(query.preprocess(found.x[None]))[-1][0]
+    for k in sorted(open_, key=lambda k: _excess(query, k, closest)):  # the attack's nearest first
         remaining = deadline - time.monotonic()
         if remaining <= 0.5:
             return verdict("unknown", message="time limit", solves=tuple(solves))
