@@ -2,7 +2,7 @@
 instances; writes one JSON line per (instance, backend) and a Markdown table.
 
     python benchmarks/campaign/campaign.py --per-backend 10000 --time-limit 5 \\
-        --out benchmarks/campaign/results [--backends highs,z3] [--deadline-minutes 40]
+        --out benchmarks/campaign/results [--backends highs,z3] [--deadline-minutes 40] [--certify]
 
 Instance ``i`` is family ``FAMILIES[i % len(FAMILIES)]`` drawn from seed ``i``, so every
 backend sees the same instances and a run can be resumed (done pairs are skipped) or
@@ -72,7 +72,8 @@ def run(args: argparse.Namespace) -> None:
             family, problem = instance(i)
             truth = exact_optimum(problem)
             for backend in todo:
-                r = solve(problem, backend, time_limit=args.time_limit, memory_limit=args.memory_limit)
+                r = solve(problem, backend, time_limit=args.time_limit, memory_limit=args.memory_limit,
+                          certify=args.certify)
                 verdict = judge(problem, truth, r)
                 rec = {"i": i, "family": family, "backend": backend, "status": r.status.name,
                        "proof": getattr(r, "proof", None), "verdict": verdict.kind, "why": verdict.why,
@@ -123,6 +124,8 @@ def main() -> None:
     p.add_argument("--memory-limit", type=float, default=None, help="MB per worker (default: solve's)")
     p.add_argument("--backends", default=None, help="comma-separated (default: every usable one)")
     p.add_argument("--deadline-minutes", type=float, default=None, help="stop starting instances after")
+    p.add_argument("--certify", action="store_true", default=None,
+                   help="certify=True on every solve (default: solve's own default)")
     p.add_argument("--out", default="benchmarks/campaign/results")
     p.add_argument("--table-only", action="store_true", help="rewrite TABLE.md from results.jsonl")
     args = p.parse_args()
