@@ -28,7 +28,7 @@ import math
 import os
 import threading
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass, replace
 from typing import Any
 
@@ -36,9 +36,11 @@ import numpy as np
 
 from smug_opt.backend import SolveOptions, Status
 from smug_opt.backend_choice import AUTO, BackendChoice, ChoiceKind
+from smug_opt.claims import objective_tolerance
 from smug_opt.ir import Problem
 from smug_opt.registry import BackendUnavailableError, UnknownBackendError, backend_class
 from smug_opt.result import Proof, RaceEntry, RaceStatus, SolveResult
+from smug_opt.solve_loop import SolveLoop
 from smug_opt.verification import Verification, snap_binaries, verify
 
 __all__ = ["AUTO", "auto_backends", "describe", "is_race", "race", "race_backends"]
@@ -152,7 +154,7 @@ class _Board:
 
 
 class _Link:
-    """One backend's view of the board (the core's :class:`smug_opt.solving.RaceLink`)."""
+    """One backend's view of the board (the core's :class:`smug_opt.solve_loop.RaceLink`)."""
 
     def __init__(self, board: _Board, name: str) -> None:
         self.board = board
@@ -189,24 +191,22 @@ def _check_race_extras(names: list[str], extras: Mapping[str, Any]) -> None:
 
 
 def race(problem: Problem, backend: str | BackendChoice, options: SolveOptions, *, grace: float,
-         memory_limit_mb: float | None, start: np.ndarray | None, solve_loop: Callable[..., Any],
-         tolerance: float, workers: int | None = None) -> SolveResult:
+         memory_limit_mb: float | None, start: np.ndarray | None, workers: int | None = None
+         ) -> SolveResult:
     """Race the backends ``backend`` names (see :func:`race_backends`) on ``problem`` and
-    return one verified result. Always runs in isolated workers (a race needs kills).
-    ``solve_loop`` is the core's per-backend solve loop and ``tolerance`` the problem's
-    objective tolerance, both handed in by :mod:`smug_opt.solving` (which this module must
-    not import: it calls this one)."""
+    return one verified result: each runs the core's :class:`~smug_opt.solve_loop.SolveLoop`
+    in its own isolated worker (a race needs kills)."""
     names = race_backends(problem, backend, workers)
     _check_race_extras(names, options.extras)
     started = time.monotonic()
-    board = _Board(problem, tolerance)
+    board = _Board(problem, objective_tolerance(problem))
     entries = [_Entry(name) for name in names]
 
     def run(entry: _Entry) -> None:
         cls = backend_class(entry.name)
         own = replace(options, extras={k: v for k, v in options.extras.items() if k in cls.options})
         try:
-            solve = solve_loop(problem, entry.name, cls.solver_version(), cls.levels, own,
+            solve = SolveLoop(problem, entry.name, cls.solver_version(), cls.levels, own,
                                True, grace, exact_backend=cls.capabilities.exact,
                                memory_limit_mb=memory_limit_mb, start=start,
                                race=_Link(board, entry.name))

@@ -148,7 +148,7 @@ class SolveResult:
     A solution that failed exact verification is never returned in ``x``. ``strengthening``
     is None when the solve ran without :mod:`smug_opt.strengthen`, else what it did
     (a :class:`Strengthening`). OPTIMAL is exact
-    for integral objectives; otherwise it holds within ``smug_opt.solving.objective_tolerance``
+    for integral objectives; otherwise it holds within ``smug_opt.claims.objective_tolerance``
     (1e-6 of the objective's scale), the precision floating-point MILP solvers work to.
 
     ``verified`` is about the returned solution only: True when ``x`` passed the exact

@@ -13,10 +13,11 @@ from fractions import Fraction
 import numpy as np
 
 from smug_opt.backend import Status
+from smug_opt.claims import objective_tolerance
 from smug_opt.ir import Problem
 from smug_opt.registry import backend_class
 from smug_opt.result import SolveResult
-from smug_opt.solving import DEFAULT_GRACE, objective_tolerance, solve
+from smug_opt.solving import DEFAULT_GRACE, solve
 from smug_opt.testing.brute_force import brute_force, exact_optimum
 from smug_opt.testing.instances import (
     ALL_ZERO,
