@@ -30,20 +30,24 @@ from __future__ import annotations
 
 import math
 import time
-from collections.abc import Callable
+import warnings
 from dataclasses import dataclass, replace
 from fractions import Fraction
+from typing import Any
 
 import numpy as np
 import scipy.sparse as sp
 
 from smug_opt.backend import Status
+from smug_opt.backend_choice import BackendChoice
+from smug_opt.deadline import Deadline
 from smug_opt.exact import dot_error_bound, float_down
 from smug_opt.ir import Problem, Sense, VarKind
 from smug_opt.result import Proof, SolveResult
+from smug_opt.step import Step
 from smug_opt.verification import Verification, decide_rows, verify
 
-__all__ = ["ENUMERATION_BINARIES", "ENUMERATION_RELU_BINARIES", "EXACT_BACKEND", "LP_SHARE", "certify",
+__all__ = ["ENUMERATION_BINARIES", "ENUMERATION_RELU_BINARIES", "EXACT_BACKEND", "EXACT_EXTRAS", "LP_SHARE", "certify",
            "objective_below"]
 
 ENUMERATION_BINARIES = 14
@@ -59,23 +63,36 @@ LP_SECONDS = 10.0
 """Its time without a time limit."""
 
 EXACT_BACKEND = "z3"
-_EXACT_EXTRAS = {"encoding": "exact"}
+EXACT_EXTRAS = {"encoding": "exact"}
+"""The options of :data:`EXACT_BACKEND` that the ``ask`` step must use (its exact encoding)."""
 _ENUMERATION = "exact enumeration of every binary assignment"
 
 
-def certify(problem: Problem, result: SolveResult, *, solve: Callable[..., SolveResult],
-            deadline: float | None, isolate: bool, grace: float,
-            memory_limit: float | None) -> SolveResult:
+def certify(problem: Problem, result: SolveResult, *, ask: Step | None = None, deadline: float | None,
+            solve: Any = None, isolate: bool = True, grace: float = 1.0,
+            memory_limit: float | None = None) -> SolveResult:
     """``result`` with its claim proven exactly, corrected, or downgraded (see module doc).
     Results whose claim is already exact, or that claim nothing provable, pass through.
-    ``solve`` runs z3's questions (:func:`smug_opt.solving.solve`, handed in so that this
-    module does not import the one that calls it)."""
+    ``ask`` answers z3's questions (a solve step built with :data:`EXACT_EXTRAS`, each
+    question in its own worker); ``deadline`` is a :func:`time.monotonic` moment (None:
+    no limit). ``solve``/``isolate``/``grace``/``memory_limit`` (a solve function instead
+    of ``ask``) are deprecated and kept for one release."""
+    if ask is None:
+        if solve is None:
+            raise TypeError("certify needs ask= (the step that answers its exact questions)")
+        warnings.warn("certify(solve=..., isolate=..., grace=..., memory_limit=...) is deprecated: "
+                      "pass ask=, a step (smug_opt.step.Step)", DeprecationWarning, stacklevel=2)
+
+        def ask(question: Problem, choice: BackendChoice, until: Deadline, start: Any) -> SolveResult:
+            return solve(question, choice, time_limit=until.remaining(), extras=EXACT_EXTRAS,
+                         isolate=isolate, grace=grace, memory_limit=memory_limit, start=start,
+                         certify=False)
     if result.proof == "exact" or not (
             result.status in (Status.OPTIMAL, Status.INFEASIBLE)
             or (result.status is Status.FEASIBLE and result.x is not None)):
         return result
     start = time.monotonic()
-    z3 = _ExactQuestions(problem, solve, deadline, isolate, grace, memory_limit)
+    z3 = _ExactQuestions(problem, ask, deadline)
     if _enumerable(problem):
         try:
             enumerated = _enumerate(problem, deadline)
@@ -200,10 +217,8 @@ class _Answer:
 class _ExactQuestions:
     """Questions to the exact z3 encoding, each in its own worker, within the deadline."""
 
-    def __init__(self, problem: Problem, solve: Callable[..., SolveResult], deadline: float | None,
-                 isolate: bool, grace: float, memory_limit: float | None) -> None:
-        self.problem, self.solve, self.deadline = problem, solve, deadline
-        self.isolate, self.grace, self.memory_limit = isolate, grace, memory_limit
+    def __init__(self, problem: Problem, ask: Step, deadline: float | None) -> None:
+        self.problem, self.ask, self.deadline = problem, ask, deadline
 
     @staticmethod
     def available() -> bool:
@@ -231,9 +246,8 @@ class _ExactQuestions:
         remaining = None if self.deadline is None else self.deadline - time.monotonic()
         if remaining is not None and remaining <= 0.05:
             return _Answer(why="the time limit was reached")
-        answer = self.solve(question, EXACT_BACKEND, time_limit=remaining, extras=_EXACT_EXTRAS,
-                            isolate=self.isolate, grace=self.grace, memory_limit=self.memory_limit,
-                            start=None, certify=False)
+        answer = self.ask(question, BackendChoice.parse(EXACT_BACKEND, check=False),
+                          Deadline.after(remaining), None)
         if answer.status is Status.INFEASIBLE and answer.proof == "exact":
             return _Answer(none_below=True)
         bound = answer.bound if minimise else None

@@ -5,9 +5,8 @@ composes the steps — one backend's tightening loop (:mod:`smug_opt.solve_loop`
 
 from __future__ import annotations
 
-import time
 from collections.abc import Mapping
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from typing import Any
 
 import numpy as np
@@ -16,12 +15,14 @@ from smug_opt.backend import SolveOptions
 from smug_opt.backend_choice import BackendChoice
 from smug_opt.bound_by_construction import exact_by_construction
 from smug_opt.claims import OBJECTIVE_TOLERANCE, objective_tolerance
+from smug_opt.deadline import Deadline
 from smug_opt.ir import Problem
 from smug_opt.numeric_range import numeric_issues
 from smug_opt.registry import backend_class
 from smug_opt.result import SolveResult
-from smug_opt.solve_loop import SolveLoop
 from smug_opt.spawn import resolve_memory_limit
+from smug_opt.step import Step
+from smug_opt.strategies import Certify, Race, SingleBackend, Strengthen, WorkerSettings
 from smug_opt.strengthen.presolve import Pieces, worth_strengthening
 
 __all__ = ["DEFAULT_GRACE", "OBJECTIVE_TOLERANCE", "PROBLEM_START", "objective_tolerance", "solve",
@@ -86,69 +87,68 @@ def solve(
     backend gets the ``extras`` it declares; a key none of them declares raises ValueError.
     ``backend`` may be a parsed :class:`~smug_opt.backend_choice.BackendChoice`.
     """
-    started = time.monotonic()
     choice = BackendChoice.parse(backend)
-    result = _solve(problem, choice, time_limit=time_limit, threads=threads, seed=seed,
-                    relative_gap=relative_gap, verbose=verbose, extras=extras, isolate=isolate,
-                    grace=grace, memory_limit=memory_limit, strengthen=strengthen, start=start,
-                    workers=workers)
-    issues = numeric_issues(problem)
-    if issues:
-        result = replace(result, numeric_issues=tuple(map(str, issues)))
-        if choice.is_race or not backend_class(choice.name).capabilities.exact:
-            note = ("input outside the float-faithful range, so a floating-point solver saw an "
-                    "approximation: " + "; ".join(map(str, issues)))
-            result = replace(result, message="; ".join(m for m in (result.message, note) if m))
-            if certify is None:
-                certify = any(issue.certify for issue in issues)
-    result = exact_by_construction(problem, result)
-    if not certify:
-        return result
-    from smug_opt.certify import certify as certify_result
-
-    return certify_result(problem, result, solve=solve,
-                          deadline=None if time_limit is None else started + time_limit,
-                          isolate=isolate, grace=grace, memory_limit=memory_limit)
-
-
-def _solve(problem: Problem, choice: BackendChoice, *, time_limit: float | None, threads: int, seed: int,
-           relative_gap: float, verbose: bool, extras: Mapping[str, Any] | None, isolate: bool,
-           grace: float, memory_limit: float | None, strengthen: bool | Pieces | None,
-           start: Any, workers: int | None) -> SolveResult:
     if not isinstance(problem, Problem):
         raise TypeError(f"problem must be a smug_opt.Problem, got {type(problem).__name__}")
-    memory_limit_mb = resolve_memory_limit(memory_limit)
-    options = SolveOptions(time_limit=time_limit, threads=threads, seed=seed,
-                           relative_gap=relative_gap, verbose=verbose, extras=dict(extras or {}))
+    settings = WorkerSettings(
+        SolveOptions(time_limit=time_limit, threads=threads, seed=seed, relative_gap=relative_gap,
+                     verbose=verbose, extras=dict(extras or {})),
+        isolate=isolate, grace=grace, memory_limit_mb=resolve_memory_limit(memory_limit),
+        race_workers=workers)
+    deadline = Deadline.after(time_limit)
+    if not choice.is_race:
+        backend_class(choice.name).check_extras(extras or {})
     start_x = start_values(problem, start)
-    backend = str(choice)
-    if choice.is_race:
-        from smug_opt.portfolio import race
+    if certify is None:  # certify where the input calls for it, on a floating-point solver
+        certify = _float_solver(choice) and any(issue.certify for issue in numeric_issues(problem))
+    step: Step = _Solve(settings, strengthen)
+    if certify:
+        from smug_opt.certify import EXACT_EXTRAS
 
-        solver = backend
+        exact = replace(settings, options=replace(settings.options, extras=EXACT_EXTRAS))
+        step = Certify(step, questions=_Solve(exact, None))
+    return replace(step(problem, choice, deadline, start_x), time_limit=time_limit)
 
-        def run_one(target: Problem, limit: float | None, first: np.ndarray | None) -> SolveResult:
-            return race(target, choice, replace(options, time_limit=limit), grace=grace,
-                        memory_limit_mb=memory_limit_mb, start=first, workers=workers)
-    else:
-        cls = backend_class(backend)
-        cls.check_extras(extras or {})
-        solver = cls.solver_version()
 
-        def run_one(target: Problem, limit: float | None, first: np.ndarray | None) -> SolveResult:
-            return SolveLoop(target, backend, solver, cls.levels, replace(options, time_limit=limit),
-                          isolate, grace, exact_backend=cls.capabilities.exact,
-                          memory_limit_mb=memory_limit_mb, start=first).run()
+def _float_solver(choice: BackendChoice) -> bool:
+    """Whether a floating-point solver may answer: a race, or a backend that is not exact."""
+    return choice.is_race or not backend_class(choice.name).capabilities.exact
 
-    if strengthen is None:
-        strengthen = worth_strengthening(problem)
-    if strengthen is False:
-        return run_one(problem, time_limit, start_x)
-    from smug_opt.strengthen.solve_parts import solve_strengthened
 
-    pieces = strengthen if isinstance(strengthen, Pieces) else Pieces()
-    return solve_strengthened(problem, pieces, lambda part, limit, first: run_one(part.problem, limit, first),
-                              time_limit=time_limit, backend=backend, solver=solver, start=start_x)
+@dataclass(frozen=True)
+class _Solve:
+    """The steps for whatever problem this is given: one backend or a race, over
+    strengthened parts where asked (``strengthen`` None: where it was measured to pay),
+    with the notes on inputs outside the float-faithful range and optima that are exact by
+    construction (:mod:`smug_opt.bound_by_construction`)."""
+
+    workers: WorkerSettings
+    strengthen: bool | Pieces | None
+
+    def __call__(self, problem: Problem, choice: BackendChoice, deadline: Deadline,
+                 start: np.ndarray | None) -> SolveResult:
+        solver: Step = Race(self.workers) if choice.is_race else SingleBackend(self.workers)
+        strengthen = worth_strengthening(problem) if self.strengthen is None else self.strengthen
+        if strengthen is not False:
+            pieces = strengthen if isinstance(strengthen, Pieces) else Pieces()
+            name = str(choice) if choice.is_race else backend_class(choice.name).solver_version()
+            solver = Strengthen(pieces, solver, name)
+        result = _with_range_notes(problem, choice, solver(problem, choice, deadline, start))
+        return exact_by_construction(problem, result)
+
+
+def _with_range_notes(problem: Problem, choice: BackendChoice, result: SolveResult) -> SolveResult:
+    """``result`` naming the inputs outside the float-faithful range, if any; on a
+    floating-point solver its message also says the solver saw an approximation."""
+    issues = numeric_issues(problem)
+    if not issues:
+        return result
+    result = replace(result, numeric_issues=tuple(map(str, issues)))
+    if _float_solver(choice):
+        note = ("input outside the float-faithful range, so a floating-point solver saw an "
+                "approximation: " + "; ".join(map(str, issues)))
+        result = replace(result, message="; ".join(m for m in (result.message, note) if m))
+    return result
 
 
 def start_values(problem: Problem, start: Any = PROBLEM_START) -> np.ndarray | None:

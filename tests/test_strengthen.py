@@ -245,6 +245,8 @@ def _rows_hold(problem, X):
 def test_a_part_starved_of_its_share_gets_the_time_left_over() -> None:
     """A part that ends unproven within its share (here: given none, as a busy machine
     can leave it) is solved again with the time the other parts left, from its solution."""
+    from smug_opt.backend_choice import BackendChoice
+    from smug_opt.deadline import Deadline
     from smug_opt.strengthen.solve_parts import solve_strengthened
 
     rng = np.random.default_rng(3)
@@ -257,17 +259,18 @@ def test_a_part_starved_of_its_share_gets_the_time_left_over() -> None:
     limits: list[float | None] = []
     statuses: list[Status] = []
 
-    def solve_part(part, limit, start):
+    def solve_part(part_problem, choice, deadline, start):  # a step (smug_opt.step.Step)
+        limit = deadline.remaining()
         limits.append(limit)
         starved = len(limits) == 1
-        result = solve(part.problem, "highs", time_limit=1e-6 if starved else limit, start=start,
+        result = solve(part_problem, choice, time_limit=1e-6 if starved else limit, start=start,
                        strengthen=False)
         statuses.append(result.status)
         return result
 
     result = solve_strengthened(problem, Pieces(components=True, cuts=False, implied=False, fixings=False),
-                                solve_part, time_limit=30, backend="highs", solver="highs",
-                                start=everything)
+                                solve_part, BackendChoice.parse("highs"), Deadline.after(30),
+                                solver="highs", start=everything)
     # two parts (the first starved: its start, unproven), then the first again
     assert statuses == [Status.FEASIBLE, Status.OPTIMAL, Status.OPTIMAL]
     assert limits[2] > 20  # nearly all of the 30 s the second part left

@@ -1,6 +1,7 @@
 """Solve a strengthened problem part by part and answer for the original problem.
 
-Each part is solved by a caller-given function (the core's solve loop on one backend);
+Each part is solved by the step this one wraps (:class:`smug_opt.step.Step`: one
+backend's loop, or a race);
 the parts' solutions are put together by the postsolve map and verified exactly against
 the *original* problem; the bound is the sum of the parts' proven bounds plus the cost of
 the cells fixed on (rounded down), valid because some optimal solution of the original
@@ -11,75 +12,72 @@ from __future__ import annotations
 
 import math
 import time
-from collections.abc import Callable
 from dataclasses import fields, replace
 from fractions import Fraction
 
 import numpy as np
 
 from smug_opt.backend import Status
+from smug_opt.backend_choice import BackendChoice
+from smug_opt.deadline import Deadline
 from smug_opt.ir import Problem
 from smug_opt.result import Attempt, Proof, SolveResult, Strengthening, Timings
+from smug_opt.step import Step
 from smug_opt.strengthen.presolve import Part, Pieces, Strengthened, strengthen
 from smug_opt.verification import snap_binaries, verify
 
 __all__ = ["solve_strengthened"]
 
-SolvePart = Callable[[Part, "float | None", "np.ndarray | None"], SolveResult]
-"""Solves one part's problem within the given seconds (None: no limit) from a start (one
-value per variable of the part's problem, or None)."""
-
 MIN_RETRY_SECONDS = 0.5
 """Time left below which the second pass does not start another part."""
 
 
-def solve_strengthened(problem: Problem, pieces: Pieces, solve_part: SolvePart, *,
-                       time_limit: float | None, backend: str, solver: str,
-                       start: np.ndarray | None = None) -> SolveResult:
-    """Strengthen ``problem``, solve its parts with ``solve_part`` (smallest first, each
+def solve_strengthened(problem: Problem, pieces: Pieces, solve_part: Step, choice: BackendChoice,
+                       deadline: Deadline, *, solver: str, start: np.ndarray | None = None) -> SolveResult:
+    """Strengthen ``problem``, solve its parts with ``solve_part`` on ``choice`` by
+    ``deadline`` (smallest first, each
     with a share of the remaining time: by size, but at least an equal share, so a tiny
     part is not starved of a solver's start-up time) and return one verified result.
     Parts left unproven within their share get the time the others left over
     (:func:`_second_pass`)."""
     begun = time.monotonic()
-    deadline = None if time_limit is None else begun + time_limit
+    time_limit = deadline.remaining()
     prepared = strengthen(problem, pieces)
     start, notes = _checked_start(problem, prepared, start)
     results: list[SolveResult] = []
     weights = [p.problem.A.nnz + p.problem.num_vars for p in prepared.parts]
     for k, part in enumerate(prepared.parts):
-        limit = None
-        if deadline is not None:
-            remaining = deadline - time.monotonic()
-            if remaining <= 0:
+        share = deadline
+        if deadline.at is not None:
+            if deadline.passed():
                 break
             left = len(prepared.parts) - k
-            limit = remaining * max(weights[k] / sum(weights[k:]), 1 / left)
+            share = deadline.share(max(weights[k] / sum(weights[k:]), 1 / left))
         part_start = None if start is None else np.concatenate(
             [start[part.columns], np.ones(part.carried.size)])
-        result = solve_part(part, limit, part_start)
+        result = solve_part(part.problem, choice, share, part_start)
         results.append(result)
         if result.status in (Status.INFEASIBLE, Status.ERROR) or not result.has_solution:
             break
-    _second_pass(prepared.parts, results, solve_part, deadline)
-    return _combine(prepared, results, begun, time_limit, backend, solver, notes)
+    _second_pass(prepared.parts, results, solve_part, choice, deadline)
+    return _combine(prepared, results, begun, time_limit, str(choice), solver, notes)
 
 
-def _second_pass(parts: list[Part], results: list[SolveResult], solve_part: SolvePart,
-                 deadline: float | None) -> None:
+def _second_pass(parts: list[Part], results: list[SolveResult], solve_part: Step,
+                 choice: BackendChoice, deadline: Deadline) -> None:
     """Solve again, from their best solution, the parts that ended FEASIBLE (unproven)
     while time is left: a share can be eaten by a busy machine or a worker's start, or a
     part be harder than its size says, and the parts after it may leave most of the limit
     unused. Each gets an equal share of what is left; a result is only improved."""
-    if deadline is None or len(results) < len(parts):
+    if deadline.at is None or len(results) < len(parts):
         return
     unproven = [k for k, r in enumerate(results)
                 if r.status is Status.FEASIBLE and r.has_solution and not r.killed]
     for n, k in enumerate(unproven):
-        remaining = deadline - time.monotonic()
-        if remaining < MIN_RETRY_SECONDS:
+        if deadline.passed(MIN_RETRY_SECONDS):
             return
-        again = solve_part(parts[k], remaining / (len(unproven) - n), results[k].values())
+        again = solve_part(parts[k].problem, choice, deadline.share(1 / (len(unproven) - n)),
+                           results[k].values())
         results[k] = _better(results[k], again)
 
 

@@ -1,0 +1,106 @@
+"""The steps a solve is made of, each behind :class:`smug_opt.step.Step`: one backend's
+tightening loop, a race of several, strengthening (which solves its parts with the step
+it wraps), and certification (which proves or downgrades the step it wraps, asking its
+exact questions through a step it is given). :func:`smug_opt.solve` composes them."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+
+import numpy as np
+
+from smug_opt.backend import SolveOptions
+from smug_opt.backend_choice import BackendChoice
+from smug_opt.deadline import Deadline
+from smug_opt.ir import Problem
+from smug_opt.registry import backend_class
+from smug_opt.result import SolveResult
+from smug_opt.solve_loop import SolveLoop
+from smug_opt.step import Step
+from smug_opt.strengthen.presolve import Pieces
+
+__all__ = ["Certify", "Race", "SingleBackend", "Strengthen", "WorkerSettings"]
+
+MIN_SECONDS = 1e-3
+"""The least time limit a step hands a solver (its deadline may already have passed)."""
+
+
+@dataclass(frozen=True)
+class WorkerSettings:
+    """How the solvers run: their options (the time limit comes from the deadline),
+    isolation, the grace before a kill, the worker's memory budget (MB, None: none) and,
+    for a race, how many backends run at once (None: the CPU count)."""
+
+    options: SolveOptions
+    isolate: bool
+    grace: float
+    memory_limit_mb: float | None
+    race_workers: int | None = None
+
+    def options_until(self, deadline: Deadline) -> SolveOptions:
+        left = deadline.remaining()
+        return replace(self.options, time_limit=None if left is None else max(left, MIN_SECONDS))
+
+
+@dataclass(frozen=True)
+class SingleBackend:
+    """One backend's tightening loop (:class:`~smug_opt.solve_loop.SolveLoop`)."""
+
+    workers: WorkerSettings
+
+    def __call__(self, problem: Problem, choice: BackendChoice, deadline: Deadline,
+                 start: np.ndarray | None) -> SolveResult:
+        cls = backend_class(choice.name)
+        w = self.workers
+        return SolveLoop(problem, choice.name, cls.solver_version(), cls.levels, w.options_until(deadline),
+                         w.isolate, w.grace, exact_backend=cls.capabilities.exact,
+                         memory_limit_mb=w.memory_limit_mb, start=start).run()
+
+
+@dataclass(frozen=True)
+class Race:
+    """Several backends at once, sharing incumbents (:func:`smug_opt.portfolio.race`)."""
+
+    workers: WorkerSettings
+
+    def __call__(self, problem: Problem, choice: BackendChoice, deadline: Deadline,
+                 start: np.ndarray | None) -> SolveResult:
+        from smug_opt.portfolio import race
+
+        w = self.workers
+        return race(problem, choice, w.options_until(deadline), grace=w.grace,
+                    memory_limit_mb=w.memory_limit_mb, start=start, workers=w.race_workers)
+
+
+@dataclass(frozen=True)
+class Strengthen:
+    """Solve the strengthened parts of the problem with ``inner`` and answer for the
+    original (:func:`smug_opt.strengthen.solve_parts.solve_strengthened`)."""
+
+    pieces: Pieces
+    inner: Step
+    solver: str
+    """The solver named in a result when no part was solved."""
+
+    def __call__(self, problem: Problem, choice: BackendChoice, deadline: Deadline,
+                 start: np.ndarray | None) -> SolveResult:
+        from smug_opt.strengthen.solve_parts import solve_strengthened
+
+        return solve_strengthened(problem, self.pieces, self.inner, choice, deadline,
+                                  solver=self.solver, start=start)
+
+
+@dataclass(frozen=True)
+class Certify:
+    """``inner``'s result proven exactly, corrected or downgraded (:mod:`smug_opt.certify`);
+    ``questions`` answers the exact questions certification asks."""
+
+    inner: Step
+    questions: Step
+
+    def __call__(self, problem: Problem, choice: BackendChoice, deadline: Deadline,
+                 start: np.ndarray | None) -> SolveResult:
+        from smug_opt.certify import certify
+
+        result = self.inner(problem, choice, deadline, start)
+        return certify(problem, result, ask=self.questions, deadline=deadline.at)
