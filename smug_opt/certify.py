@@ -30,10 +30,8 @@ from __future__ import annotations
 
 import math
 import time
-import warnings
 from dataclasses import dataclass, replace
 from fractions import Fraction
-from typing import Any
 
 import numpy as np
 import scipy.sparse as sp
@@ -47,8 +45,8 @@ from smug_opt.result import Proof, SolveResult
 from smug_opt.step import Step
 from smug_opt.verification import Verification, decide_rows, verify
 
-__all__ = ["ENUMERATION_BINARIES", "ENUMERATION_RELU_BINARIES", "EXACT_BACKEND", "EXACT_EXTRAS", "LP_SHARE", "certify",
-           "objective_below"]
+__all__ = ["ENUMERATION_BINARIES", "ENUMERATION_RELU_BINARIES", "EXACT_BACKEND", "EXACT_EXTRAS", "LP_SHARE",
+           "certify", "objective_below"]
 
 ENUMERATION_BINARIES = 14
 """Problems of binaries only, with at most this many, are settled by exact enumeration."""
@@ -68,25 +66,12 @@ EXACT_EXTRAS = {"encoding": "exact"}
 _ENUMERATION = "exact enumeration of every binary assignment"
 
 
-def certify(problem: Problem, result: SolveResult, *, ask: Step | None = None, deadline: float | None,
-            solve: Any = None, isolate: bool = True, grace: float = 1.0,
-            memory_limit: float | None = None) -> SolveResult:
+def certify(problem: Problem, result: SolveResult, *, ask: Step, deadline: float | None) -> SolveResult:
     """``result`` with its claim proven exactly, corrected, or downgraded (see module doc).
     Results whose claim is already exact, or that claim nothing provable, pass through.
     ``ask`` answers z3's questions (a solve step built with :data:`EXACT_EXTRAS`, each
     question in its own worker); ``deadline`` is a :func:`time.monotonic` moment (None:
-    no limit). ``solve``/``isolate``/``grace``/``memory_limit`` (a solve function instead
-    of ``ask``) are deprecated and kept for one release."""
-    if ask is None:
-        if solve is None:
-            raise TypeError("certify needs ask= (the step that answers its exact questions)")
-        warnings.warn("certify(solve=..., isolate=..., grace=..., memory_limit=...) is deprecated: "
-                      "pass ask=, a step (smug_opt.step.Step)", DeprecationWarning, stacklevel=2)
-
-        def ask(question: Problem, choice: BackendChoice, until: Deadline, start: Any) -> SolveResult:
-            return solve(question, choice, time_limit=until.remaining(), extras=EXACT_EXTRAS,
-                         isolate=isolate, grace=grace, memory_limit=memory_limit, start=start,
-                         certify=False)
+    no limit)."""
     if result.proof == "exact" or not (
             result.status in (Status.OPTIMAL, Status.INFEASIBLE)
             or (result.status is Status.FEASIBLE and result.x is not None)):

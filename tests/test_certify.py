@@ -105,8 +105,13 @@ def test_claims_are_downgraded_when_time_runs_out(status: Status, downgraded: St
     result = solve(p, "highs", time_limit=30)
     if status is Status.INFEASIBLE:
         result = replace(result, status=Status.INFEASIBLE, x=None, objective=None, bound=float("inf"))
-    r = certify(p, result, solve=solve, deadline=time.monotonic() - 1.0,
-                isolate=True, grace=1.0, memory_limit=None)
+    from smug_opt.backend import SolveOptions
+    from smug_opt.certify import EXACT_EXTRAS
+    from smug_opt.strategies import SingleBackend, WorkerSettings
+
+    ask = SingleBackend(WorkerSettings(SolveOptions(extras=EXACT_EXTRAS), isolate=True, grace=1.0,
+                                       memory_limit_mb=None))
+    r = certify(p, result, ask=ask, deadline=time.monotonic() - 1.0)
     assert r.status is downgraded and r.proof is None
     assert "could not be certified" in r.message and "time limit" in r.message
 
