@@ -77,7 +77,12 @@ def test_a_wrong_enumeration_is_caught_and_nothing_is_claimed() -> None:
     result = solve(p, "highs", time_limit=30)
     worse = verify(p, np.array([1.0, 1, 1, 1, 1, 1, 1, 0]))  # feasible, far from optimal
     assert worse.ok and worse.objective > case.optimum(p)
-    z3 = _ExactQuestions(p, solve, None, True, 1.0, None)
+    from smug_opt.backend import SolveOptions
+    from smug_opt.certify import EXACT_EXTRAS
+    from smug_opt.strategies import SingleBackend, WorkerSettings
+
+    z3 = _ExactQuestions(p, SingleBackend(WorkerSettings(SolveOptions(extras=EXACT_EXTRAS), isolate=True,
+                                                         grace=1.0, memory_limit_mb=None)), None)
     r = _cross_checked(p, result, worse, z3, start=0.0)
     assert r.proof is None and "the exact methods disagree" in r.message, r.message
     assert r.status is Status.FEASIBLE and verify(p, r.x).objective < worse.objective
