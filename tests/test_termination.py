@@ -126,6 +126,7 @@ def test_terminated_batch_explain_on_a_pool_leaves_nothing(tmp_path):
     code, stderr, left = _terminate(cmd, tmp_path, ("multiprocessing", "worker_main"))
     assert left == [], f"left running after SIGTERM: {left}"
     assert code == 143 and "Traceback" not in stderr, stderr
+    assert (tmp_path / "run" / ".lock").read_text() == "", "the run folder's lock was not given back"
 
 
 @pytest.mark.slow

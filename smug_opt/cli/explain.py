@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import math
 import re
@@ -276,8 +277,8 @@ def _run_batch(args: argparse.Namespace, name: str, settings: ExplainSettings, s
         from tqdm import tqdm
 
         with tqdm(total=run.planned - run.skipped, desc="explain", unit="input", file=sys.stderr,
-                  disable=args.quiet, dynamic_ncols=True) as bar:
-            for item in run:
+                  disable=args.quiet, dynamic_ncols=True) as bar, contextlib.closing(run):
+            for item in run:  # closing: an interrupted run gives its folder's lock back at once
                 bar.set_postfix_str(f"{item.name}: {item.record.get('status')}")
                 bar.update()
     print(run.summary, end="")
