@@ -80,7 +80,7 @@ def test_export_and_bench_report_refuse_a_file_out(a_file, problem_file, tmp_pat
     (["--gamma", "-1"], "--gamma must be at least 0"),
     (["--target", "-1"], "--target"),
     (["--tokens", ""], "holds no word"),
-    (["--model", "no-such-model"], "not an embedded model"),
+    (["--model", "no-such-model"], "or an embedded model (mnist-mlp"),
     (["--workers", "0", "--input", "."], "--workers must be at least 1"),
     (["--executor", "dask", "--input", "."], "--scheduler"),
 ])
