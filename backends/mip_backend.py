@@ -1,33 +1,26 @@
-"""CBC through python-mip (CBC as a shared library, cbcbox): the MILP lowering of
+"""CBC through python-mip (CBC as a shared library, cbcbox), on the MILP lowering of
 :mod:`smug_opt.bridges.milp`.
 
-* Rows go in through CBC's C function ``Cbc_addRow`` on python-mip's own cffi handle,
-  straight from the CSR arrays: on a dense 3,000 x 3,000 problem that takes 0.17 s,
-  against 4.1 s through ``LinExpr`` + ``add_constr`` (python-mip's public API builds a
-  Python dict per row). Columns use ``add_var``; the model stays a python-mip ``Model``.
-* ``max_mip_gap`` is the requested relative gap and ``max_mip_gap_abs`` 0: OPTIMAL means
-  CBC exhausted the tree. CBC detects an integral objective itself and prunes with a
-  cutoff increment just below 1; correctness relies on nothing else.
-* ``integer_tol`` 1e-9 (python-mip's default 1e-6), ``infeas_tol`` 1e-7 (CBC's own primal
-  tolerance; python-mip's default is 1e-6, looser than the level-1 margins allow for).
-* ``threads`` 1 leaves CBC serial (python-mip's 0): CBC's own ``threads 1`` runs its threaded
-  search with one worker (through PuLP's CBC 2.10.3 that intermittently stalled ~10 s; not
-  seen with cbcbox's CBC in 600 solves, but serial is what one thread means).
-* ``preprocess`` 0 (python-mip's -1, automatic): on ``a·x > b``, ``a·x < b + 3.7e-9`` (a
-  feasible window far below CBC's tolerances, widened at level 0 to the tolerance) CBC
-  with its preprocessing, or with its cuts, called the relaxation infeasible (issue 9
-  campaign, F1); without preprocessing it found the optimum. PuLP's CBC runs with
-  ``preprocess off`` for a like reason. Measured on five MNIST first-layer instances
-  (20 s limit): the same statuses and objectives, times within noise.
-  ``extras={"preprocess": -1}`` brings it back.
-* python-mip 2.0's CBC interface never calls an ``IncumbentUpdater`` (its incumbent
-  callback is an empty stub and is not registered), so no incumbents are streamed.
-* Rows without coefficients are not passed to CBC: a model whose rows are all empty
-  crashes cbcbox's CBC (SIGSEGV in ``CglCliqueStrengthening``, also through python-mip's
-  ``xsum([]) <= 1``). A satisfied empty row is dropped; a violated one (``0`` outside its
-  range) makes the lowered model infeasible without running CBC.
-* python-mip's CBC and OR-Tools cannot share a process: the core runs every backend in
-  its own worker; this module imports ``mip`` only inside :meth:`lower`/:meth:`optimize`.
+What it sets, and why:
+
+* Rows are added with CBC's C function ``Cbc_addRow`` on python-mip's cffi handle,
+  straight from the CSR arrays (python-mip's ``LinExpr`` builds a Python dict per row:
+  4.1 s against 0.17 s for a dense 3,000 x 3,000 problem). Rows without coefficients are
+  never passed (an all-empty model crashes cbcbox's CBC): a satisfied one is dropped, a
+  violated one makes the lowered model infeasible without running CBC.
+* ``max_mip_gap`` = the requested relative gap, ``max_mip_gap_abs`` = 0: OPTIMAL means
+  CBC exhausted its tree.
+* ``integer_tol`` 1e-9 and ``infeas_tol`` 1e-7 (CBC's own primal tolerance; python-mip's
+  1e-6 defaults are looser than the level-1 strict-row margins allow for).
+* ``threads`` 1 runs CBC serially, which is what one thread means (CBC's ``threads 1``
+  starts its threaded search with one worker).
+* ``preprocess`` 0: with preprocessing (or its cuts) CBC called the relaxation of a
+  narrow strict window (``a·x > b``, ``a·x < b + 3.7e-9``) infeasible; without it, it
+  finds the optimum, at the same speed on MNIST first layers. ``extras={"preprocess": -1}``
+  restores python-mip's automatic setting.
+* No incumbents are streamed: python-mip 2.0 never calls an ``IncumbentUpdater``.
+* ``mip`` is imported only inside :meth:`lower`/:meth:`optimize`: python-mip's CBC and
+  OR-Tools cannot share a process, and the core runs each backend in its own worker.
 """
 
 from __future__ import annotations

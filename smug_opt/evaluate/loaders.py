@@ -10,8 +10,8 @@ import numpy as np
 
 from smug_opt.bounded import check_npy_file, open_image
 from smug_opt.evaluate.boxes import Box
+from smug_opt.inputs import INPUT_SUFFIXES
 
-IMAGE_SUFFIXES = (".png", ".jpg", ".jpeg", ".npy")
 BOX_COLUMNS = ("name", "top", "left", "bottom", "right")
 
 
@@ -54,9 +54,9 @@ def load_image_folder(
     folder = Path(directory)
     if not folder.is_dir():
         raise ValueError(f"image folder {folder} does not exist or is not a directory")
-    files = sorted(p for p in folder.iterdir() if p.suffix.lower() in IMAGE_SUFFIXES)
+    files = sorted(p for p in folder.iterdir() if p.suffix.lower() in INPUT_SUFFIXES)
     if not files:
-        raise ValueError(f"no {'/'.join(IMAGE_SUFFIXES)} file in {folder}")
+        raise ValueError(f"no {'/'.join(INPUT_SUFFIXES)} file in {folder}")
     names = [p.stem for p in files]
     if len(set(names)) != len(names):
         raise ValueError(f"two files in {folder} share a name (stem): {sorted(names)}")

@@ -29,7 +29,8 @@ from smug_opt.models.base import AffineLayer, resolve_padding
 
 __all__ = ["Stem", "describe", "layer_class", "read_stem"]
 
-PREPROCESSING = ("InputLayer", "Flatten", "Rescaling", "Normalization", "Embedding", "Reshape")
+PASS_THROUGH_LAYERS = ("InputLayer", "Flatten", "Rescaling", "Normalization", "Embedding", "Reshape")
+"""Layers before the first affine layer that the stem reads through (folded or reshaped)."""
 PADDING = ("ZeroPadding1D", "ZeroPadding2D")
 AFFINE = {"Dense": "dense", "Conv1D": "conv1d", "Conv2D": "conv2d",
           "DepthwiseConv2D": "conv2d", "SeparableConv2D": "conv2d"}
@@ -94,10 +95,10 @@ def read_stem(model: Any) -> Stem:
         name = layer_class(layer)
         if name in PADDING:
             padding.append(layer)
-        elif name in PREPROCESSING and not padding:
+        elif name in PASS_THROUGH_LAYERS and not padding:
             preprocessing.append(layer)
         else:
-            late = padding and name in PREPROCESSING
+            late = padding and name in PASS_THROUGH_LAYERS
             where = "after a ZeroPadding layer" if late else "before the first affine layer"
             raise ValueError(
                 f"unsupported layer {where}: {describe(layer)} at position {position}; {_STEM_HELP}"
