@@ -59,7 +59,7 @@ class ModelRef:
                              input_range=self.input_range)
         _loads += 1
         info: dict[str, Any] = {"model": self.name}
-        if self.name in zoo.available_models():
+        if self.name in zoo.available_models() and not zoo.is_pretrained(self.name):
             info["model_test_accuracy"] = zoo.test_accuracy(self.name)
         return adapter, info
 

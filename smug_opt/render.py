@@ -27,10 +27,14 @@ def _gray(image: np.ndarray) -> np.ndarray:
 
 
 def overlay_title(e: Any, model: str = "") -> str:
-    """One line naming what an overlay shows: model, class, mask size and solver status."""
+    """One line naming what an overlay shows: model, class (with its name where the model
+    has class names), mask size and solver status."""
+    from smug_opt.models.catalog import describe
+
     r = e.result
     status = "no solver (receptive fields)" if r is None else f"{r.status.name}, {r.verification}"
-    return (f"{e.method}{' on ' + model if model else ''}: class {e.target}, "
+    label = describe(model).class_label(e.target) if model else str(e.target)
+    return (f"{e.method}{' on ' + model if model else ''}: class {label}, "
             f"mask {e.mask_size}/{e.grid.num_cells} cells, {status}")
 
 

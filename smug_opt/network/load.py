@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import importlib
 import re
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -61,8 +62,11 @@ def load_model(spec: str, *, input_shape: tuple[int, ...] | None = None,
         from smug_opt.network.keras_reader import read_keras
 
         if kind == "embedded":
-            from smug_opt.models.zoo import load
+            from smug_opt.models.zoo import is_pretrained, load
 
+            if is_pretrained(spec):
+                network = load(spec)
+                return network if input_range is None else replace(network, input_range=input_range)
             return read_keras(load(spec), input_range=input_range or _DIGITS_RANGE, name=spec)
         path = Path(spec)
         if not path.is_file():
