@@ -203,9 +203,9 @@ _PRETRAINED = {
     "'smug-opt[imagenet]')",
 }
 _PRETRAINED_SMUG = {
-    # chosen by measurement on six real photos (README, "Choosing the baseline"): at the
-    # paper's baseline (0 after preprocessing) and gamma = 0 the BatchNorm stem keeps every
-    # selected neuron active with nothing kept, and the mask is empty
+    # at the paper's baseline (0 after preprocessing) and gamma = 0 the BatchNorm stem keeps
+    # every selected neuron active with nothing kept: the mask is empty (README, "What a
+    # masked pixel becomes"; benchmarks/imagenet/baselines.py measures the alternatives)
     "efficientnet-lite0": SmugParameters(k=3000, gamma=0.5, cell=4, baseline="blur"),
 }
 
