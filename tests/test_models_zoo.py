@@ -11,7 +11,7 @@ import pytest
 
 from smug_opt.models import KerasAdapter, zoo
 
-NAMES = ("mnist-mlp", "mnist-mlp-deep", "mnist-cnn", "mnist-resnet", "text-cnn")
+NAMES = ("mnist-mlp", "mnist-mlp-deep", "mnist-cnn", "mnist-resnet", "text-cnn", "efficientnet-lite0")
 ROOT = Path(__file__).resolve().parents[1]
 
 
