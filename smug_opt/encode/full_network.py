@@ -93,7 +93,8 @@ def full_network(model_or_layers: Any, x: np.ndarray, label: int | None = None, 
     network = MaskedNetwork.build(net, xa, subject.cell_of, label, margin)
 
     greedy = greedy_mask(network) if max_cells == "greedy" else None
-    candidates = [] if greedy is None else [fewer_cells(network, greedy, _enumeration_cap(net))]
+    cap = min(MAX_ENUMERATED_MASKS, network.affordable_masks(ENUMERATION_WORK))
+    candidates = [] if greedy is None else [fewer_cells(network, greedy, cap)]
     if candidates and candidates[0].sum() < greedy.sum():
         candidates.append(greedy)  # the greedy mask, should exact arithmetic reject the smaller
     start = None
@@ -154,12 +155,6 @@ def _build(network: MaskedNetwork, bounds: str, limit: int | None, strengthen: b
     if lb.min_ones > 0 and lb.declared:  # enumeration proved smaller masks fail
         builder.add_constraints(np.ones((1, n)), binaries, ">=", float(lb.min_ones))
     return builder, lb, encoding
-
-
-def _enumeration_cap(net: FlatNetwork) -> int:
-    """How many masks the search for a smaller mask may try on ``net``."""
-    work = sum(layer.matrix.nnz for layer in net.layers if layer.matrix is not None)
-    return int(min(MAX_ENUMERATED_MASKS, ENUMERATION_WORK / max(work, 1)))
 
 
 def _subject(model: Any, x: np.ndarray, cell: int, shape: tuple[int, int] | None, name: str | None,

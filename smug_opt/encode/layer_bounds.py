@@ -28,7 +28,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from smug_opt.encode.bounds import network_bounds
-from smug_opt.encode.enumeration import enumerated_bounds, mask_count
+from smug_opt.encode.enumeration import MAX_ENUMERATED_MASKS, enumerated_bounds, mask_count
 from smug_opt.encode.masked import MaskedNetwork, mlp_form
 
 __all__ = ["BOUND_METHODS", "DEFAULT_BOUNDS", "LayerBounds", "layer_bounds"]
@@ -41,9 +41,11 @@ ENUMERATION_WORK = 2e10
 mask-size limit's cells (about 2M masks of the 784-32-10 MLP, 75k of 784-256-256-10)."""
 
 PRODUCT_MARGIN = 1e-9
-"""Relative widening of propagated bounds on general networks: they bound the network's
-exact values, the problem's coefficients are float64 products of them (``xa·W``,
-``α·W``), which differ by a few units in the last place."""
+"""Relative widening of propagated bounds (and of enumeration's error bounds) on general
+networks: they hold for the network on its cells (the problem's own first-layer
+coefficients, :func:`smug_opt.bounds.cells.on_cells`); the problem's later coefficients are
+float64 sums and products of the network's (residual sums, ``α·W``, clip's shifts), which
+differ by a few units in the last place."""
 
 
 @dataclass(frozen=True, eq=False)
@@ -114,15 +116,20 @@ def _affordable(A1: np.ndarray, hidden: list[tuple[np.ndarray, np.ndarray]], max
 def _propagated(network: MaskedNetwork, method: str, max_ones: int | None) -> LayerBounds:
     """Linear bound propagation over the masks, every layer, widened by
     :data:`PRODUCT_MARGIN`."""
-    from smug_opt.bounds import Masks, propagate
+    from smug_opt.bounds import propagate
+    from smug_opt.bounds.cells import cell_domain, on_cells
+    from smug_opt.encode.flat_enumeration import fewest_cells
 
     start = time.perf_counter()
-    coo = network.inputs.tocoo()
-    cell_of = np.zeros(network.net.num_inputs, dtype=np.int64)
-    cell_of[coo.row] = coo.col
-    found = propagate(network.net, Masks(network.xa, cell_of, max_ones), method="crown")
+    found = propagate(on_cells(network.net, network.inputs), cell_domain(network.num_cells, max_ones),
+                      method="crown")
     lo, hi = {}, {}
     for k in range(1, len(found.lo)):
         margin = PRODUCT_MARGIN * (1.0 + np.abs(found.lo[k]) + np.abs(found.hi[k]))
         lo[k], hi[k] = found.lo[k] - margin, found.hi[k] + margin
-    return LayerBounds(method, lo, hi, seconds=time.perf_counter() - start, source="crown")
+    min_ones = 0
+    if max_ones is not None:  # every smaller mask that fits evaluated, with error bounds
+        cap = min(MAX_ENUMERATED_MASKS, network.affordable_masks(ENUMERATION_WORK))
+        min_ones = fewest_cells(network, max_ones, cap, PRODUCT_MARGIN)
+    return LayerBounds(method, lo, hi, min_ones=min_ones, seconds=time.perf_counter() - start,
+                       source="crown" + (f", sizes below {min_ones} ruled out" if min_ones else ""))

@@ -59,7 +59,7 @@ class MaskedNetwork:
         applied to the cells directly and dense-enough matrices as dense arrays)."""
         masks = np.asarray(masks, dtype=np.float64)
         values: list[np.ndarray | None] = [None]
-        for layer, matrix in zip(self.net.layers[1:], self._matrices, strict=True):
+        for layer, matrix in zip(self.net.layers[1:], self.linear_matrices, strict=True):
             source = layer.inputs[0]
             if layer.kind == "linear":
                 v = masks if source == 0 else values[source]
@@ -77,7 +77,7 @@ class MaskedNetwork:
         return values[-1]
 
     @cached_property
-    def _matrices(self) -> list[np.ndarray | sp.csr_matrix | None]:
+    def linear_matrices(self) -> list[np.ndarray | sp.csr_matrix | None]:
         """Per layer after the input, the matrix :meth:`scores` multiplies by: a linear
         layer's (times :attr:`inputs` when it reads the input), dense when over 10 % full."""
         out: list[np.ndarray | sp.csr_matrix | None] = []
@@ -90,6 +90,12 @@ class MaskedNetwork:
             dense = matrix.nnz > 0.1 * rows * cols and rows * cols <= 50_000_000
             out.append(matrix.toarray() if dense else matrix)
         return out
+
+    def affordable_masks(self, work: float) -> int:
+        """How many masks a search may evaluate within ``work`` multiply-adds."""
+        per_mask = sum(m.size if isinstance(m, np.ndarray) else m.nnz
+                       for m in self.linear_matrices if m is not None)
+        return int(work / max(per_mask, 1))
 
     def slack(self, masks: np.ndarray, chunk: int = 256) -> np.ndarray:
         """The smallest ``out_rows·scores − out_rhs`` of each mask (a row of ``masks``)."""
