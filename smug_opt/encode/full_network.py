@@ -28,10 +28,11 @@ from smug_opt.models.grid import regular_grid
 from smug_opt.network.flat import FlatNetwork, Preprocess
 from smug_opt.verification import verify
 
-ENCODING_VERSION = 3
+ENCODING_VERSION = 4
 """Bumped whenever :func:`full_network` builds other problems from the same inputs (2:
 masks of fewer cells than the greedy one tried, ``min_cells`` from the affordable sizes;
-3: one encoder over flat networks, layer values as expressions over the variables);
+3: one encoder over flat networks, layer values as expressions over the variables;
+4: propagated bounds on the network on its cells, proven minimum sizes on any network);
 cached suites of its problems carry it in their version, so they are rebuilt."""
 
 ENUMERATION_WORK = 5e10
