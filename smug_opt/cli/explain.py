@@ -18,6 +18,7 @@ import numpy as np
 
 from smug_opt.backend_choice import BackendChoice
 from smug_opt.batch import ExplainSettings
+from smug_opt.cli.explain_output import ig_progress, render_explanation
 from smug_opt.cli.options import (
     add_executor_options,
     add_model_input_options,
@@ -28,7 +29,6 @@ from smug_opt.cli.options import (
     input_shape_arg,
 )
 from smug_opt.cli.solve import add_solver_options, solver_kwargs
-from smug_opt.console import use_colour
 from smug_opt.inputs import PREPROCESSING
 from smug_opt.models.catalog import describe
 from smug_opt.outputs import SINGLE_RUN_FILES, check_out_dir, replace_run_files
@@ -330,7 +330,7 @@ def _run_single(args: argparse.Namespace, name: str, settings: ExplainSettings, 
     pad = describe(name).padding_token
     if pad is not None:  # padding is no part of the text: always kept, never counted
         padding = np.asarray(x).reshape(-1) == pad
-    e = explain(adapter, x, **s.explain_kwargs(), progress=None if args.quiet else _ig_progress(),
+    e = explain(adapter, x, **s.explain_kwargs(), progress=None if args.quiet else ig_progress(),
                 always_keep=padding)
     if describe(name).class_names is not None and adapter.num_outputs > 2:
         outputs = adapter.predict(np.asarray(x)[None])[0]
@@ -342,7 +342,7 @@ def _run_single(args: argparse.Namespace, name: str, settings: ExplainSettings, 
         e.save(staged)
         (staged / "record.json").write_text(json.dumps({**info, **e.record()}, indent=2) + "\n")
         if e.ok:
-            _render(e, x, name, info, staged)
+            render_explanation(e, x, name, info, staged)
         removed = replace_run_files(staged, out, SINGLE_RUN_FILES)
     finally:
         if staged.exists():
@@ -364,56 +364,6 @@ def _run_single(args: argparse.Namespace, name: str, settings: ExplainSettings, 
               + (f" ({r.message})" if r is not None and r.message else ""), file=sys.stderr)
         return EXIT_NO_ANSWER
     return 0
-
-
-def _ig_progress() -> Any:
-    """A stderr progress bar for Integrated Gradients when it runs in several batches."""
-    from tqdm import tqdm
-
-    bar = None
-
-    def show(done: int, total: int) -> None:
-        nonlocal bar
-        if bar is None:
-            if done == total:
-                return  # one batch: nothing to watch
-            bar = tqdm(total=total, desc="integrated gradients", unit="point", file=sys.stderr,
-                       dynamic_ncols=True)
-        bar.update(done - bar.n)
-        if done == total:
-            bar.close()
-
-    return show
-
-
-def _render(e: Any, x: np.ndarray, name: str, info: dict[str, Any], out: Path) -> None:
-    from smug_opt import render
-
-    if len(e.grid.spatial_shape) >= 2:
-        hw = e.grid.spatial_shape[:2]
-        saliency = e.saliency.reshape((*hw, -1)).max(axis=-1)
-        render.overlay_png(x.reshape((*hw, -1)), saliency, out / "overlay.png",
-                           title=render.overlay_title(e, name))
-        return
-    if describe(name).vocabulary:
-        from smug_opt.data.text import default_vocabulary
-
-        words = default_vocabulary().decode(np.asarray(x))
-    else:
-        words = [str(int(t)) for t in np.asarray(x).reshape(-1)]
-    rationale = None
-    if "rationale_positions" in info:
-        rationale = np.zeros(len(words), dtype=bool)
-        rationale[info["rationale_positions"]] = True
-    render.text_html(words, e.saliency, out / "explanation.html", rationale=rationale,
-                     title=f"SMUG explanation (target {e.target})")
-    kept = e.saliency.reshape(-1) > 0
-    shown = [w for w, pad in zip(words, np.asarray(x).reshape(-1) == 0, strict=True) if not pad]
-    print(render.text_terminal(shown, e.saliency.reshape(-1)[: len(shown)], colour=use_colour()))
-    if rationale is not None:
-        hits = int((kept & rationale).sum())
-        print(f"planted rationale: {hits}/{int(rationale.sum())} recalled, "
-              f"precision {hits / max(int(kept.sum()), 1):.2f}")
 
 
 def _grid(text: str | None) -> tuple[int, ...] | None:
