@@ -77,8 +77,10 @@ def table(shared: Path) -> str:
             lines.append(f"| {tool} | {vals.count('unsat') + vals.count('sat')} | {vals.count('unsat')} | "
                          f"{vals.count('sat')} | {wrong} | {_against_majority(tool, everyone, instances)} | "
                          f"{on_run}/{len(run)} |")
-            conflicts += [f"{tool} says sat on {k[0]} {k[1]} where we proved unsat"
-                          for k in our_unsat if answers.get(k) == "sat"]
+            conflicts += [f"{tool} says sat on {k[0]} {k[1]} where we proved unsat "
+                          f"(published unsat there: {sum(t.get(k) == 'unsat' for t in tools.values())}, "
+                          f"sat: {sum(t.get(k) == 'sat' for t in tools.values())})"
+                          for k in sorted(our_unsat) if answers.get(k) == "sat"]
         best = sum(any(t.get(k) in ("sat", "unsat") for t in tools.values()) for k in instances)
         lines += ["", "Published counts include answers the competition judged wrong; the csv files do "
                       "not mark them, so the last columns count answers against our confirmed "
@@ -118,7 +120,7 @@ def _how(record: dict) -> str:
         return f"unsat with solves (proof {record.get('proof')})"
     if record["answer"] == "sat":
         return "sat by the attack" if "attack" in record.get("decided_by", []) else "sat by a solve"
-    return record["answer"] + (f" ({record.get('message')[:40]})" if record.get("message") else "")
+    return record["answer"]
 
 
 def main() -> None:
