@@ -36,6 +36,9 @@ class ModelDescription:
     photo and what the model does to it first, in words (None: nothing to say).
     ``image_preprocessing``: how an image file's pixels become the model's input
     (:data:`smug_opt.inputs.PREPROCESSING`; ``raw``: 0–255 as they are).
+    ``head_dtype``: the precision a PyTorch/ONNX head runs in for Integrated Gradients
+    (``float32`` for large heads: torch's float64 convolutions on CPU take a slow path;
+    the first layer stays exact in float64 either way).
     """
 
     name: str
@@ -47,6 +50,7 @@ class ModelDescription:
     pixel_mean: tuple[float, ...] | None = None
     preprocessing: str | None = None
     image_preprocessing: str = "unit"
+    head_dtype: str = "float64"
 
     def class_label(self, target: int) -> str:
         """``target`` with its class name where the model has one: ``1 (positive)``."""

@@ -147,7 +147,9 @@ def _adapter(model: Any, options: ModelOptions) -> ModelAdapter:
             model = replace(model, input_range=options.input_range)
         if options.input_layout is not None and model.source_layout != _LAYOUT_NAMES[options.input_layout]:
             model = replace(model, source_layout=_LAYOUT_NAMES[options.input_layout])
-        return NetworkAdapter(model)
+        from smug_opt.models.catalog import describe
+
+        return NetworkAdapter(model, dtype=describe(model).head_dtype)
     from smug_opt.models.keras_adapter import KerasAdapter
 
     if options.input_layout is not None:
