@@ -290,9 +290,9 @@ def _recipe(name: str) -> _Recipe:
 
 def _pretrained_description(name: str) -> ModelDescription:
     from smug_opt.models import imagenet
-    from smug_opt.models.imagenet_classes import IMAGENET_CLASSES
+    from smug_opt.models.imagenet_classes import imagenet_classes
 
-    return ModelDescription(name, smug=_PRETRAINED_SMUG[name], class_names=IMAGENET_CLASSES,
+    return ModelDescription(name, smug=_PRETRAINED_SMUG[name], class_names=imagenet_classes(),
                             evaluation_methods=("smug", "smug_base", "centerbox", "maxbox", "optbox"),
                             pixel_mean=imagenet.IMAGENET_PIXEL_MEAN, preprocessing=imagenet.PREPROCESSING,
                             image_preprocessing="raw", head_dtype="float32")
