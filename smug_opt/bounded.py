@@ -13,6 +13,7 @@ from __future__ import annotations
 import contextlib
 import math
 import os
+import tokenize
 import zipfile
 import zlib
 from collections.abc import Iterator
@@ -54,7 +55,8 @@ def _npy_header(path: Path, member: str, handle: IO[bytes]) -> tuple[tuple[int, 
         version = fmt.read_magic(handle)
         reader = fmt.read_array_header_1_0 if version == (1, 0) else fmt.read_array_header_2_0
         shape, _, dtype = reader(handle)
-    except (ValueError, OSError, EOFError) as exc:
+    except (ValueError, OSError, EOFError, SyntaxError, TypeError, tokenize.TokenError) as exc:
+        # numpy parses the header's dict literal with tokenize and ast: a damaged one fails there
         raise ValueError(f"{path}: {member} is not a valid .npy array ({exc})") from None
     if dtype.hasobject:
         raise ValueError(f"{path}: {member} holds Python objects, which are never loaded")
@@ -86,6 +88,8 @@ def read_npz(path: str | os.PathLike[str]) -> dict[str, np.ndarray]:
         archive = zipfile.ZipFile(target)
     except (zipfile.BadZipFile, OSError, EOFError) as exc:
         raise ValueError(f"{target} is not a zip archive ({exc or 'empty'})") from None
+    except (NotImplementedError, RuntimeError) as exc:  # a zip feature numpy never writes
+        raise ValueError(f"{target} is a zip archive this reader does not read ({exc})") from None
     with archive:
         infos = [i for i in archive.infolist() if not i.is_dir()]
         total = sum(i.file_size for i in infos)
@@ -102,7 +106,8 @@ def read_npz(path: str | os.PathLike[str]) -> dict[str, np.ndarray]:
                                          f"{nbytes:,} bytes in {info.file_size:,} bytes")
                 with archive.open(info) as handle:
                     arrays[name] = np.lib.format.read_array(handle, allow_pickle=False)
-            except (zipfile.BadZipFile, zlib.error, EOFError, OSError) as exc:
+            except (zipfile.BadZipFile, zlib.error, EOFError, OSError, NotImplementedError,
+                    RuntimeError) as exc:  # the last two: encrypted or of an unknown compression
                 raise ValueError(f"{target}: member {name} is damaged ({exc})") from None
         return arrays
 
@@ -128,6 +133,10 @@ def open_image(path: str | os.PathLike[str]) -> Iterator[Any]:
     except (Image.DecompressionBombError, Image.DecompressionBombWarning) as exc:
         raise ValueError(f"{target}: {exc}") from None
     except (UnidentifiedImageError, OSError, SyntaxError, zlib.error) as exc:
+        raise ValueError(f"cannot read {target} as an image ({exc})") from None
+    except ValueError as exc:  # Pillow's own, on a damaged chunk; ours already name the file
+        if str(target) in str(exc):
+            raise
         raise ValueError(f"cannot read {target} as an image ({exc})") from None
 
 

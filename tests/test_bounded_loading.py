@@ -19,7 +19,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from smug_opt import save_problem
+from smug_opt import load_problem, save_problem
+from smug_opt.inputs import load_input
 from smug_opt.testing.instances import FIRST_LAYER
 
 ENV = {**os.environ, "TF_CPP_MIN_LOG_LEVEL": "3"}
@@ -239,3 +240,33 @@ def test_fuzzed_files_end_in_one_line_and_never_take_a_gigabyte(tmp_path):
                  "truncated-0.smug", "truncated-0.npy", "truncated-0.png", "padded.npy"):
         assert outcomes[name] != "ok", name
     assert report["peak"] < 1 * GB, f"loading took {report['peak'] / 2**20:.0f} MB"
+
+
+@pytest.mark.parametrize(("offset", "value", "what"), [(6, 0xFF, "version 25.5 to extract"),
+                                                        (8, 0x01, "encrypted")])
+def test_a_zip_feature_numpy_never_writes_is_one_line(tmp_path, offset, value, what):
+    """A ``.smug`` whose zip directory claims an unknown version or encryption (zipfile
+    raises NotImplementedError / RuntimeError for those) ends in one ValueError."""
+    data = bytearray(_problem_file(tmp_path / "p.smug").read_bytes())
+    entry = data.index(b"PK\x01\x02")  # the first central-directory entry
+    data[entry + offset] = value
+    if what == "encrypted":
+        local = data.index(b"PK\x03\x04")
+        data[local + 6] |= 0x01
+    bad = tmp_path / "bad.smug"
+    bad.write_bytes(bytes(data))
+    with pytest.raises(ValueError, match="bad.smug") as info:
+        load_problem(bad)
+    assert "\n" not in str(info.value)
+
+
+def test_an_npy_header_numpy_cannot_tokenize_is_one_line(tmp_path):
+    """numpy parses an ``.npy`` header with tokenize, which raises TokenError on an unclosed
+    dict: that is one ValueError naming the file."""
+    header = b"{'descr': '<f8', 'fortran_order': False, 'shape': (28, 28, 1), ("
+    header += b" " * (63 - (10 + len(header)) % 64) + b"\n"
+    bad = tmp_path / "bad.npy"
+    bad.write_bytes(b"\x93NUMPY\x01\x00" + struct.pack("<H", len(header)) + header + bytes(784 * 8))
+    with pytest.raises(ValueError, match="bad.npy") as info:
+        load_input(bad, (28, 28, 1), 255.0)
+    assert "\n" not in str(info.value)
