@@ -428,6 +428,7 @@ def _objective(
 ) -> tuple[np.ndarray, int, float]:
     """Integer objective coefficients, the power of two they are scaled by, and the bound
     on the error of the scaled objective (in the problem's units, at level 0)."""
+    c = np.where(xmax > 0, c, 0.0)  # a column whose domain is {0} adds nothing (as in rows)
     if integral and float(np.abs(c) @ xmax) < 2.0**activity_bits * (1 - 2.0**-20):
         return c.astype(np.int64), 0, 0.0
     alpha = np.ldexp(c, -exponent)
