@@ -175,7 +175,7 @@ def test_unknown_options_are_rejected_before_a_worker_starts(
         backend: str, monkeypatch: pytest.MonkeyPatch) -> None:
     import sys
 
-    solve_module = sys.modules["smug_opt.solving"]
+    solve_module = sys.modules["smug_opt.solve_loop"]  # where a solve asks a worker to run
 
     def no_worker(*args: Any, **kwargs: Any) -> None:
         raise AssertionError("a worker was asked to run")
