@@ -303,8 +303,10 @@ class SolveLoop:
                     "a strict row binds a continuous variable in the objective: the infimum "
                     "(>= bound) may not be attained by any solution, so no optimum is claimed "
                     "(backend 'z3' decides this exactly)")
-            if proven:  # never above the exact objective (rounded to nearest, it may be)
+            if proven and self.exact_backend:  # its bound is the objective, never above the exact one
                 bound = objective if Fraction(objective) <= self.best[1].objective else min(bound, objective)
+            elif proven:  # a float solver's bound keeps its tolerance: OPTIMAL means within it
+                bound = min(bound, objective)
             status = Status.OPTIMAL if proven else Status.FEASIBLE
         if status is Status.NO_SOLUTION and self.strict_ties and not self.exact_backend:
             self.messages.append(
