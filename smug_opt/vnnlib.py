@@ -16,13 +16,14 @@ from __future__ import annotations
 import gzip
 import itertools
 import re
+import zlib
 from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
 
 __all__ = ["MAX_DISJUNCTS", "MAX_FILE_BYTES", "Conjunct", "VnnlibError", "VnnlibSpec",
-           "parse_vnnlib", "read_vnnlib"]
+           "parse_vnnlib", "read_vnnlib", "read_vnnlib_text", "resolve_vnnlib_path"]
 
 MAX_FILE_BYTES = 256 * 2**20
 """The largest file (compressed or not) and the largest decompressed text read."""
@@ -75,43 +76,46 @@ def read_vnnlib(path: str | Path, *, max_bytes: int = MAX_FILE_BYTES) -> VnnlibS
     """Read a ``.vnnlib`` file, gzipped or not (recognised by content). If ``path`` does not
     exist but ``path.gz`` does, that is read (the competitions' csv files name the
     decompressed file)."""
+    path = resolve_vnnlib_path(path)
+    return parse_vnnlib(read_vnnlib_text(path, max_bytes=max_bytes), source=path)
+
+
+def resolve_vnnlib_path(path: str | Path) -> Path:
+    """``path``, or ``path.gz`` where only that exists; FileNotFoundError if neither does."""
     path = Path(path)
     if not path.exists() and path.with_name(path.name + ".gz").exists():
         path = path.with_name(path.name + ".gz")
     if not path.is_file():
         raise FileNotFoundError(f"no VNN-LIB file {str(path)!r}")
+    return path
+
+
+def read_vnnlib_text(path: str | Path, *, max_bytes: int = MAX_FILE_BYTES) -> str:
+    """The text of a plain or gzipped (recognised by content) file of at most ``max_bytes``
+    bytes on disk and decompressed. It is decompressed a megabyte at a time, so a gzip bomb
+    costs at most ``max_bytes`` of memory before it is refused."""
+    path = Path(path)
     size = path.stat().st_size
     if size > max_bytes:
         raise VnnlibError(f"{path}: {size} bytes, more than the {max_bytes} this reader accepts")
-    with open(path, "rb") as f:
-        raw = f.read()
-    if raw[:2] == b"\x1f\x8b":
-        with gzip.GzipFile(fileobj=_BytesReader(raw)) as g:
-            raw = g.read(max_bytes + 1)
-        if len(raw) > max_bytes:
-            raise VnnlibError(f"{path}: decompresses to more than {max_bytes} bytes")
+    with open(path, "rb") as handle:
+        gzipped = handle.read(2) == b"\x1f\x8b"
+    data = bytearray()
     try:
-        text = raw.decode("utf-8")
+        with (gzip.open if gzipped else open)(path, "rb") as handle:
+            while chunk := handle.read(_CHUNK):
+                data += chunk
+                if len(data) > max_bytes:
+                    raise VnnlibError(f"{path}: decompresses to more than {max_bytes} bytes")
+    except (OSError, EOFError, zlib.error) as exc:
+        raise VnnlibError(f"{path}: not a readable {'gzip' if gzipped else 'text'} file ({exc})") from None
+    try:
+        return data.decode("utf-8")
     except UnicodeDecodeError as exc:
         raise VnnlibError(f"{path}: not UTF-8 text ({exc})") from None
-    try:
-        return parse_vnnlib(text)
-    except VnnlibError as exc:
-        raise VnnlibError(f"{path}: {exc}") from None
 
 
-class _BytesReader:
-    """A minimal file object over bytes (``io.BytesIO`` without the copy)."""
-
-    def __init__(self, data: bytes) -> None:
-        self._view = memoryview(data)
-        self._pos = 0
-
-    def read(self, n: int = -1) -> bytes:
-        end = len(self._view) if n is None or n < 0 else min(len(self._view), self._pos + n)
-        out = bytes(self._view[self._pos:end])
-        self._pos = end
-        return out
+_CHUNK = 2**20
 
 
 @dataclass(frozen=True)
@@ -319,12 +323,18 @@ class _Reader:
                           num_outputs=n_out)
 
 
-def parse_vnnlib(text: str) -> VnnlibSpec:
-    """The property written in VNN-LIB ``text`` (see the module docstring)."""
-    reader = _Reader()
-    for node in _parse_sexprs(text):
-        reader.command(node)
-    return reader.spec()
+def parse_vnnlib(text: str, *, source: str | Path | None = None) -> VnnlibSpec:
+    """The property written in VNN-LIB ``text`` (see the module docstring); errors name
+    ``source`` where given."""
+    try:
+        reader = _Reader()
+        for node in _parse_sexprs(text):
+            reader.command(node)
+        return reader.spec()
+    except VnnlibError as exc:
+        if source is None:
+            raise
+        raise VnnlibError(f"{source}: {exc}") from None
 
 
 def _number(node: _Node) -> float:

@@ -208,8 +208,10 @@ def test_fuzzed_files_end_in_one_line_and_never_take_a_gigabyte(tmp_path):
     good_npy = (tmp_path / "good.npy").read_bytes()
     Image.fromarray(digit[..., 0].astype(np.uint8)).save(tmp_path / "good.png")
     good_png = (tmp_path / "good.png").read_bytes()
-    spec = "; correct label 7\n" + "".join(f"(assert (<= X_{i} 0.5))\n(assert (>= X_{i} 0.25))\n"
-                                             for i in range(784))
+    spec = ("; correct label 7\n" + "".join(f"(declare-const X_{i} Real)\n" for i in range(784))
+            + "".join(f"(declare-const Y_{j} Real)\n" for j in range(10))
+            + "".join(f"(assert (<= X_{i} 0.5))\n(assert (>= X_{i} 0.25))\n" for i in range(784))
+            + "(assert (or " + " ".join(f"(and (>= Y_{j} Y_7))" for j in range(10) if j != 7) + "))\n")
     good_gz = gzip.compress(spec.encode())
     bomb = tmp_path / "bomb.gz"
     with gzip.open(bomb, "wb", compresslevel=9) as handle:

@@ -44,8 +44,11 @@ def _write_spec(path, x: np.ndarray, label: int, eps: float) -> None:
     lo, hi = np.clip(x - eps, 0.0, 1.0), np.clip(x + eps, 0.0, 1.0)
     lines = [f"; Mnist property with label: {label}."]
     lines += [f"(declare-const X_{i} Real)" for i in range(x.size)]
+    lines += [f"(declare-const Y_{j} Real)" for j in range(10)]
     for i in range(x.size):
         lines += [f"(assert (<= X_{i} {float(hi[i])!r}))", f"(assert (>= X_{i} {float(lo[i])!r}))"]
+    others = " ".join(f"(and (>= Y_{j} Y_{label}))" for j in range(10) if j != label)
+    lines += [f"(assert (or {others}))"]
     with gzip.open(path, "wt") as handle:
         handle.write("\n".join(lines) + "\n")
 

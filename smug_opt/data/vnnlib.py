@@ -13,20 +13,17 @@ values within 1e-6 of 0 set to 0.
 
 from __future__ import annotations
 
-import gzip
 import re
-import zlib
 from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
 
 from smug_opt.bounded import read_budget_bytes
-from smug_opt.vnnlib import MAX_FILE_BYTES
+from smug_opt.vnnlib import MAX_FILE_BYTES, parse_vnnlib, read_vnnlib_text
 
 __all__ = ["SpecImage", "read_spec_image", "spec_images"]
 
-_BOUND = re.compile(r"\(assert\s+\((<=|>=)\s+X_(\d+)\s+([-+0-9.eE]+)\)\)")
 _LABEL = re.compile(r"correct label\s+(\d+)|label:\s*(\d+)")
 
 
@@ -44,30 +41,13 @@ def read_spec_image(path: str | Path, channels: int = 1, channels_first: bool = 
     """The image and label of one ``.vnnlib`` or ``.vnnlib.gz`` file; ``channels`` and the
     layout group the inputs for the per-channel ``ε``."""
     path = Path(path)
-    budget = min(read_budget_bytes(), MAX_FILE_BYTES)  # the property reader's own limit
-    opener = gzip.open if path.suffix == ".gz" else open
-    try:
-        with opener(path, "rb") as handle:
-            raw = handle.read(budget + 1)  # a gzip bomb stops at the budget
-        text = raw.decode("utf-8")
-    except (OSError, EOFError, zlib.error, UnicodeDecodeError) as exc:
-        raise ValueError(f"{path}: not a readable VNN-LIB file ({exc})") from None
-    if len(raw) > budget:
-        raise ValueError(f"{path}: decompresses to more than {budget / 2**20:,.0f} MB, more than "
-                         "a VNN-LIB property this reader accepts")
+    text = read_vnnlib_text(path, max_bytes=min(read_budget_bytes(), MAX_FILE_BYTES))
     label_match = _LABEL.search(text)
     if label_match is None:
         raise ValueError(f"{path}: no 'label: N' or 'correct label N' comment names the label")
     label = int(label_match.group(1) or label_match.group(2))
-    bounds = _BOUND.findall(text)
-    if not bounds:
-        raise ValueError(f"{path}: no input bounds (assert (<= X_i v)) found")
-    n = 1 + max(int(i) for _, i, _ in bounds)
-    lo, hi = np.full(n, np.nan), np.full(n, np.nan)
-    for sense, i, value in bounds:
-        (hi if sense == "<=" else lo)[int(i)] = float(value)
-    if np.isnan(lo).any() or np.isnan(hi).any():
-        raise ValueError(f"{path}: some input has no lower or upper bound")
+    spec = parse_vnnlib(text, source=path)
+    lo, hi, n = spec.lo, spec.hi, spec.num_inputs
     if n % channels:
         raise ValueError(f"{path}: {n} inputs do not split into {channels} channels")
     channel = np.arange(n) // (n // channels) if channels_first else np.arange(n) % channels
