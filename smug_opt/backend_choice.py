@@ -7,10 +7,13 @@ from __future__ import annotations
 import enum
 from dataclasses import dataclass
 
-__all__ = ["AUTO", "BackendChoice", "ChoiceKind"]
+__all__ = ["AUTO", "DEFAULT_BACKEND", "BackendChoice", "ChoiceKind"]
 
 AUTO = "auto"
 """The name that races the backends measured best for the problem's class."""
+
+DEFAULT_BACKEND = "highs"
+"""The backend every signature and command uses when none is asked for."""
 
 
 @enum.unique

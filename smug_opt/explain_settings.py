@@ -7,7 +7,7 @@ from collections.abc import Mapping
 from dataclasses import InitVar, dataclass, field
 from typing import Any
 
-from smug_opt.backend_choice import BackendChoice
+from smug_opt.backend_choice import DEFAULT_BACKEND, BackendChoice
 from smug_opt.parameters import PAPER_PARAMETERS, SmugParameters
 
 __all__ = ["ExplainSettings"]
@@ -24,7 +24,7 @@ class ExplainSettings:
     """
 
     params: SmugParameters = PAPER_PARAMETERS
-    backend: str | BackendChoice = "highs"
+    backend: str | BackendChoice = DEFAULT_BACKEND
     target: int | None = None
     time_limit: float = 60.0
     grid_shape: tuple[int, ...] | None = None

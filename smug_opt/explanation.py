@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from smug_opt.backend_choice import BackendChoice
+from smug_opt.backend_choice import DEFAULT_BACKEND, BackendChoice
 from smug_opt.parameters import Method, SmugParameters
 
 if TYPE_CHECKING:
@@ -134,7 +134,7 @@ def explain(
     gamma: float | None = None,
     cell: int | tuple[int, ...] | None = None,
     steps: int | None = None,
-    backend: str | BackendChoice = "highs",
+    backend: str | BackendChoice = DEFAULT_BACKEND,
     target: int | None = None,
     time_limit: float | None = 60.0,
     grid_shape: tuple[int, ...] | None = None,

@@ -12,7 +12,7 @@ from typing import Any
 import numpy as np
 
 from smug_opt.backend import SolveOptions
-from smug_opt.backend_choice import BackendChoice
+from smug_opt.backend_choice import DEFAULT_BACKEND, BackendChoice
 from smug_opt.bound_by_construction import exact_by_construction
 from smug_opt.claims import OBJECTIVE_TOLERANCE, objective_tolerance
 from smug_opt.deadline import Deadline
@@ -36,7 +36,7 @@ DEFAULT_GRACE = 1.0
 
 def solve(
     problem: Problem,
-    backend: str | BackendChoice = "highs",
+    backend: str | BackendChoice = DEFAULT_BACKEND,
     *,
     time_limit: float | None = None,
     threads: int = 1,

@@ -24,6 +24,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from smug_opt.backend_choice import DEFAULT_BACKEND
 from smug_opt.encode.layer_bounds import DEFAULT_BOUNDS
 from smug_opt.stress_models import StressModel, load_stress_model
 
@@ -154,7 +155,7 @@ def _stress_inputs(model: StressModel, suite: str, n: int, seed: int, specs: str
             for i, x, y in zip(indices.tolist(), images, labels, strict=True)}
 
 
-def run_stress(n: int = 100, backends: Sequence[str] = ("highs",), time_limit: float = 600.0,
+def run_stress(n: int = 100, backends: Sequence[str] = (DEFAULT_BACKEND,), time_limit: float = 600.0,
                out_dir: str | os.PathLike[str] = "stress", model: str = "mnist-mlp", seed: int = 0,
                bounds: str = DEFAULT_BOUNDS, resume: bool = True, progress: bool = True, *,
                z3_encoding: str = "paper", cell: int = 1, suite: str = "mnist",

@@ -154,3 +154,33 @@ def test_the_readme_layout_names_every_module_and_nothing_else():
     listed = _readme_layout()
     assert listed == actual, (f"README's layout lists {sorted(listed - actual)} that do not exist "
                               f"and misses {sorted(actual - listed)}")
+
+
+def _literal_backend_defaults(tree: ast.AST, name: str) -> list[int]:
+    """Lines where ``name`` is written as a default: a parameter's, or a flag's ``default=``."""
+    lines = []
+    for node in ast.walk(tree):
+        defaults: list[ast.expr | None] = []
+        if isinstance(node, ast.arguments):
+            defaults = [*node.defaults, *node.kw_defaults]
+        elif isinstance(node, ast.Call):
+            defaults = [k.value for k in node.keywords if k.arg == "default"]
+        elif isinstance(node, ast.AnnAssign):
+            defaults = [node.value]
+        for value in defaults:
+            if value is not None and any(isinstance(c, ast.Constant) and c.value == name
+                                         for c in ast.walk(value)):
+                lines.append(value.lineno)
+    return sorted(lines)
+
+
+def test_the_default_backend_is_declared_once():
+    """Every signature, settings field and flag defaults to DEFAULT_BACKEND, not its spelling."""
+    from smug_opt.backend_choice import DEFAULT_BACKEND
+
+    written = {f"{path.relative_to(ROOT)}:{line}"
+               for name, path in _modules().items() if name.startswith("smug_opt.")
+               for line in _literal_backend_defaults(ast.parse(path.read_text()), DEFAULT_BACKEND)}
+    assert not written, f"write DEFAULT_BACKEND, not {DEFAULT_BACKEND!r}, at {sorted(written)}"
+    planted = ast.parse(f'def f(backend="{DEFAULT_BACKEND}"): ...\nx: str = "{DEFAULT_BACKEND}"')
+    assert _literal_backend_defaults(planted, DEFAULT_BACKEND) == [1, 2]

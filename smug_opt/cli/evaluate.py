@@ -8,6 +8,7 @@ from pathlib import Path
 
 import numpy as np
 
+from smug_opt.backend_choice import DEFAULT_BACKEND
 from smug_opt.cli.options import (
     add_executor_options,
     add_model_input_options,
@@ -41,7 +42,8 @@ def add_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParse
     p.add_argument("--methods", help="comma-separated methods (default: those the model declares, "
                    "all that apply)")
     p.add_argument("--n", type=int, default=200, help="inputs of an embedded suite (default 200)")
-    p.add_argument("--backend", default="highs", help="backend for smug (default highs)")
+    p.add_argument("--backend", default=DEFAULT_BACKEND,
+                   help=f"backend for smug (default {DEFAULT_BACKEND})")
     smug_defaults = _defaults_help()
     p.add_argument("--k", type=int, help=f"SMUG neurons (default: the model's own; {smug_defaults})")
     p.add_argument("--gamma", type=float, help="SMUG γ (default: the model's own, 0 for every "

@@ -8,6 +8,7 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from smug_opt.backend_choice import DEFAULT_BACKEND
 from smug_opt.result import Proof
 
 if TYPE_CHECKING:
@@ -17,7 +18,7 @@ __all__ = ["add_parser", "add_solver_options", "add_strengthen_options", "proof_
            "solver_kwargs", "strengthen_setting"]
 
 
-def add_solver_options(p: argparse.ArgumentParser, *, default_backend: str = "highs") -> None:
+def add_solver_options(p: argparse.ArgumentParser, *, default_backend: str = DEFAULT_BACKEND) -> None:
     """The flags every solving command shares."""
     p.add_argument("--backend", default=default_backend,
                    help=f"backend name (see `smug-opt backends`; default {default_backend}), 'auto' "

@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
+from smug_opt.backend_choice import DEFAULT_BACKEND
 from smug_opt.encode.layer_bounds import BOUND_METHODS, DEFAULT_BOUNDS
 from smug_opt.stress import SUITES, Z3_ENCODINGS
 
@@ -22,8 +23,9 @@ def add_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParse
     p.add_argument("--n", type=int, default=100,
                    help="number of held-out digits (default 100): the first N of the seed's fixed "
                         "order, so a larger N in the same --out keeps and extends a smaller run")
-    p.add_argument("--backend", "--backends", dest="backends", default="highs",
-                   help="backend names separated by commas (default highs; see `smug-opt backends`)")
+    p.add_argument("--backend", "--backends", dest="backends", default=DEFAULT_BACKEND,
+                   help=f"backend names separated by commas (default {DEFAULT_BACKEND}; see "
+                        "`smug-opt backends`)")
     p.add_argument("--time-limit", type=float, default=600.0,
                    help="seconds per solve (default 600: the whole network is a much harder problem "
                         "than explain's first layer, whose default is 60)")

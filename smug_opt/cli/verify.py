@@ -10,6 +10,8 @@ import sys
 import time
 from pathlib import Path
 
+from smug_opt.backend_choice import DEFAULT_BACKEND
+
 __all__ = ["add_parser", "run"]
 
 KIND = "verify"
@@ -26,8 +28,9 @@ def add_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParse
     p.add_argument("spec", nargs="?", help="the property (.vnnlib or .vnnlib.gz)")
     p.add_argument("--time-limit", type=float, default=None,
                    help="seconds for the answer (default 60; with --instances: the csv's timeout)")
-    p.add_argument("--backend", default="highs",
-                   help="backend for what the bounds leave open (default highs; 'auto' or 'a,b' race)")
+    p.add_argument("--backend", default=DEFAULT_BACKEND,
+                   help=f"backend for what the bounds leave open (default {DEFAULT_BACKEND}; 'auto' "
+                        "or 'a,b' race)")
     p.add_argument("--results", metavar="FILE",
                    help="write the competition's result file (answer, and the counterexample for sat)")
     p.add_argument("--instances", metavar="CSV",

@@ -22,7 +22,7 @@ from typing import Any
 
 import numpy as np
 
-from smug_opt.backend_choice import BackendChoice
+from smug_opt.backend_choice import DEFAULT_BACKEND, BackendChoice
 from smug_opt.evaluate._predict import PredictFn
 from smug_opt.evaluate.boxes import Box, check_box
 from smug_opt.evaluate.lsc import LSCResult
@@ -220,7 +220,7 @@ def evaluate(
     k: int | None = None,
     gamma: float | None = None,
     cell: int | None = None,
-    backend: str | BackendChoice = "highs",
+    backend: str | BackendChoice = DEFAULT_BACKEND,
     time_limit: float = 60.0,
     boxes: Sequence[Box | None] | None = None,
     rationales: Sequence[np.ndarray] | np.ndarray | None = None,

@@ -16,6 +16,7 @@ from typing import Any
 
 import numpy as np
 
+from smug_opt.backend_choice import DEFAULT_BACKEND
 from smug_opt.network.flat import FlatNetwork, Preprocess
 from smug_opt.network.graph import Network
 from smug_opt.robustness.decide import Verdict, decide
@@ -96,7 +97,7 @@ def check_compatible(model: InstanceModel, spec: VnnlibSpec) -> None:
 
 
 def verify_files(model: InstanceModel, spec_path: str | Path, *, time_limit: float,
-                 backend: str = "highs", **options: Any) -> tuple[Verdict, VnnlibSpec]:
+                 backend: str = DEFAULT_BACKEND, **options: Any) -> tuple[Verdict, VnnlibSpec]:
     """Answer the property in ``spec_path`` (plain or gzipped) about ``model``."""
     spec = read_vnnlib(spec_path)
     check_compatible(model, spec)
