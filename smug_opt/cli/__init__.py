@@ -34,7 +34,8 @@ EXIT_INTERRUPTED = 130
 """Interrupted (Ctrl-C); resumable commands keep what finished. SIGTERM and SIGHUP end a
 command the same way, with exit code 143 and 129 (128 + the signal's number)."""
 
-_COMMANDS = ("backends", "solve", "export", "explain", "stress", "bench", "evaluate", "inspect", "verify")
+_COMMANDS = ("backends", "solve", "export", "explain", "stress", "bench", "evaluate", "inspect", "verify",
+             "check_certificate")
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -1,0 +1,173 @@
+"""Parsing the sections of a VIPR 1.0 certificate (Cheung, Gleixner, Steffy 2017).
+
+The problem sections (VAR, INT, OBJ, CON), the relation to prove (RTP) and the solutions
+(SOL) are read whole by :func:`read_header`; derivations are read one at a time by
+:func:`read_derivation`, so a verifier can check each and forget what it no longer needs.
+Nothing is allocated from a count the file declares: every item is read before it is kept.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from fractions import Fraction
+
+from smug_opt.check_certificate.rows import GE, SENSE_CODES, Row, row_from_values, with_lhs_of
+from smug_opt.check_certificate.tokens import TokenStream
+
+__all__ = ["Derivation", "Header", "Reason", "read_derivation", "read_header"]
+
+_VERSIONS = ("1.0", "1.1")
+
+
+@dataclass(frozen=True)
+class Header:
+    """Everything before the DER section."""
+
+    variables: list[str]
+    integers: frozenset[int]
+    minimize: bool
+    objective: Row
+    constraints: list[tuple[str, Row]]
+    bound_count: int
+    infeasible: bool
+    lower: Fraction | None
+    """The lower bound to prove (None: ``-inf``, or an infeasibility claim)."""
+    upper: Fraction | None
+    solutions: list[tuple[str, dict[int, Fraction]]]
+    derivation_count: int
+
+
+@dataclass(frozen=True)
+class Reason:
+    """``{ asm }``, ``{ sol }``, ``{ lin/rnd p i λ ... }`` or ``{ uns i1 l1 i2 l2 }``."""
+
+    kind: str
+    multipliers: tuple[tuple[int, Fraction], ...] = ()
+    unsplit: tuple[int, int, int, int] = (0, 0, 0, 0)
+
+
+@dataclass(frozen=True)
+class Derivation:
+    """One line of the DER section: a named constraint, its reason and its last use."""
+
+    name: str
+    row: Row
+    reason: Reason
+    last_use: int
+
+
+def read_header(stream: TokenStream) -> Header:
+    """VER through the count of the DER section."""
+    path = stream.path
+    stream.keyword("VER")
+    version = stream.next("the version")
+    if version not in _VERSIONS:
+        raise ValueError(f"{path}: VIPR version {version!r} is not supported (this reads "
+                         f"{' and '.join(_VERSIONS)}, without the 1.1 'incomplete' and 'weak' reasons)")
+    stream.keyword("VAR")
+    n = stream.count("the number of variables")
+    variables = [stream.next(f"variable name {j}") for j in range(n)]
+    if len(set(variables)) != n:
+        raise ValueError(f"{path}: VAR names a variable twice")
+    stream.keyword("INT")
+    integers = [stream.index("an integer variable's index", n)
+                for _ in range(stream.count("the number of integer variables"))]
+    if len(set(integers)) != len(integers):
+        raise ValueError(f"{path}: INT lists a variable twice")
+    stream.keyword("OBJ")
+    sense = stream.next("the objective sense")
+    if sense not in ("min", "max"):
+        raise ValueError(f"{path}: the objective sense must be min or max, found {sense[:40]!r}")
+    objective = row_from_values(_pairs(stream, n, "the objective"), Fraction(0), GE)
+    stream.keyword("CON")
+    m = stream.count("the number of constraints")
+    bound_count = stream.count("the number of bound constraints")
+    if bound_count > m:
+        raise ValueError(f"{path}: CON declares {bound_count} bound constraints among {m}")
+    constraints = [_constraint(stream, n, objective) for _ in range(m)]
+    infeasible, lower, upper = _relation(stream)
+    stream.keyword("SOL")
+    solutions = []
+    for _ in range(stream.count("the number of solutions")):
+        name = stream.next("a solution's name")
+        solutions.append((name, dict(_pairs(stream, n, f"solution {name}"))))
+    stream.keyword("DER")
+    return Header(variables, frozenset(integers), sense == "min", objective, constraints,
+                  bound_count, infeasible, lower, upper, solutions,
+                  stream.count("the number of derivations"))
+
+
+def read_derivation(stream: TokenStream, header: Header, index: int) -> Derivation:
+    """The derivation that gets constraint index ``index``."""
+    name, row = _constraint(stream, len(header.variables), header.objective)
+    where = f"derivation {name!r} (constraint {index})"
+    stream.keyword("{")
+    kind = stream.next(f"the reason of {where}")
+    if kind in ("asm", "sol"):
+        reason = Reason(kind)
+    elif kind in ("lin", "rnd"):
+        seen: set[int] = set()
+        pairs = []
+        for _ in range(stream.count(f"the number of multipliers of {where}")):
+            i = stream.index(f"a constraint index in {where}", index)
+            if i in seen:
+                raise ValueError(f"{stream.path}: {where} lists constraint {i} twice")
+            seen.add(i)
+            pairs.append((i, stream.value(f"a multiplier in {where}")))
+        reason = Reason(kind, tuple(pairs))
+    elif kind == "uns":
+        fields = tuple(stream.index(f"an unsplit index in {where}", index) for _ in range(4))
+        reason = Reason(kind, unsplit=fields)  # type: ignore[arg-type]
+    else:
+        raise ValueError(f"{stream.path}: {where} has the unknown reason {kind[:40]!r} "
+                         "(known: asm, lin, rnd, uns, sol)")
+    stream.keyword("}")
+    return Derivation(name, row, reason, stream.integer(f"the last-use index of {where}"))
+
+
+def _relation(stream: TokenStream) -> tuple[bool, Fraction | None, Fraction | None]:
+    stream.keyword("RTP")
+    kind = stream.next("the relation to prove")
+    if kind == "infeas":
+        return True, None, None
+    if kind != "range":
+        raise ValueError(f"{stream.path}: RTP must be 'infeas' or 'range', found {kind[:40]!r}")
+    lower = None if _peek_word(stream, "-inf") else stream.value("the RTP lower bound")
+    upper = None if _peek_word(stream, "inf") else stream.value("the RTP upper bound")
+    if lower is not None and upper is not None and lower > upper:
+        raise ValueError(f"{stream.path}: RTP range has lower bound {lower} above upper bound {upper}")
+    return False, lower, upper
+
+
+def _peek_word(stream: TokenStream, word: str) -> bool:
+    token = stream.next(f"{word} or a number")
+    if token == word:
+        return True
+    stream.push_back(token)
+    return False
+
+
+def _constraint(stream: TokenStream, n: int, objective: Row) -> tuple[str, Row]:
+    name = stream.next("a constraint name")
+    letter = stream.next(f"the sense of constraint {name}")
+    if letter not in SENSE_CODES:
+        raise ValueError(f"{stream.path}: constraint {name}'s sense must be E, L or G, "
+                         f"found {letter[:40]!r}")
+    rhs = stream.value(f"the right-hand side of constraint {name}")
+    token = stream.next(f"the coefficients of constraint {name}")
+    if token == "OBJ":
+        return name, with_lhs_of(objective, rhs, SENSE_CODES[letter])
+    stream.push_back(token)
+    return name, row_from_values(_pairs(stream, n, f"constraint {name}"), rhs, SENSE_CODES[letter])
+
+
+def _pairs(stream: TokenStream, n: int, what: str) -> list[tuple[int, Fraction]]:
+    seen: set[int] = set()
+    pairs = []
+    for _ in range(stream.count(f"the number of entries of {what}")):
+        j = stream.index(f"a variable index in {what}", n)
+        if j in seen:
+            raise ValueError(f"{stream.path}: {what} lists variable {j} twice")
+        seen.add(j)
+        pairs.append((j, stream.value(f"a value in {what}")))
+    return pairs
