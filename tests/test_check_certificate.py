@@ -284,3 +284,11 @@ def test_numbers_are_read_exactly_and_strictly():
     assert parse_value("2/4") == Fraction(1, 2)
     for bad in ("1_000", "1/0", "0x10", "nan", "inf", "1e99999", "½", "1/-2", ""):
         assert parse_value(bad) is None, bad
+
+
+def test_assumption_sets_are_kept_within_their_limit(tmp_path, monkeypatch):
+    from smug_opt.check_certificate import verifier
+
+    monkeypatch.setattr(verifier, "MAX_ASSUMPTION_ENTRIES", 3)
+    assert rejected(tmp_path, PAPER_EG3) == ("derivation 'C5' (constraint 8): the assumption sets "
+                                             "kept reach 3 entries")

@@ -113,15 +113,25 @@ def with_lhs_of(form: Row, rhs: Fraction, sense: int) -> Row:
 
 def combine(terms: list[tuple[Fraction, Row]]) -> tuple[dict[int, int], int, Fraction]:
     """``sum(λ·row)`` as ``(coefs, den, rhs)`` (zeros dropped); the caller checks the signs
-    and decides the sense."""
-    den = math.lcm(*(lam.denominator * row.den for lam, row in terms)) if terms else 1
+    and decides the sense. Integer arithmetic only: one common denominator for the
+    left-hand sides, one for the right-hand sides."""
+    if not terms:
+        return {}, 1, Fraction(0)
+    scales = [(lam.numerator, lam.denominator, row) for lam, row in terms]
+    den = math.lcm(*(q * row.den for _, q, row in scales))
+    rhs_parts = [(p * row.rhs.numerator, q * row.rhs.denominator) for p, q, row in scales]
+    rhs_den = math.lcm(*(d for _, d in rhs_parts))
+    rhs = Fraction(sum(n * (rhs_den // d) for n, d in rhs_parts), rhs_den)
     acc: dict[int, int] = {}
-    rhs = Fraction(0)
     get = acc.get
-    for lam, row in terms:
-        factor = lam.numerator * (den // (lam.denominator * row.den))
-        rhs += lam * row.rhs
-        for j, a in row.coefs.items():
+    for p, q, row in scales:
+        factor = p * (den // (q * row.den))
+        coefs = row.coefs
+        if len(coefs) == 1:
+            (j, a), = coefs.items()
+            acc[j] = get(j, 0) + factor * a
+            continue
+        for j, a in coefs.items():
             acc[j] = get(j, 0) + factor * a
     return {j: a for j, a in acc.items() if a}, den, rhs
 

@@ -21,6 +21,8 @@ __all__ = ["DEFAULT_MAX_WORK", "CertificateRejected", "Proven", "verify"]
 
 DEFAULT_MAX_WORK = 2_000_000_000
 """Coefficient operations a certificate may cost (about 20 minutes of this checker)."""
+MAX_ASSUMPTION_ENTRIES = 20_000_000
+"""Assumption-set entries kept over all derivations (a B&B tree keeps one per level per node)."""
 _MAX_BITS = 1 << 16
 """The longest common denominator a combination may need (a float64 needs about 2,100 bits)."""
 
@@ -76,10 +78,28 @@ class _Verifier:
         self.names: list[str] = [name for name, _ in header.constraints]
         self.assumptions: list[frozenset[int]] = [frozenset()] * len(self.rows)
         self.free_after: dict[int, list[int]] = {}
+        self.assumption_entries = 0
         self.best: Fraction | None = None
         self.used_sol = False
 
     # ------------------------------------------------------------------ costs
+    def union(self, sets: list[frozenset[int]], where: str) -> frozenset[int]:
+        """The union of ``sets``, sharing one of them when it is the whole union; its cost
+        is charged and the entries a new set keeps are counted against their own limit."""
+        self.charge(sum(len(s) for s in sets), where)
+        largest = max(sets, key=len, default=frozenset())
+        union = largest.union(*sets)
+        if len(union) == len(largest):
+            return largest
+        self.count_entries(len(union), where)
+        return union
+
+    def count_entries(self, entries: int, where: str) -> None:
+        self.assumption_entries += entries
+        if self.assumption_entries > MAX_ASSUMPTION_ENTRIES:
+            raise CertificateRejected(f"{where}: the assumption sets kept reach "
+                                      f"{MAX_ASSUMPTION_ENTRIES:,} entries")
+
     def charge(self, units: int, where: str) -> None:
         self.work += units
         if self.work > self.max_work:
@@ -162,7 +182,7 @@ class _Verifier:
     def check_linear(self, d: Derivation, where: str, *, rounded: bool) -> frozenset[int]:
         terms: list[tuple[Fraction, Row]] = []
         direction = 0
-        assumptions: set[int] = set()
+        resting: list[frozenset[int]] = []
         for i, lam in d.reason.multipliers:
             if lam == 0:
                 continue
@@ -174,7 +194,7 @@ class _Verifier:
                     f"{row.letter} constraint after ones giving {'>=' if direction > 0 else '<='})")
             direction = direction or sign
             terms.append((lam, row))
-            assumptions |= self.assumptions[i]
+            resting.append(self.assumptions[i])
         self.charge(len(d.row.coefs) + sum(len(row.coefs) for _, row in terms), where)
         coefs, den, rhs = combine(terms)
         if den.bit_length() > _MAX_BITS:
@@ -186,7 +206,7 @@ class _Verifier:
             derived = self.rounded(derived, where)
         if not derived.dominates(d.row):
             raise CertificateRejected(f"{where}: {d.reason.kind} {self.mismatch(derived, d.row)}")
-        return frozenset(assumptions)
+        return self.union(resting, where)
 
     def rounded(self, row: Row, where: str) -> Row:
         """Chvátal–Gomory rounding of ``row`` (integer coefficients on integer variables)."""
@@ -239,7 +259,12 @@ class _Verifier:
         if beta.denominator != 1 or high.rhs != beta + 1:
             raise CertificateRejected(f"{where}: uns disjunction <= {beta} or >= {high.rhs} "
                                       "does not cover every integer")
-        return (self.assumptions[i1] - {l1}) | (self.assumptions[i2] - {l2})
+        kept = [self.assumptions[i] - {lit} if lit in self.assumptions[i] else self.assumptions[i]
+                for i, lit in ((i1, l1), (i2, l2))]
+        union = self.union(kept, where)
+        if any(union is k and k is not self.assumptions[i] for k, i in zip(kept, (i1, i2), strict=True)):
+            self.count_entries(len(union), where)  # a set made by taking the assumption out
+        return union
 
     def check_cutoff(self, d: Derivation, where: str) -> frozenset[int]:
         h = self.header

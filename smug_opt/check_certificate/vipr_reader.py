@@ -16,7 +16,7 @@ from smug_opt.check_certificate.tokens import TokenStream
 
 __all__ = ["Derivation", "Header", "Reason", "read_derivation", "read_header"]
 
-_VERSIONS = ("1.0", "1.1")
+_VERSIONS = ("1.0",)
 
 
 @dataclass(frozen=True)
@@ -63,7 +63,7 @@ def read_header(stream: TokenStream) -> Header:
     version = stream.next("the version")
     if version not in _VERSIONS:
         raise ValueError(f"{path}: VIPR version {version!r} is not supported (this reads "
-                         f"{' and '.join(_VERSIONS)}, without the 1.1 'incomplete' and 'weak' reasons)")
+                         f"{', '.join(_VERSIONS)})")
     stream.keyword("VAR")
     n = stream.count("the number of variables")
     variables = [stream.next(f"variable name {j}") for j in range(n)]
