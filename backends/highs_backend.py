@@ -47,7 +47,7 @@ class HighsBackend(Backend):
     description: ClassVar[str] = "HiGHS MILP via highspy (margins for strict rows, big-M ReLU)"
     requires: ClassVar[tuple[str, ...]] = ("highspy",)
     pip_extra: ClassVar[str] = "highs"
-    capabilities: ClassVar[Capabilities] = Capabilities(relu=True, incumbents=True)
+    capabilities: ClassVar[Capabilities] = Capabilities(relu=True, incumbents=True, lp=True)
     levels: ClassVar[int] = 4
     options: ClassVar[Mapping[str, str]] = MappingProxyType({
         "presolve": "HiGHS presolve: 'on', 'off' or 'choose'",

@@ -87,6 +87,7 @@ class Z3Backend(Backend):
     pip_extra: ClassVar[str] = "z3"
     capabilities: ClassVar[Capabilities] = Capabilities(strict_inequalities=True, relu=True,
                                                         incumbents=True, exact=True)
+    exact_extras: ClassVar[Mapping[str, Any]] = MappingProxyType({"encoding": "exact"})
     levels: ClassVar[int] = 4
     options: ClassVar[Mapping[str, str]] = MappingProxyType({
         "encoding": "'auto' (default), 'exact', 'pb' or 'paper'",

@@ -62,6 +62,7 @@ class Capabilities:
     relu: bool = False
     incumbents: bool = False  # reports improving solutions while it runs
     exact: bool = False  # solutions are exact by construction (still verified)
+    lp: bool = False  # provides an LP solver for the core's bound LPs (Backend.lp_solver)
 
 
 @dataclass(frozen=True)
@@ -146,6 +147,10 @@ class Backend(ABC):
     # other key with a ValueError before a worker starts; the default accepts none, so a
     # misspelt option is never silently ignored.
     options: ClassVar[Mapping[str, str]] = MappingProxyType({})
+    # the ``extras`` under which every answer is exact, ReLUs and strict rows included; an
+    # exact backend that also declares ``relu`` and ``strict_inequalities`` may be asked
+    # certification's questions (:mod:`smug_opt.certify`) with them
+    exact_extras: ClassVar[Mapping[str, Any]] = MappingProxyType({})
     # conformance checks (smug_opt.testing) the backend is known to fail: name -> reason
     known_failures: ClassVar[Mapping[str, str]] = MappingProxyType({})
 
@@ -180,7 +185,8 @@ class Backend(ABC):
 
     @classmethod
     def lp_solver(cls) -> LpSolver | None:
-        """An LP solver for the core's bound LPs, or None (the default) if the backend has none."""
+        """An LP solver for the core's bound LPs, or None (the default) if the backend has
+        none; a backend that provides one declares ``capabilities.lp``."""
         return None
 
     @classmethod

@@ -7,23 +7,24 @@
 * **Small binary-decided problems** (at most :data:`ENUMERATION_BINARIES` binaries,
   :data:`ENUMERATION_RELU_BINARIES` with ReLUs) are settled *differentially*: exact
   enumeration of every binary assignment finds the optimum (ReLU outputs, and so their
-  share of the objective, recomputed exactly for each assignment), and the exact z3
-  encoding must confirm it ("no solution has objective < v", or "no solution at all").
-  The claim is exact only when both agree; a disagreement is reported and nothing is
-  claimed.
+  share of the objective, recomputed exactly for each assignment), and the exact backend
+  (:func:`exact_backend`; z3's exact encoding where z3 is installed) must confirm it ("no
+  solution has objective < v", or "no solution at all"). The claim is exact only when
+  both agree; a disagreement is reported and nothing is claimed.
 * Otherwise, for a claim with a solution, the **safe LP bound** is tried first (cheap):
   :func:`~smug_opt.safe_lp_bound.strengthened_safe_lp_bound`, rigorous whatever the LP
   solver's accuracy; above ``v - 1`` for an integral objective (at least ``v`` otherwise)
   it proves the incumbent optimal. A bound above a verified solution claims nothing.
-* Otherwise the **exact z3 encoding** (its own isolated worker, like any solve) answers
-  the residual question for the incumbent's exact objective ``v``: "is there a solution
-  with ``c·x < v``" (``v`` written exactly, as a sum of float64 terms); for INFEASIBLE,
-  "is there any solution". "No" (z3's exact unsat) proves the claim. A solution found is
-  verified and becomes the incumbent; with a non-integral objective z3 then minimises
-  below it (continuous variables could otherwise improve forever), and its minimum is
-  certified by the same question.
-* When these do not finish in time (or z3 is not installed) the claim is **downgraded**:
-  OPTIMAL becomes FEASIBLE and INFEASIBLE becomes NO_SOLUTION, with a message saying why.
+* Otherwise the **exact backend** (its own isolated worker, like any solve) answers the
+  residual question for the incumbent's exact objective ``v``: "is there a solution with
+  ``c·x < v``" (``v`` written exactly, as a sum of float64 terms); for INFEASIBLE, "is
+  there any solution". "No" (an exact unsat) proves the claim. A solution found is
+  verified and becomes the incumbent; with a non-integral objective the exact backend
+  then minimises below it (continuous variables could otherwise improve forever), and its
+  minimum is certified by the same question.
+* When these do not finish in time (or no exact backend is installed) the claim is
+  **downgraded**: OPTIMAL becomes FEASIBLE and INFEASIBLE becomes NO_SOLUTION, with a
+  message saying why.
 """
 
 from __future__ import annotations
@@ -36,7 +37,7 @@ from fractions import Fraction
 import numpy as np
 import scipy.sparse as sp
 
-from smug_opt.backend import Status
+from smug_opt.backend import Backend, SolveOptions, Status
 from smug_opt.backend_choice import BackendChoice
 from smug_opt.deadline import Deadline
 from smug_opt.exact import dot_error_bound, float_down
@@ -45,8 +46,8 @@ from smug_opt.result import Proof, SolveResult
 from smug_opt.step import Step
 from smug_opt.verification import Verification, decide_rows, verify
 
-__all__ = ["ENUMERATION_BINARIES", "ENUMERATION_RELU_BINARIES", "EXACT_BACKEND", "EXACT_EXTRAS", "LP_SHARE",
-           "certify", "objective_below"]
+__all__ = ["ENUMERATION_BINARIES", "ENUMERATION_RELU_BINARIES", "EXACT_CAPABILITIES", "LP_SHARE",
+           "certify", "exact_backend", "exact_options", "objective_below"]
 
 ENUMERATION_BINARIES = 14
 """Problems of binaries only, with at most this many, are settled by exact enumeration."""
@@ -60,38 +61,38 @@ LP_SHARE = 0.25
 LP_SECONDS = 10.0
 """Its time without a time limit."""
 
-EXACT_BACKEND = "z3"
-EXACT_EXTRAS = {"encoding": "exact"}
-"""The options of :data:`EXACT_BACKEND` that the ``ask`` step must use (its exact encoding)."""
+EXACT_CAPABILITIES = ("exact", "relu", "strict_inequalities")
+"""What the backend asked certification's questions declares: exact answers, on ReLUs
+and on the strict row ``c·x < v`` that every question adds."""
 _ENUMERATION = "exact enumeration of every binary assignment"
 
 
 def certify(problem: Problem, result: SolveResult, *, ask: Step, deadline: float | None) -> SolveResult:
     """``result`` with its claim proven exactly, corrected, or downgraded (see module doc).
     Results whose claim is already exact, or that claim nothing provable, pass through.
-    ``ask`` answers z3's questions (a solve step built with :data:`EXACT_EXTRAS`, each
-    question in its own worker); ``deadline`` is a :func:`time.monotonic` moment (None:
-    no limit)."""
+    ``ask`` answers the exact questions (a solve step built with :func:`exact_options`,
+    each question in its own worker); ``deadline`` is a :func:`time.monotonic` moment
+    (None: no limit)."""
     if result.proof == "exact" or not (
             result.status in (Status.OPTIMAL, Status.INFEASIBLE)
             or (result.status is Status.FEASIBLE and result.x is not None)):
         return result
     start = time.monotonic()
-    z3 = _ExactQuestions(problem, ask, deadline)
+    exact = _ExactQuestions(problem, ask, deadline)
     if _enumerable(problem):
         try:
             enumerated = _enumerate(problem, deadline)
         except TimeoutError:
             return _downgraded(result, "exact enumeration did not finish within the time limit", start)
-        return _cross_checked(problem, result, enumerated, z3, start)
+        return _cross_checked(problem, result, enumerated, exact, start)
     incumbent = None if result.x is None else verify(problem, result.x)
     if incumbent is not None:
         settled = _by_safe_lp_bound(problem, result, incumbent, deadline, start)
         if settled is not None:
             return settled
-    if not z3.available():
-        return _downgraded(result, z3.missing(), start)
-    return _Residual(problem, result, incumbent, z3, start).run()
+    if not exact.available():
+        return _downgraded(result, exact.missing(), start)
+    return _Residual(problem, result, incumbent, exact, start).run()
 
 
 # ------------------------------------------------------------- the safe LP bound
@@ -107,7 +108,7 @@ def _by_safe_lp_bound(problem: Problem, result: SolveResult, incumbent: Verifica
         return None
     try:
         bound = strengthened_safe_lp_bound(problem, seconds=remaining)
-    except (ImportError, ValueError):  # no LP solver here: z3 answers alone
+    except (ImportError, ValueError):  # no LP solver here: the exact backend answers alone
         return None
     if bound is None:
         return None
@@ -162,65 +163,91 @@ def _enumerate(problem: Problem, deadline: float | None = None) -> Verification 
 
 
 def _cross_checked(problem: Problem, result: SolveResult, enumerated: Verification | None,
-                   z3: _ExactQuestions, start: float) -> SolveResult:
-    """Enumeration's answer, exact only when z3 (the second exact method) confirms it."""
-    if not z3.available():
+                   exact: _ExactQuestions, start: float) -> SolveResult:
+    """Enumeration's answer, exact only when the exact backend (the second exact method) confirms it."""
+    if not exact.available():
         return _settled(problem, result, enumerated,
-                        f"{_ENUMERATION} ({z3.missing()}: not cross-checked)", start)
+                        f"{_ENUMERATION} ({exact.missing()}: not cross-checked)", start)
     said = ("infeasible" if enumerated is None
             else f"optimum {float(enumerated.objective)!r}")
-    answer = z3.below(None if enumerated is None else enumerated.objective)
+    answer = exact.below(None if enumerated is None else enumerated.objective)
     if answer.none_below:
         return _settled(problem, result, enumerated,
-                        f"{_ENUMERATION}, confirmed by {EXACT_BACKEND} (exact)", start)
+                        f"{_ENUMERATION}, confirmed by {exact.name} (exact)", start)
     if answer.found is not None:
         return _corrected(problem, result, answer.found,
                           f"the exact methods disagree ({_ENUMERATION} found {said}, "
-                          f"{EXACT_BACKEND} (exact) a verified solution of objective "
+                          f"{exact.name} (exact) a verified solution of objective "
                           f"{float(answer.found.objective)!r}): nothing is claimed exact",
                           start, proven=False)
-    why = (f"{_ENUMERATION} found {said}, but {EXACT_BACKEND} did not confirm it "
+    why = (f"{_ENUMERATION} found {said}, but {exact.name} did not confirm it "
            f"({answer.why}); two exact methods must agree")
     if enumerated is not None and (result.x is None or enumerated.objective < Fraction(result.objective)):
         return _corrected(problem, result, enumerated, f"not certified: {why}", start, proven=False)
     return _downgraded(result, why, start)
 
 
-# -------------------------------------------------------------------- z3's part
+# ------------------------------------------------------------ the exact backend's part
+def exact_backend() -> type[Backend]:
+    """The backend that answers certification's questions: the first usable one, by name,
+    declaring every capability in :data:`EXACT_CAPABILITIES` (so a new one is found by
+    what it declares); :class:`~smug_opt.registry.BackendUnavailableError` when none is."""
+    from smug_opt.registry import backend_declaring
+
+    return backend_declaring("certifying a floating-point claim", *EXACT_CAPABILITIES)
+
+
+def exact_options(options: SolveOptions) -> SolveOptions:
+    """``options`` with the extras under which :func:`exact_backend` answers exactly
+    (:attr:`~smug_opt.backend.Backend.exact_extras`); no extras when none is installed."""
+    from smug_opt.registry import BackendUnavailableError
+
+    try:
+        extras = dict(exact_backend().exact_extras)
+    except BackendUnavailableError:
+        extras = {}
+    return replace(options, extras=extras)
+
+
 @dataclass(frozen=True)
 class _Answer:
-    """What z3 said: ``none_below`` (exact unsat), or a verified ``found`` solution, or
-    ``why`` neither; ``bound`` is z3's exact lower bound rounded down, when it minimised."""
+    """What the exact backend said: ``none_below`` (exact unsat), or a verified ``found`` solution, or
+    ``why`` neither; ``bound`` is its exact lower bound rounded down, when it minimised."""
 
     none_below: bool = False
     found: Verification | None = None
-    better_exists: bool = False  # z3 found one, but its float64 rounding fails verification
+    better_exists: bool = False  # it found one, but its float64 rounding fails verification
     bound: float | None = None
     why: str = ""
 
 
 class _ExactQuestions:
-    """Questions to the exact z3 encoding, each in its own worker, within the deadline."""
+    """Questions to :func:`exact_backend`, each in its own worker, within the deadline."""
 
     def __init__(self, problem: Problem, ask: Step, deadline: float | None) -> None:
+        from smug_opt.registry import BackendUnavailableError
+
         self.problem, self.ask, self.deadline = problem, ask, deadline
+        try:
+            self.backend: type[Backend] | None = exact_backend()
+            self._missing = ""
+        except BackendUnavailableError as error:
+            self.backend, self._missing = None, str(error)
+        self.name = "the exact backend" if self.backend is None else self.backend.name
 
-    @staticmethod
-    def available() -> bool:
-        from smug_opt.registry import available_backends
+    def available(self) -> bool:
+        return self.backend is not None
 
-        return EXACT_BACKEND in available_backends()
-
-    @staticmethod
-    def missing() -> str:
-        return f"the {EXACT_BACKEND!r} backend is not installed here"
+    def missing(self) -> str:
+        """Why no exact backend can be asked (empty when one can)."""
+        return self._missing
 
     def below(self, value: Fraction | None) -> _Answer:
         """Is there a solution with objective ``< value`` (None: any solution)?"""
         return self._ask(value, minimise=False)
 
     def minimum(self) -> _Answer:
-        """A minimiser and the exact minimum (rounded down), by z3's exact minimisation."""
+        """A minimiser and the exact minimum (rounded down), by the exact backend's minimisation."""
         return self._ask(None, minimise=True)
 
     def _ask(self, value: Fraction | None, *, minimise: bool) -> _Answer:
@@ -231,14 +258,14 @@ class _ExactQuestions:
         remaining = None if self.deadline is None else self.deadline - time.monotonic()
         if remaining is not None and remaining <= 0.05:
             return _Answer(why="the time limit was reached")
-        answer = self.ask(question, BackendChoice.parse(EXACT_BACKEND, check=False),
+        answer = self.ask(question, BackendChoice.parse(self.name, check=False),
                           Deadline.after(remaining), None)
         if answer.status is Status.INFEASIBLE and answer.proof == "exact":
             return _Answer(none_below=True)
         bound = answer.bound if minimise else None
         if answer.x is None:
             return _Answer(better_exists=answer.verified is False, bound=bound,
-                           why=answer.message or f"{EXACT_BACKEND} said {answer.status.name}")
+                           why=answer.message or f"{self.name} said {answer.status.name}")
         found = verify(p, answer.x[:p.num_vars])
         if not found.ok:  # cannot happen for a verified answer; never trust it
             return _Answer(why="its solution failed verification against the problem")
@@ -289,19 +316,19 @@ class _Residual:
     """The residual-question loop for problems enumeration does not settle."""
 
     def __init__(self, problem: Problem, result: SolveResult, incumbent: Verification | None,
-                 z3: _ExactQuestions, start: float) -> None:
-        self.problem, self.result, self.z3, self.start = problem, result, z3, start
+                 exact: _ExactQuestions, start: float) -> None:
+        self.problem, self.result, self.exact, self.start = problem, result, exact, start
         self.best = incumbent
         self.improved = False
-        self.bound: float | None = None  # z3's exact lower bound (rounded down), once it minimised
+        self.bound: float | None = None  # the exact backend's lower bound (rounded down), once it minimised
 
     def run(self) -> SolveResult:
         minimised = False
         while True:
-            answer = self.z3.below(None if self.best is None else self.best.objective)
+            answer = self.exact.below(None if self.best is None else self.best.objective)
             if answer.none_below:
-                what = (f"{EXACT_BACKEND} (exact) proved no solution is better" if self.best
-                        else f"{EXACT_BACKEND} (exact) proved infeasibility")
+                what = (f"{self.exact.name} (exact) proved no solution is better" if self.best
+                        else f"{self.exact.name} (exact) proved infeasibility")
                 return _settled(self.problem, self.result, self.best, what, self.start)
             if answer.found is not None:
                 self._offer(answer.found)
@@ -310,12 +337,12 @@ class _Residual:
             elif not answer.better_exists:
                 return self._unsettled(answer.why)
             if minimised:
-                return self._unsettled(f"{EXACT_BACKEND} finds solutions below every float64 one it "
+                return self._unsettled(f"{self.exact.name} finds solutions below every float64 one it "
                                        f"returns: the optimum is not attained by a float64 point")
-            least = self.z3.minimum()
+            least = self.exact.minimum()
             minimised = True
             if least.none_below:
-                return self._unsettled(f"{EXACT_BACKEND} called the problem infeasible after finding "
+                return self._unsettled(f"{self.exact.name} called the problem infeasible after finding "
                                        f"a solution")
             if least.found is not None:
                 self._offer(least.found)
@@ -335,7 +362,7 @@ class _Residual:
                               self.start, proven=False, bound=self.bound)
         detail = f" ({why})" if why else ""
         result = self.result if self.bound is None else replace(self.result, bound=self.bound)
-        return _downgraded(result, f"{EXACT_BACKEND} did not settle it{detail}", self.start)
+        return _downgraded(result, f"{self.exact.name} did not settle it{detail}", self.start)
 
 
 # ---------------------------------------------------------------------- results

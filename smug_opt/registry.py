@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import functools
 import warnings
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 from importlib.metadata import EntryPoint, entry_points
 
 from smug_opt.backend import Backend, Capabilities
@@ -20,6 +20,7 @@ __all__ = [
     "UnknownBackendError",
     "available_backends",
     "backend_class",
+    "backend_declaring",
     "backend_infos",
     "refresh",
 ]
@@ -147,3 +148,29 @@ def available_backends() -> list[str]:
             continue
         usable.append(name)
     return usable
+
+
+def backend_declaring(purpose: str, *capabilities: str) -> type[Backend]:
+    """The first usable backend, by name, that declares every one of ``capabilities``
+    (:class:`~smug_opt.backend.Capabilities` fields): how the core finds a solver for
+    ``purpose`` without naming one. Raises :class:`BackendUnavailableError` saying what
+    ``purpose`` needs and what would provide it."""
+    unknown = set(capabilities) - {f.name for f in fields(Capabilities)}
+    if unknown:
+        raise ValueError(f"unknown capabilities {sorted(unknown)}; Capabilities declares "
+                         f"{[f.name for f in fields(Capabilities)]}")
+    unusable = []
+    for name in registered_names():
+        try:
+            cls = _load(name)
+        except BackendUnavailableError:
+            continue
+        if all(getattr(cls.capabilities, c) for c in capabilities):
+            reason = cls.unavailable_reason()
+            if reason is None:
+                return cls
+            unusable.append(f"{name!r}: {reason}")
+    needs = " and ".join(f"capabilities.{c}" for c in capabilities)
+    offer = (f"; registered but not usable: {'; '.join(unusable)}" if unusable
+             else "; none is registered (see `smug-opt backends`)")
+    raise BackendUnavailableError(f"{purpose} needs a backend that declares {needs}{offer}")

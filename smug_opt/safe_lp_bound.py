@@ -20,16 +20,18 @@ from fractions import Fraction
 import numpy as np
 import scipy.sparse as sp
 
-from smug_opt.bounds.lp import LP_BACKEND, lp_solver, safe_min
+from smug_opt.bounds.lp import lp_solver, safe_min
 from smug_opt.exact import dot_error_bound, float_down
 from smug_opt.ir import Problem, Sense
 
 __all__ = ["safe_lp_bound", "strengthened_safe_lp_bound"]
 
 
-def safe_lp_bound(problem: Problem, *, seconds: float, backend: str = LP_BACKEND) -> float | None:
+def safe_lp_bound(problem: Problem, *, seconds: float, backend: str | None = None) -> float | None:
     """A lower bound on the optimum of ``problem`` that holds exactly, or None when the LP
-    solver gave no multipliers within ``seconds`` (or called the relaxation infeasible)."""
+    solver gave no multipliers within ``seconds`` (or called the relaxation infeasible).
+    ``backend`` provides the LP solver (None: :func:`~smug_opt.bounds.lp.lp_solver` picks
+    one that declares ``capabilities.lp``)."""
     n, c = problem.num_vars, problem.objective
     senses, rhs = problem.senses, problem.rhs
     at_least = np.isin(senses, (Sense.GE, Sense.GT, Sense.EQ))
@@ -55,7 +57,7 @@ def safe_lp_bound(problem: Problem, *, seconds: float, backend: str = LP_BACKEND
 
 
 def strengthened_safe_lp_bound(problem: Problem, *, seconds: float,
-                               backend: str = LP_BACKEND) -> float | None:
+                               backend: str | None = None) -> float | None:
     """:func:`safe_lp_bound` of the strengthened problem: the exact cost of the cells it
     fixes on plus each part's bound (None when a part has none within ``seconds``)."""
     from smug_opt.strengthen import strengthen

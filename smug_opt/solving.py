@@ -103,9 +103,9 @@ def solve(
         certify = _float_solver(choice) and any(issue.certify for issue in numeric_issues(problem))
     step: Step = _Solve(settings, strengthen)
     if certify:
-        from smug_opt.certify import EXACT_EXTRAS
+        from smug_opt.certify import exact_options
 
-        exact = replace(settings, options=replace(settings.options, extras=EXACT_EXTRAS))
+        exact = replace(settings, options=exact_options(settings.options))
         step = Certify(step, questions=_Solve(exact, None))
     return replace(step(problem, choice, deadline, start_x), time_limit=time_limit)
 

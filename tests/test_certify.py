@@ -106,10 +106,10 @@ def test_claims_are_downgraded_when_time_runs_out(status: Status, downgraded: St
     if status is Status.INFEASIBLE:
         result = replace(result, status=Status.INFEASIBLE, x=None, objective=None, bound=float("inf"))
     from smug_opt.backend import SolveOptions
-    from smug_opt.certify import EXACT_EXTRAS
+    from smug_opt.certify import exact_options
     from smug_opt.strategies import SingleBackend, WorkerSettings
 
-    ask = SingleBackend(WorkerSettings(SolveOptions(extras=EXACT_EXTRAS), isolate=True, grace=1.0,
+    ask = SingleBackend(WorkerSettings(exact_options(SolveOptions()), isolate=True, grace=1.0,
                                        memory_limit_mb=None))
     r = certify(p, result, ask=ask, deadline=time.monotonic() - 1.0)
     assert r.status is downgraded and r.proof is None

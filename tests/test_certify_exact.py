@@ -78,10 +78,10 @@ def test_a_wrong_enumeration_is_caught_and_nothing_is_claimed() -> None:
     worse = verify(p, np.array([1.0, 1, 1, 1, 1, 1, 1, 0]))  # feasible, far from optimal
     assert worse.ok and worse.objective > case.optimum(p)
     from smug_opt.backend import SolveOptions
-    from smug_opt.certify import EXACT_EXTRAS
+    from smug_opt.certify import exact_options
     from smug_opt.strategies import SingleBackend, WorkerSettings
 
-    z3 = _ExactQuestions(p, SingleBackend(WorkerSettings(SolveOptions(extras=EXACT_EXTRAS), isolate=True,
+    z3 = _ExactQuestions(p, SingleBackend(WorkerSettings(exact_options(SolveOptions()), isolate=True,
                                                          grace=1.0, memory_limit_mb=None)), None)
     r = _cross_checked(p, result, worse, z3, start=0.0)
     assert r.proof is None and "the exact methods disagree" in r.message, r.message

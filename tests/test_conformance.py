@@ -168,3 +168,33 @@ def test_exact_optimum_of_one_continuous_variable() -> None:
         v = b2.add_continuous(2, 0.0, 1.0)
         b2.add_constraints([[1.0, 1.0]], v, ">", [0.5])
         exact_optimum(b2.build())
+
+
+# ------------------------------------------------- solvers chosen by what they declare
+def test_the_core_finds_its_solvers_by_declared_capabilities(toy_plugin: str) -> None:
+    """A plugin that declares a capability is found by it, with no change to the core: the
+    toy brute force (exact, strict, no ReLU) answers for exact-and-strict but is not asked
+    certification's questions, which need ReLUs too."""
+    pytest.importorskip("z3")
+    pytest.importorskip("highspy")
+    from smug_opt.bounds.lp import lp_solver
+    from smug_opt.certify import exact_backend
+
+    assert registry.backend_declaring("a test", "exact", "strict_inequalities").name == "toy-bruteforce"
+    certifier = exact_backend()
+    assert certifier.name == "z3" and certifier.exact_extras == {"encoding": "exact"}
+    assert registry.backend_declaring("LP bounds", "lp").name == "highs"
+    assert lp_solver() is not None
+    with pytest.raises(registry.BackendUnavailableError,
+                       match=r"^a test needs a backend that declares capabilities\.exact and "
+                             r"capabilities\.lp; none is registered"):
+        registry.backend_declaring("a test", "exact", "lp")
+    with pytest.raises(ValueError, match="unknown capabilities \\['exactly'\\]"):
+        registry.backend_declaring("a test", "exactly")
+
+
+@pytest.mark.parametrize("backend", FIRST_PARTY)
+def test_a_backend_declares_lp_exactly_when_it_provides_an_lp_solver(backend: str) -> None:
+    skip_unless_usable(backend)
+    cls = registry.backend_class(backend)
+    assert cls.capabilities.lp == (cls.lp_solver() is not None)

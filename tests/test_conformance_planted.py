@@ -33,9 +33,10 @@ def test_the_honest_plugin_passes_every_check_in_one_call(scipy_plugin: str) -> 
     report = run_conformance(scipy_plugin)
     assert report.ok, report.summary()
     # every check applies except those needing a capability the plugin does not declare
-    # (it is not exact), which are skipped with that reason, never failed
+    # (it is not exact and has no LP solver), which are skipped with that reason, never failed
     not_passed = {r.check: r for r in report.results if r.outcome is not CheckOutcome.PASSED}
-    assert set(not_passed) == {"check_exact_never_rejected"}, report.summary()
-    skipped = not_passed["check_exact_never_rejected"]
-    assert skipped.outcome is CheckOutcome.SKIPPED, report.summary()
-    assert "capabilities.exact" in skipped.message, report.summary()
+    needs = {"check_exact_never_rejected": "exact", "check_lp_solver": "lp"}
+    assert set(not_passed) == set(needs), report.summary()
+    for check, capability in needs.items():
+        assert not_passed[check].outcome is CheckOutcome.SKIPPED, report.summary()
+        assert f"capabilities.{capability}" in not_passed[check].message, report.summary()

@@ -86,17 +86,17 @@ class _Counted:
 def test_certification_asks_its_exact_questions_through_the_step_it_was_given():
     pytest.importorskip("highspy")
     pytest.importorskip("z3")
-    from smug_opt.certify import EXACT_BACKEND, EXACT_EXTRAS
+    from smug_opt.certify import exact_backend, exact_options
 
     # more binaries than enumeration settles, and no incumbent for an LP bound: z3 is asked
     n = 20
     rng = np.random.default_rng(0)
     p = Problem.from_arrays(rng.uniform(0.1, 1.0, (1, n)), [">"], [25.0])  # infeasible
-    exact = WorkerSettings(SolveOptions(extras=EXACT_EXTRAS), isolate=True, grace=1.0, memory_limit_mb=None)
+    exact = WorkerSettings(exact_options(SolveOptions()), isolate=True, grace=1.0, memory_limit_mb=None)
     questions = _Counted(SingleBackend(exact))
     started = time.monotonic()
     r = Certify(SingleBackend(_settings()), questions)(p, BackendChoice.parse("highs"),
                                                         Deadline.after(30.0), None)
     assert r.status is Status.INFEASIBLE and r.proof == Proof.EXACT, r.message
-    assert questions.asked and all(c.name == EXACT_BACKEND for c in questions.asked)
+    assert questions.asked and all(c.name == exact_backend().name for c in questions.asked)
     assert time.monotonic() - started < 30.0 + 2.0

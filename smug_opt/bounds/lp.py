@@ -17,18 +17,15 @@ import scipy.sparse as sp
 from smug_opt.backend import LpSolver
 from smug_opt.exact import TINY, UNIT_ROUNDOFF
 
-__all__ = ["LP_BACKEND", "LP_SECONDS", "RelaxationLP", "lp_solver", "safe_min"]
+__all__ = ["LP_SECONDS", "RelaxationLP", "lp_solver", "safe_min"]
 
 LP_SECONDS = 5.0
 """Time limit of each bound LP; one that hits it keeps the bound it had."""
 
-LP_BACKEND = "highs"
-"""The backend whose LP solver (:meth:`smug_opt.backend.Backend.lp_solver`) bounds neurons."""
-
-
 class RelaxationLP:
     """The LP relaxation of the masked network, solved for one bound at a time by the LP
-    solver a backend provides (``lp_backend``, HiGHS by default).
+    solver a backend provides (``lp_backend``; None: the first usable one declaring
+    ``capabilities.lp``, see :func:`lp_solver`).
 
     Columns: ``M`` (the binaries), then per hidden layer ``z`` (pre-activations, within
     their bounds), ``h`` (outputs) and ``a`` (phase, relaxed to [0, 1], one per unstable
@@ -42,7 +39,7 @@ class RelaxationLP:
     def __init__(self, A1: np.ndarray, b1: np.ndarray, layers: Sequence[tuple[np.ndarray, np.ndarray]],
                  lo: Sequence[np.ndarray], hi: Sequence[np.ndarray],
                  out_rows: np.ndarray, out_rhs: np.ndarray, max_ones: int | None,
-                 lp_backend: str = LP_BACKEND, seconds: float = float("inf")) -> None:
+                 lp_backend: str | None = None, seconds: float = float("inf")) -> None:
         row_lo: list[np.ndarray] = []
         row_hi: list[np.ndarray] = []
         col_lb: list[np.ndarray] = [np.zeros(A1.shape[0])]
@@ -135,15 +132,19 @@ class RelaxationLP:
         return (min(value, fallback), True) if maximise else (max(value, fallback), True)
 
 
-def lp_solver(backend: str) -> LpSolver:
-    """The LP solver ``backend`` provides (:meth:`smug_opt.backend.Backend.lp_solver`)."""
-    from smug_opt.registry import backend_class
+def lp_solver(backend: str | None = None) -> LpSolver:
+    """The LP solver ``backend`` provides (:meth:`smug_opt.backend.Backend.lp_solver`);
+    None: the first usable backend, by name, that declares ``capabilities.lp``. ImportError
+    when it is not usable here, ValueError when it provides none."""
+    from smug_opt.registry import backend_class, backend_declaring
 
     try:
-        solver = backend_class(backend).lp_solver()
+        cls = backend_declaring("LP bounds", "lp") if backend is None else backend_class(backend)
+        solver = cls.lp_solver()
     except (ImportError, RuntimeError, ValueError) as error:
-        raise ImportError(f"LP bounds solve their LPs with backend {backend!r}, which is not usable "
-                          f"here ({error}); install it or use bounds without LPs ('crown', 'interval')"
+        which = "a backend" if backend is None else f"backend {backend!r}"
+        raise ImportError(f"LP bounds solve their LPs with {which}, which is not usable here "
+                          f"({error}); install it or use bounds without LPs ('crown', 'interval')"
                           ) from error
     if solver is None:
         raise ValueError(f"backend {backend!r} provides no LP solver for LP bounds")

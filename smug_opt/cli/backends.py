@@ -22,7 +22,7 @@ def _supports(info: BackendInfo) -> str:
     if caps is None:
         return "-"
     flags = [("strict", caps.strict_inequalities), ("relu", caps.relu),
-             ("incumbents", caps.incumbents), ("exact", caps.exact)]
+             ("incumbents", caps.incumbents), ("exact", caps.exact), ("lp", caps.lp)]
     return ",".join(name for name, on in flags if on) or "-"
 
 

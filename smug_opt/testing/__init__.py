@@ -28,7 +28,7 @@ Selection by capabilities: strict senses and real coefficients are part of every
 natively or through a bridge. ReLU constraints are bridged by nobody on a backend's
 behalf (a MILP backend lowers them itself with :func:`smug_opt.bridges.to_milp`), so the
 ReLU checks run only when ``capabilities.relu`` is declared; the exactness check runs only
-when ``capabilities.exact`` is.
+when ``capabilities.exact`` is, the LP solver's check only when ``capabilities.lp`` is.
 
 Known failures: a backend class may declare ``known_failures: ClassVar[Mapping[str, str]]``
 (check name -> reason). Those checks are expected to fail (xfail); one that passes is

@@ -11,6 +11,7 @@ from dataclasses import dataclass
 from fractions import Fraction
 
 import numpy as np
+import scipy.sparse as sp
 
 from smug_opt.backend import Status
 from smug_opt.claims import objective_tolerance
@@ -273,6 +274,33 @@ def check_exact_never_rejected(backend: str) -> None:
         result = _solve(backend, problem, label=label)
         rejected = [a for a in result.attempts if a.verified is False]
         assert not rejected, f"{label!r}: {len(rejected)} attempt(s) rejected: {rejected[0].message}"
+
+
+@_check(needs="lp")
+def check_lp_solver(backend: str) -> None:
+    """A declared LP solver answers with multipliers that bound the LP's optimum rigorously.
+
+    min/max ``v0`` s.t. ``v0 + v1 >= 1``, ``0 <= v0 <= 1``, ``0 <= v1 <= 0.25`` are 0.75
+    and 1; the core's safe bound from each answer's multipliers must hold and be tight.
+    """
+    from smug_opt.bounds.lp import safe_min
+
+    solver = backend_class(backend).lp_solver()
+    assert solver is not None, "declares capabilities.lp, but lp_solver() returned None"
+    A = sp.csr_matrix(np.array([[1.0, 1.0]]))
+    row_lo, row_hi = np.array([1.0]), np.array([np.inf])
+    col_lb, col_ub = np.zeros(2), np.array([1.0, 0.25])
+    assert solver.load(A, row_lo, row_hi, col_lb, col_ub, _SMALL_LIMIT), \
+        "load() called a feasible LP infeasible"
+    At = A.T.tocsr()
+    for sign, optimum in ((1.0, 0.75), (-1.0, -1.0)):
+        y = solver.minimize(0, sign, _SMALL_LIMIT)
+        assert y is not None and np.shape(y) == (1,), \
+            f"minimize(0, {sign}) gave {y!r}, expected one multiplier per row"
+        bound = safe_min(np.array([sign, 0.0]), At, abs(At).tocsr(), row_lo, row_hi, col_lb, col_ub,
+                         np.asarray(y, dtype=float))
+        assert optimum - 1e-6 <= bound <= optimum, \
+            f"minimize(0, {sign}): safe bound {bound!r} from multipliers {y!r}, exact optimum {optimum}"
 
 
 def _warm_up(backend: str) -> float:
