@@ -268,7 +268,7 @@ def test_a_file_over_the_byte_limit_is_refused_before_reading(tmp_path):
     ("C10 G 1   0       { uns 11 4  12 3 } -1\n", "C10 G 1   0       { uns 11 4  12 3 } -1\nextra\n",
      "text after the 11 derivations"),
     ("DER 11", "DER 12", "the file ends where a constraint name was expected"),
-    ("C1  G 1  2  0 2  1 3", "C1  G 1  2  0 2  0 3", "lists variable 0 twice"),
+    ("C1  G 1  2  0 2  1 3", "C1  G 1  2  0 2  0 3", "lists index 0 twice"),
     ("C1  G 1  2", "C1  G 1/0  2", "must be a rational number"),
 ])
 def test_malformed_files_end_in_one_error_naming_the_problem(tmp_path, old, new, phrase):

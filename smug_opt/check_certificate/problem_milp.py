@@ -47,8 +47,8 @@ def expected_milp(problem: Problem) -> ExpectedMilp:
     n = problem.num_vars
     binary = problem.kinds == VarKind.BINARY
     objective = row_from_values(
-        ((int(j), Fraction(float(problem.objective[j]))) for j in np.flatnonzero(problem.objective)),
-        Fraction(0), GE)
+        ((int(j), *float(problem.objective[j]).as_integer_ratio())
+         for j in np.flatnonzero(problem.objective)), Fraction(0), GE)
     constraints: list[Row] = []
     for j in range(n):
         lb, ub = (0.0, 1.0) if binary[j] else (float(problem.lb[j]), float(problem.ub[j]))
@@ -67,7 +67,8 @@ def expected_milp(problem: Problem) -> ExpectedMilp:
                 rhs = _tightened(pairs, rhs, sense)
             else:
                 strict.add(2 * n + i)
-        constraints.append(row_from_values(pairs, rhs, _SENSES[sense]))
+        constraints.append(row_from_values(
+            ((j, a.numerator, a.denominator) for j, a in pairs), rhs, _SENSES[sense]))
     return ExpectedMilp([f"x{j}" for j in range(n)], frozenset(np.flatnonzero(binary).tolist()),
                         objective, constraints, 2 * n, frozenset(strict))
 

@@ -99,11 +99,12 @@ class Row:
         return gap > 0 if strictly else gap >= 0
 
 
-def row_from_values(coefs: Iterable[tuple[int, Fraction]], rhs: Fraction, sense: int) -> Row:
-    """A row from rational coefficients (zeros dropped) over their least common denominator."""
-    items = [(j, a) for j, a in coefs if a != 0]
-    den = math.lcm(*(a.denominator for _, a in items)) if items else 1
-    return Row({j: a.numerator * (den // a.denominator) for j, a in items}, den, rhs, sense)
+def row_from_values(coefs: Iterable[tuple[int, int, int]], rhs: Fraction, sense: int) -> Row:
+    """A row from coefficients ``(j, numerator, denominator)`` (zeros dropped) over their
+    least common denominator."""
+    items = [t for t in coefs if t[1]]
+    den = math.lcm(*(d for _, _, d in items)) if items else 1
+    return Row({j: p * (den // d) for j, p, d in items}, den, rhs, sense)
 
 
 def with_lhs_of(form: Row, rhs: Fraction, sense: int) -> Row:
@@ -111,27 +112,21 @@ def with_lhs_of(form: Row, rhs: Fraction, sense: int) -> Row:
     return Row(form.coefs, form.den, rhs, sense)
 
 
-def combine(terms: list[tuple[Fraction, Row]]) -> tuple[dict[int, int], int, Fraction]:
-    """``sum(λ·row)`` as ``(coefs, den, rhs)`` (zeros dropped); the caller checks the signs
-    and decides the sense. Integer arithmetic only: one common denominator for the
-    left-hand sides, one for the right-hand sides."""
+def combine(terms: list[tuple[int, int, Row]]) -> tuple[dict[int, int], int, Fraction]:
+    """``sum(p/q · row)`` over ``(p, q, row)`` (q > 0) as ``(coefs, den, rhs)`` (zeros
+    dropped); the caller checks the signs and decides the sense. Integer arithmetic only:
+    one common denominator for the left-hand sides, one for the right-hand sides."""
     if not terms:
         return {}, 1, Fraction(0)
-    scales = [(lam.numerator, lam.denominator, row) for lam, row in terms]
-    den = math.lcm(*(q * row.den for _, q, row in scales))
-    rhs_parts = [(p * row.rhs.numerator, q * row.rhs.denominator) for p, q, row in scales]
+    den = math.lcm(*(q * row.den for _, q, row in terms))
+    rhs_parts = [(p * row.rhs.numerator, q * row.rhs.denominator) for p, q, row in terms]
     rhs_den = math.lcm(*(d for _, d in rhs_parts))
     rhs = Fraction(sum(n * (rhs_den // d) for n, d in rhs_parts), rhs_den)
     acc: dict[int, int] = {}
     get = acc.get
-    for p, q, row in scales:
+    for p, q, row in terms:
         factor = p * (den // (q * row.den))
-        coefs = row.coefs
-        if len(coefs) == 1:
-            (j, a), = coefs.items()
-            acc[j] = get(j, 0) + factor * a
-            continue
-        for j, a in coefs.items():
+        for j, a in row.coefs.items():
             acc[j] = get(j, 0) + factor * a
     return {j: a for j, a in acc.items() if a}, den, rhs
 

@@ -8,37 +8,57 @@ values, with a cap on their length so no token can cost more than a bounded amou
 
 from __future__ import annotations
 
+import itertools
 import re
 from collections.abc import Iterator
 from fractions import Fraction
 from pathlib import Path
 
-__all__ = ["MAX_TOKEN_CHARS", "TokenStream", "parse_value"]
+__all__ = ["MAX_TOKEN_CHARS", "TokenStream", "parse_ratio", "parse_value"]
 
 MAX_TOKEN_CHARS = 4096
 """The longest number a certificate may write (an exact float64 needs about 1,100 digits)."""
 
 _CHUNK = 1 << 20
 _INT = re.compile(r"[+-]?[0-9]+")
-_RATIO = re.compile(r"([+-]?[0-9]+)/([0-9]+)")
 _DECIMAL = re.compile(r"[+-]?([0-9]+\.?[0-9]*|\.[0-9]+)([eE][+-]?[0-9]+)?")
 
 
-def parse_value(token: str) -> Fraction | None:
-    """The rational a token writes (``3``, ``-1/2``, ``0.25``, ``1e-3``), or None."""
+def parse_ratio(token: str) -> tuple[int, int] | None:
+    """The rational a token writes (``3``, ``-1/2``, ``0.25``, ``1e-3``) as ``(numerator,
+    denominator)`` with a positive denominator (not necessarily reduced), or None."""
     if len(token) > MAX_TOKEN_CHARS:
         return None
-    ratio = _RATIO.fullmatch(token)
-    if ratio:
-        den = int(ratio.group(2))
-        return None if den == 0 else Fraction(int(ratio.group(1)), den)
+    if token.isdigit() or (token[:1] in "+-" and token[1:].isdigit()):  # ASCII only: read so
+        return int(token), 1
+    num, slash, den = token.partition("/")
+    if slash:
+        if den.isdigit() and (num.isdigit() or (num[:1] in "+-" and num[1:].isdigit())):
+            d = int(den)
+            return (int(num), d) if d else None
+        return None
     decimal = _DECIMAL.fullmatch(token)
     if decimal is None:
         return None
     exponent = decimal.group(2)
     if exponent is not None and abs(int(exponent[1:])) > MAX_TOKEN_CHARS:
         return None
-    return Fraction(token)
+    value = Fraction(token)
+    return value.numerator, value.denominator
+
+
+def parse_value(token: str) -> Fraction | None:
+    """The rational a token writes, as a Fraction, or None."""
+    ratio = parse_ratio(token)
+    return None if ratio is None else Fraction(*ratio)
+
+
+def _index(token: str, limit: int) -> int | None:
+    if token.isdigit() and len(token) <= 18:
+        value = int(token)
+        if value < limit:
+            return value
+    return None
 
 
 def _chunks(path: Path) -> Iterator[str]:
@@ -122,10 +142,40 @@ class TokenStream:
     def index(self, what: str, limit: int) -> int:
         """An integer index in ``0..limit-1``."""
         token = self.next(what)
-        if len(token) > 18 or not _INT.fullmatch(token) or not 0 <= int(token) < limit:
-            raise ValueError(f"{self.path}: {what} must be an index in 0..{limit - 1}, "
-                             f"found {token[:40]!r}")
-        return int(token)
+        value = _index(token, limit)
+        if value is None:
+            raise self._bad_index(what, limit, token)
+        return value
+
+    def _bad_index(self, what: str, limit: int, token: str) -> ValueError:
+        return ValueError(f"{self.path}: {what} must be an index in 0..{limit - 1}, "
+                          f"found {token[:40]!r}")
+
+    def pairs(self, count: int, what: str, limit: int) -> list[tuple[int, int, int]]:
+        """``count`` pairs ``index value`` as ``(index, numerator, denominator)``: distinct
+        indices in ``0..limit-1``, rational values; read in one batch (the hot path)."""
+        tokens = self._pending[::-1] + list(itertools.islice(self._tokens, 2 * count))
+        self._pending = []
+        if len(tokens) < 2 * count:
+            raise ValueError(f"{self.path}: the file ends inside {what}")
+        extra = tokens[2 * count:]
+        self._pending = extra[::-1]
+        out = []
+        for k in range(count):
+            token, text = tokens[2 * k], tokens[2 * k + 1]
+            j = _index(token, limit)
+            if j is None:
+                raise self._bad_index(f"an index in {what}", limit, token)
+            ratio = parse_ratio(text)
+            if ratio is None:
+                raise ValueError(f"{self.path}: a value in {what} must be a rational number (like "
+                                 f"3, -1/2, 0.25), found {text[:40]!r}")
+            out.append((j, *ratio))
+        if len({j for j, _, _ in out}) != count:
+            seen: set[int] = set()
+            twice = next(j for j, _, _ in out if j in seen or seen.add(j))
+            raise ValueError(f"{self.path}: {what} lists index {twice} twice")
+        return out
 
     def integer(self, what: str) -> int:
         """Any integer (small: an index field that may be -1)."""

@@ -180,22 +180,23 @@ class _Verifier:
         return self.check_cutoff(d, where)
 
     def check_linear(self, d: Derivation, where: str, *, rounded: bool) -> frozenset[int]:
-        terms: list[tuple[Fraction, Row]] = []
+        terms: list[tuple[int, int, Row]] = []
         direction = 0
         resting: list[frozenset[int]] = []
-        for i, lam in d.reason.multipliers:
-            if lam == 0:
+        for i, p, q in d.reason.multipliers:
+            if p == 0:
                 continue
             row = self.referenced(i, where)
-            sign = (1 if lam > 0 else -1) * row.sense
+            sign = (1 if p > 0 else -1) * row.sense
             if sign and direction and sign != direction:
                 raise CertificateRejected(
-                    f"{where}: the multiplier {lam} of {self.names[i]!r} has the wrong sign (a "
-                    f"{row.letter} constraint after ones giving {'>=' if direction > 0 else '<='})")
+                    f"{where}: the multiplier {Fraction(p, q)} of {self.names[i]!r} has the wrong "
+                    f"sign (a {row.letter} constraint after ones giving "
+                    f"{'>=' if direction > 0 else '<='})")
             direction = direction or sign
-            terms.append((lam, row))
+            terms.append((p, q, row))
             resting.append(self.assumptions[i])
-        self.charge(len(d.row.coefs) + sum(len(row.coefs) for _, row in terms), where)
+        self.charge(len(d.row.coefs) + sum(len(row.coefs) for _, _, row in terms), where)
         coefs, den, rhs = combine(terms)
         if den.bit_length() > _MAX_BITS:
             raise CertificateRejected(f"{where}: its multipliers need a common denominator of "

@@ -42,7 +42,8 @@ class Reason:
     """``{ asm }``, ``{ sol }``, ``{ lin/rnd p i λ ... }`` or ``{ uns i1 l1 i2 l2 }``."""
 
     kind: str
-    multipliers: tuple[tuple[int, Fraction], ...] = ()
+    multipliers: tuple[tuple[int, int, int], ...] = ()
+    """``(constraint index, numerator, denominator)`` of each multiplier (denominator > 0)."""
     unsplit: tuple[int, int, int, int] = (0, 0, 0, 0)
 
 
@@ -90,7 +91,7 @@ def read_header(stream: TokenStream) -> Header:
     solutions = []
     for _ in range(stream.count("the number of solutions")):
         name = stream.next("a solution's name")
-        solutions.append((name, dict(_pairs(stream, n, f"solution {name}"))))
+        solutions.append((name, {j: Fraction(p, q) for j, p, q in _pairs(stream, n, f"solution {name}")}))
     stream.keyword("DER")
     return Header(variables, frozenset(integers), sense == "min", objective, constraints,
                   bound_count, infeasible, lower, upper, solutions,
@@ -106,15 +107,8 @@ def read_derivation(stream: TokenStream, header: Header, index: int) -> Derivati
     if kind in ("asm", "sol"):
         reason = Reason(kind)
     elif kind in ("lin", "rnd"):
-        seen: set[int] = set()
-        pairs = []
-        for _ in range(stream.count(f"the number of multipliers of {where}")):
-            i = stream.index(f"a constraint index in {where}", index)
-            if i in seen:
-                raise ValueError(f"{stream.path}: {where} lists constraint {i} twice")
-            seen.add(i)
-            pairs.append((i, stream.value(f"a multiplier in {where}")))
-        reason = Reason(kind, tuple(pairs))
+        count = stream.count(f"the number of multipliers of {where}")
+        reason = Reason(kind, tuple(stream.pairs(count, f"the multipliers of {where}", index)))
     elif kind == "uns":
         fields = tuple(stream.index(f"an unsplit index in {where}", index) for _ in range(4))
         reason = Reason(kind, unsplit=fields)  # type: ignore[arg-type]
@@ -161,13 +155,5 @@ def _constraint(stream: TokenStream, n: int, objective: Row) -> tuple[str, Row]:
     return name, row_from_values(_pairs(stream, n, f"constraint {name}"), rhs, SENSE_CODES[letter])
 
 
-def _pairs(stream: TokenStream, n: int, what: str) -> list[tuple[int, Fraction]]:
-    seen: set[int] = set()
-    pairs = []
-    for _ in range(stream.count(f"the number of entries of {what}")):
-        j = stream.index(f"a variable index in {what}", n)
-        if j in seen:
-            raise ValueError(f"{stream.path}: {what} lists variable {j} twice")
-        seen.add(j)
-        pairs.append((j, stream.value(f"a value in {what}")))
-    return pairs
+def _pairs(stream: TokenStream, n: int, what: str) -> list[tuple[int, int, int]]:
+    return stream.pairs(stream.count(f"the number of entries of {what}"), what, n)
