@@ -11,8 +11,8 @@ from fractions import Fraction
 
 import numpy as np
 
-__all__ = ["TINY", "UNIT_ROUNDOFF", "Dyadic", "dot", "dot_error_bound", "float_down", "from_float",
-           "from_floats", "sign", "to_float", "to_fraction"]
+__all__ = ["TINY", "UNIT_ROUNDOFF", "Dyadic", "compare", "dot", "dot_error_bound", "dot_split", "float_down",
+           "from_float", "from_floats", "sign", "to_float", "to_fraction"]
 
 UNIT_ROUNDOFF = 2.0**-53
 """float64's unit roundoff: one rounding moves a normal result by at most this, relatively."""
@@ -60,9 +60,21 @@ def _sum(terms: list[Dyadic]) -> Dyadic:
 def dot(coefficients: np.ndarray, values: list[Dyadic], const: float = 0.0) -> Dyadic:
     """``Σ coefficients[i]·values[i] + const`` exactly (``coefficients`` are float64)."""
     cm, ce = from_floats(coefficients)
-    terms = [(a * m, b + e) for a, b, (m, e) in zip(cm, ce, values, strict=True) if m != 0]
-    terms.append(from_float(const))
+    return dot_split(cm, ce, values, from_float(const))
+
+
+def dot_split(mantissas: list[int], exponents: list[int], values: list[Dyadic],
+              const: Dyadic = ZERO) -> Dyadic:
+    """:func:`dot` over coefficients already split by :func:`from_floats` (a matrix's
+    entries converted once, not row by row)."""
+    terms = [(a * m, b + e) for a, b, (m, e) in zip(mantissas, exponents, values, strict=True) if m != 0]
+    terms.append(const)
     return _sum(terms)
+
+
+def compare(value: Dyadic, other: Dyadic) -> int:
+    """The sign of ``value - other``: -1, 0 or 1."""
+    return sign(_sum([value, (-other[0], other[1])]))
 
 
 def sign(value: Dyadic) -> int:

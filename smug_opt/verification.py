@@ -100,12 +100,13 @@ def _complete(problem: Problem, x: np.ndarray) -> dict[int, exact.Dyadic]:
     values: dict[int, exact.Dyadic] = {}
     relu_in = problem.relu_in
     x_mant, x_exp = exact.from_floats(x)  # every given value's dyadic, converted once
+    a_mant, a_exp = exact.from_floats(relu_in.data)  # and every coefficient's
+    c_mant, c_exp = exact.from_floats(problem.relu_const)
+    indptr, indices = relu_in.indptr.tolist(), relu_in.indices.tolist()
     for r, out in enumerate(problem.relu_out.tolist()):
-        lo, hi = relu_in.indptr[r], relu_in.indptr[r + 1]
-        cols = relu_in.indices[lo:hi]
-        coefs = relu_in.data[lo:hi]
-        vals = [values[c] if c in values else (x_mant[c], x_exp[c]) for c in cols.tolist()]
-        z = exact.dot(coefs, vals, problem.relu_const[r])
+        lo, hi = indptr[r], indptr[r + 1]
+        vals = [values[c] if c in values else (x_mant[c], x_exp[c]) for c in indices[lo:hi]]
+        z = exact.dot_split(a_mant[lo:hi], a_exp[lo:hi], vals, (c_mant[r], c_exp[r]))
         values[out] = z if exact.sign(z) > 0 else exact.ZERO
         values[-1 - r] = z  # pre-activation, kept for the bound check
     return values
@@ -144,21 +145,30 @@ def verify(problem: Problem, x: np.ndarray, *, max_listed: int = 20) -> Verifica
     for j in np.flatnonzero(plain & ((x < problem.lb) | (x > problem.ub))).tolist():
         report(Violation(ViolationKind.BOUND, j, float(max(problem.lb[j] - x[j], x[j] - problem.ub[j])),
                          f"value {x[j]!r} outside [{problem.lb[j]!r}, {problem.ub[j]!r}]"))
-    for r, j in enumerate(problem.relu_out.tolist()):
-        y = exact.to_fraction(exact_vals[j])
-        z = exact.to_fraction(exact_vals[-1 - r])
-        if y < Fraction(problem.lb[j]) or y > Fraction(problem.ub[j]):
-            report(Violation(ViolationKind.BOUND, j, float(max(Fraction(problem.lb[j]) - y,
-                                                   y - Fraction(problem.ub[j]))),
-                             f"relu output {float(y)!r} outside [{problem.lb[j]!r}, "
-                             f"{problem.ub[j]!r}]"))
-        zlo, zhi = problem.relu_lo[r], problem.relu_hi[r]
-        below = np.isfinite(zlo) and z < Fraction(zlo)
-        above = np.isfinite(zhi) and z > Fraction(zhi)
+    # correct rounding is monotone: a value whose nearest float is strictly inside a float
+    # bound is inside it; only the others (ties in float) are compared exactly
+    outs = problem.relu_out
+    z_f = np.array([exact.to_float(exact_vals[-1 - r]) for r in range(outs.size)])
+    y_f = xf[outs]
+    lb, ub, zlo_all, zhi_all = problem.lb[outs], problem.ub[outs], problem.relu_lo, problem.relu_hi
+    inside = (y_f > lb) & (y_f < ub) & (z_f > zlo_all) & (z_f < zhi_all)
+    ties = np.flatnonzero(~inside)
+    lows, highs = _Bounds(lb[ties]), _Bounds(ub[ties])
+    zlows, zhighs = _Bounds(zlo_all[ties]), _Bounds(zhi_all[ties])
+    for k, r in enumerate(ties.tolist()):
+        j = int(outs[r])
+        y, z = exact_vals[j], exact_vals[-1 - r]
+        if lows.crossed(k, y, -1) or highs.crossed(k, y, 1):
+            y_q = exact.to_fraction(y)
+            report(Violation(ViolationKind.BOUND, j, float(max(Fraction(lb[r]) - y_q, y_q - Fraction(ub[r]))),
+                             f"relu output {float(y_q)!r} outside [{lb[r]!r}, {ub[r]!r}]"))
+        zlo, zhi = zlo_all[r], zhi_all[r]
+        below, above = zlows.crossed(k, z, -1), zhighs.crossed(k, z, 1)
         if below or above:
-            amount = float(Fraction(zlo) - z if below else z - Fraction(zhi))
+            z_q = exact.to_fraction(z)
+            amount = float(Fraction(zlo) - z_q if below else z_q - Fraction(zhi))
             report(Violation(ViolationKind.RELU_BOUND, r, amount,
-                             f"pre-activation {float(z)!r} outside the declared bounds "
+                             f"pre-activation {float(z_q)!r} outside the declared bounds "
                              f"[{zlo!r}, {zhi!r}]"))
 
     exactly = _check_rows(problem, x, xf, exact_vals, report)
@@ -167,6 +177,18 @@ def verify(problem: Problem, x: np.ndarray, *, max_listed: int = 20) -> Verifica
         ok=count == 0, violations=tuple(violations), num_violations=count,
         objective=objective, x=xf, rows_checked_exactly=exactly,
     )
+
+
+class _Bounds:
+    """Float bounds as exact dyadics, converted at once; an infinite bound is never crossed."""
+
+    def __init__(self, bounds: np.ndarray) -> None:
+        self.finite = np.isfinite(bounds).tolist()
+        self.mant, self.exp = exact.from_floats(np.where(np.isfinite(bounds), bounds, 0.0))
+
+    def crossed(self, k: int, value: exact.Dyadic, side: int) -> bool:
+        """Whether ``value`` is beyond bound ``k``: below it (``side`` -1) or above it (1)."""
+        return self.finite[k] and exact.compare(value, (self.mant[k], self.exp[k])) == side
 
 
 @dataclass(frozen=True)
@@ -198,13 +220,26 @@ def decide_rows(problem: Problem, X: np.ndarray,
     certain = np.abs(d) > 2.0 * bound + exact.UNIT_ROUNDOFF * np.abs(problem.rhs)
     holds = _sense_holds(problem.senses, np.sign(d)) & certain  # equality rows: never certain
     undecided = np.argwhere(~certain)
-    value = exact_value or (lambda point, j: exact.from_float(X[point, j]))
-    for point, i in undecided.tolist():
-        lo, hi = A.indptr[i], A.indptr[i + 1]
-        diff = exact.dot(A.data[lo:hi], [value(point, j) for j in A.indices[lo:hi].tolist()],
-                         -problem.rhs[i])
-        holds[point, i] = _sense_holds(problem.senses[i:i + 1], np.array([exact.sign(diff)]))[0]
+    if undecided.size == 0:
+        return RowDecision(holds, d, 0)
+    a_mant, a_exp = exact.from_floats(A.data)  # every coefficient converted once
+    r_mant, r_exp = exact.from_floats(-problem.rhs)
+    indptr, indices = A.indptr.tolist(), A.indices.tolist()
+    points: dict[int, tuple[list[int], list[int]]] = {}
+    signs = np.zeros(undecided.shape[0], dtype=np.int64)
+    for n, (point, i) in enumerate(undecided.tolist()):
+        lo, hi = indptr[i], indptr[i + 1]
+        if exact_value is None:
+            if point not in points:
+                points[point] = exact.from_floats(X[point])
+            x_mant, x_exp = points[point]
+            vals = [(x_mant[j], x_exp[j]) for j in indices[lo:hi]]
+        else:
+            vals = [exact_value(point, j) for j in indices[lo:hi]]
+        diff = exact.dot_split(a_mant[lo:hi], a_exp[lo:hi], vals, (r_mant[i], r_exp[i]))
+        signs[n] = exact.sign(diff)
         d[point, i] = exact.to_float(diff)
+    holds[undecided[:, 0], undecided[:, 1]] = _sense_holds(problem.senses[undecided[:, 1]], signs)
     return RowDecision(holds, d, int(undecided.shape[0]))
 
 
@@ -223,8 +258,9 @@ def _check_rows(
     report: Callable[[Violation], None],
 ) -> int:
     """Check every row; returns how many rows needed exact arithmetic."""
+    x_mant, x_exp = exact.from_floats(x)
     decision = decide_rows(problem, xf, lambda _, c: exact_vals[c] if c in exact_vals
-                           else exact.from_float(x[c]))
+                           else (x_mant[c], x_exp[c]))
     for i in np.flatnonzero(~decision.holds[0]).tolist():
         report(_row_violation(problem, i, float(decision.diff[0, i])))
     return decision.exactly

@@ -62,6 +62,31 @@ def test_declared_relu_bounds_are_checked():
     assert not v.ok and v.violations[0].kind is ViolationKind.RELU_BOUND
 
 
+@settings(max_examples=200, deadline=None)
+@given(a=floats, c=floats, bound_shift=st.sampled_from([0.0, 1e-17, -1e-17, 1e-300, -1e-300]),
+       side=st.sampled_from(["lo", "hi", "ub"]))
+def test_relu_bounds_on_their_boundary_match_fraction_arithmetic(a, c, bound_shift, side):
+    """A pre-activation or output that rounds onto its bound is compared exactly."""
+    z = Fraction(a) + Fraction(c)  # the exact pre-activation at M = 1
+    y = max(z, Fraction(0))
+    edge = float(z if side != "ub" else y) + bound_shift
+    lo, hi, ub = -1e7, 1e7, 1e7
+    if side == "lo":
+        lo = edge
+    elif side == "hi":
+        hi = edge
+    else:
+        ub = max(edge, 0.0)
+    if not lo <= hi:
+        return
+    b = ProblemBuilder()
+    m = b.add_binaries(1)
+    out = b.add_continuous(1, 0.0, ub)
+    b.add_relus(out, [[a]], m, c, lo=lo, hi=hi)
+    want = Fraction(lo) <= z <= Fraction(hi) and y <= Fraction(ub)
+    assert verify(b.build(), np.array([1.0, 0.0])).ok == want
+
+
 def test_non_binary_values_fail_and_snap_rounds_close_ones():
     p = Problem.from_arrays([[1.0, 1.0]], ">=", [1.0])
     assert not verify(p, np.array([0.5, 0.5])).ok
