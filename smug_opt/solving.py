@@ -13,7 +13,7 @@ import numpy as np
 
 from smug_opt.backend import SolveOptions
 from smug_opt.backend_choice import DEFAULT_BACKEND, BackendChoice
-from smug_opt.bound_by_construction import exact_by_construction
+from smug_opt.bound_by_construction import exact_by_construction, optimal_start
 from smug_opt.claims import OBJECTIVE_TOLERANCE, objective_tolerance
 from smug_opt.deadline import Deadline
 from smug_opt.ir import Problem
@@ -127,6 +127,10 @@ class _Solve:
 
     def __call__(self, problem: Problem, choice: BackendChoice, deadline: Deadline,
                  start: np.ndarray | None) -> SolveResult:
+        if start is not None:  # a start at a bound the problem states needs no solver
+            settled = optimal_start(problem, start, str(choice))
+            if settled is not None:
+                return _with_range_notes(problem, choice, settled)
         solver: Step = Race(self.workers) if choice.is_race else SingleBackend(self.workers)
         strengthen = worth_strengthening(problem) if self.strengthen is None else self.strengthen
         if strengthen is not False:

@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 from smug_opt import Problem, Status, solve
-from smug_opt.bound_by_construction import construction_bound, exact_by_construction
+from smug_opt.bound_by_construction import construction_bound, exact_by_construction, optimal_start
 
 
 def test_an_empty_mask_is_exact() -> None:
@@ -70,3 +70,18 @@ def test_a_stress_optimum_at_min_cells_is_exact() -> None:
     r = solve(p, "highs", time_limit=30)
     assert r.status is Status.OPTIMAL and r.objective == 1.0 and r.proof == "exact"
     assert "keeps at least 1 of its cells" in r.message and "min_cells" in r.message
+    assert "before solving" in r.message and not r.attempts  # the greedy start settled it
+
+
+def test_a_start_at_the_bound_needs_no_solver_and_others_do() -> None:
+    A = [[1.0, 1.0, 1.0, 1.0], [3.0, 1.0, 1.0, 0.5]]
+    p = Problem.from_arrays(A, [">=", ">="], [2.0, 3.5])  # optimum 2: {0, 1}
+    settled = optimal_start(p, np.array([1.0, 1.0, 0.0, 0.0]), "highs")
+    assert settled is not None and settled.status is Status.OPTIMAL and settled.proof == "exact"
+    assert settled.objective == 2.0 and settled.bound == 2.0 and settled.verified is True
+    assert optimal_start(p, np.array([0.0, 1.0, 1.0, 0.0]), "highs") is None  # 2 cells, fails row 1
+    assert optimal_start(p, np.array([1.0, 1.0, 1.0, 0.0]), "highs") is None  # holds, above the bound
+    r = solve(p, "highs", time_limit=20, start=np.array([1.0, 1.0, 0.0, 0.0]))
+    assert r.status is Status.OPTIMAL and not r.attempts and "before solving" in r.message
+    r = solve(p, "highs", time_limit=20, start=np.array([1.0, 1.0, 1.0, 0.0]))
+    assert r.status is Status.OPTIMAL and r.objective == 2.0 and r.attempts  # the solver ran
