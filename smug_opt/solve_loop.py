@@ -79,6 +79,7 @@ class SolveLoop:
         self.attempts: list[Attempt] = []
         self.incumbents: list[tuple[float, float]] = []
         self.lower_s = self.solve_s = self.verify_s = 0.0
+        self.longest_check = 0.0  # seconds of the slowest exact check: kept back for the answer's
         self.lower_bound = -math.inf
         self.best: tuple[np.ndarray, Verification] | None = None
         self.peak: float | None = None
@@ -138,7 +139,8 @@ class SolveLoop:
                 break
             if self.race is not None and not self._join_race():
                 break
-            opts = self.options if remaining is None else _with_limit(self.options, remaining)
+            opts = self.options if remaining is None else _with_limit(self.options, remaining,
+                                                                         self.longest_check)
             hard = None if self.deadline is None else self.deadline + self.grace
             outcome = run_attempt(self.backend, attempt_problem, opts, level,
                                   hard_deadline=hard, isolate=self.isolate,
@@ -245,7 +247,9 @@ class SolveLoop:
     def _check(self, x: np.ndarray) -> Verification:
         t = time.perf_counter()
         v = verify(self.problem, snap_binaries(self.problem, x))
-        self.verify_s += time.perf_counter() - t
+        seconds = time.perf_counter() - t
+        self.verify_s += seconds
+        self.longest_check = max(self.longest_check, seconds)
         return v
 
     def _offer(self, v: Verification, level: int) -> None:
@@ -374,9 +378,10 @@ def _exclude(problem: Problem, x: np.ndarray) -> Problem:
     return problem.with_constraints(row[None, :], ">=", 1.0 - float(ones.sum()))
 
 
-def _with_limit(options: SolveOptions, remaining: float) -> SolveOptions:
+def _with_limit(options: SolveOptions, remaining: float, check_seconds: float = 0.0) -> SolveOptions:
     """Options for an attempt with ``remaining`` seconds: the solver is asked to stop a
     little early (10%, at most 1 s) so it can hand back its solution and bound itself
-    rather than be killed."""
-    reserve = min(SOLVER_RESERVE, 0.1 * remaining)
+    rather than be killed, and earlier by ``check_seconds`` (the slowest exact check so
+    far, at most half of what remains) so that its answer is verified within the limit."""
+    reserve = min(SOLVER_RESERVE, 0.1 * remaining) + min(check_seconds, 0.5 * remaining)
     return replace(options, time_limit=max(remaining - reserve, 1e-3))

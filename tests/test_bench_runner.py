@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from smug_opt.backend import Status
-from smug_opt.bench.child import FAULT_KEY
+from smug_opt.bench.child import FAULT_KEY, SLOW_CHECK, SLOW_CHECK_SECONDS
 from smug_opt.bench.generators import random_strict_problem
 from smug_opt.bench.job import Job, run_job
 from smug_opt.bench.records import RESULTS_FILE, read_records
@@ -25,7 +25,7 @@ def write_instances(directory: Path, names: list[str]) -> Path:
     directory.mkdir(parents=True, exist_ok=True)
     for i, name in enumerate(names):
         problem = random_strict_problem(20, 10, seed=i)
-        if name in ("hang", "crash", "oom"):
+        if name in ("hang", "crash", "oom", SLOW_CHECK):
             problem = problem.with_metadata(**{FAULT_KEY: name})
         save_problem(problem, directory / f"{name}.smug")
     return directory
@@ -48,6 +48,16 @@ def test_hanging_job_is_killed_at_limit_plus_grace(tmp_path):
     assert record.exit_code == -9
     assert record.peak_memory_mb > 10  # measured from the reaped process, even when killed
     assert elapsed < 30
+
+
+def test_checks_after_the_solve_are_not_timed_against_the_limit(tmp_path):
+    """A solve that ends in time keeps its status even when re-checking its answer takes
+    longer than the limit plus grace (it was killed and recorded ERROR before)."""
+    directory = write_instances(tmp_path, [SLOW_CHECK])
+    record = run_job(one_job(directory, SLOW_CHECK, time_limit=2.0))
+    assert SLOW_CHECK_SECONDS > 2.0 + 0.5
+    assert record.status in (Status.OPTIMAL, Status.INFEASIBLE) and not record.killed, record.message
+    assert record.wall_seconds < 2.5 and record.reverified in (True, None)
 
 
 def test_memory_limit_kills_the_job(tmp_path):

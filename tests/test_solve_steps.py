@@ -100,3 +100,15 @@ def test_certification_asks_its_exact_questions_through_the_step_it_was_given():
     assert r.status is Status.INFEASIBLE and r.proof == Proof.EXACT, r.message
     assert questions.asked and all(c.name == exact_backend().name for c in questions.asked)
     assert time.monotonic() - started < 30.0 + 2.0
+
+
+def test_the_solver_stops_early_enough_for_its_answer_to_be_checked_in_time():
+    """An attempt's solver limit keeps back the slowest exact check seen so far (at most
+    half of what remains): on large problems (the stress case's CNNs) a check takes
+    seconds, and the answer's check must fit the limit."""
+    from smug_opt.solve_loop import SOLVER_RESERVE, _with_limit
+
+    opts = SolveOptions(time_limit=60.0)
+    assert _with_limit(opts, 60.0).time_limit == 60.0 - SOLVER_RESERVE
+    assert _with_limit(opts, 60.0, 10.0).time_limit == 60.0 - SOLVER_RESERVE - 10.0
+    assert _with_limit(opts, 4.0, 10.0).time_limit == pytest.approx(4.0 - 0.4 - 2.0)

@@ -4,12 +4,16 @@ It receives a :class:`~smug_opt.bench.job.Job` on the connection ``FD``, loads t
 and warms up the backend's imports, answers ``("ready", solver_version, start)`` (``start``
 a ``time.monotonic()`` instant, a clock shared by all processes of the machine), then calls
 :func:`smug_opt.solve` in this process (``isolate=False``: the harness kills this whole
-process at the hard deadline) and answers ``("result", Solved)`` or ``("failed", message)``.
+process at the hard deadline), says ``("solved", end)`` when the solve returns (the
+harness's re-check and the suite's check that follow are not timed against the limit) and
+answers ``("result", Solved)`` or ``("failed", message)``.
 
 Test hook: a problem whose metadata has ``_bench_fault`` set to ``"hang"``, ``"crash"`` or
 ``"oom"`` makes this process, instead of solving, sleep forever, abort (SIGABRT, like a
-segfaulting solver) or allocate memory without bound, so the harness's kill, crash and
-memory-limit paths are exercised on real processes.
+segfaulting solver) or allocate memory without bound; ``"slow-check"`` solves and then
+spends :data:`SLOW_CHECK_SECONDS` before its checks (like a slow exact re-check of a large
+problem). So the harness's kill, crash, memory-limit and check paths are exercised on real
+processes.
 """
 
 from __future__ import annotations
@@ -33,9 +37,11 @@ from smug_opt.spawn import exit_with_parent
 if TYPE_CHECKING:
     from smug_opt.ir import Problem
 
-__all__ = ["FAULT_KEY", "SolutionCheck", "Solved", "main"]
+__all__ = ["FAULT_KEY", "SLOW_CHECK", "SLOW_CHECK_SECONDS", "SolutionCheck", "Solved", "main"]
 
 FAULT_KEY = "_bench_fault"
+SLOW_CHECK = "slow-check"
+SLOW_CHECK_SECONDS = 4.0
 
 
 SolutionCheck = Callable[["Problem", np.ndarray], Mapping[str, Any]]
@@ -107,8 +113,9 @@ def main(fd: int, parent_pid: int) -> None:
         conn.send(("failed", f"before the solve: {_describe(exc)}"))
         return
     conn.send(("ready", version, time.monotonic()))  # one system-wide clock: the parent times from here
-    if FAULT_KEY in problem.metadata:
-        _fault(str(problem.metadata[FAULT_KEY]))
+    fault = problem.metadata.get(FAULT_KEY)
+    if fault is not None and fault != SLOW_CHECK:
+        _fault(str(fault))
     try:
         setting = job.strengthen
         strengthen = (None if setting == "auto" else False if setting == "off"
@@ -116,6 +123,9 @@ def main(fd: int, parent_pid: int) -> None:
         result = solve(problem, backend_name(job.backend), time_limit=job.time_limit,
                        threads=job.threads, seed=job.seed, isolate=False, grace=job.grace,
                        strengthen=strengthen, extras=dict(job.extras))
+        conn.send(("solved", time.monotonic()))  # the harness's own checks are not solve time
+        if fault == SLOW_CHECK:
+            time.sleep(SLOW_CHECK_SECONDS)
         reverified, summary = None, "no solution"
         if result.x is not None:
             check = verify(problem, result.x)

@@ -38,13 +38,17 @@ from smug_opt.bench.records import RecordKey, RunRecord, machine_info
 from smug_opt.bench.suites import Instance
 from smug_opt.spawn import POLL_SECONDS, MemoryWatch, kill_group, spawn
 
-__all__ = ["JOB_GRACE", "START_TIMEOUT", "Job", "JobCancelled", "failed_record", "run_job"]
+__all__ = ["CHECK_TIMEOUT", "JOB_GRACE", "START_TIMEOUT", "Job", "JobCancelled", "failed_record", "run_job"]
 
 JOB_GRACE = 5.0  # not solve.DEFAULT_GRACE (1 s, a worker's): a job process is killed, not recycled
 """Seconds past the time limit before a job process that has not answered is killed."""
 
 START_TIMEOUT = 300.0
 """Seconds a job process may take to load its problem and solver before it is killed."""
+
+CHECK_TIMEOUT = 300.0
+"""Seconds a job process may take, once its solve has returned, to re-check the answer
+exactly and run the suite's check (untimed: not part of the solve) before it is killed."""
 
 _EXIT_WAIT = 10.0
 _OUTPUT_TAIL = 1500
@@ -93,6 +97,7 @@ class _Ending:
     message: Any  # the child's message tuple, or an _Event
     wall: float | None = None  # seconds from the solve's start; None if it never started
     solver: str = ""
+    checking: bool = False  # the solve had returned: the wait ended in the checks after it
 
 
 class _JobProcess:
@@ -172,7 +177,11 @@ def _wait(process: _JobProcess, job: Job, cancel: threading.Event | None) -> _En
         return _Ending(message)
     start = min(message[2], time.monotonic())  # the child's start, not when we heard of it
     answer = process.receive(start + job.time_limit + job.grace, cancel)
-    return _Ending(answer, time.monotonic() - start, message[1])
+    if not (isinstance(answer, tuple) and answer[0] == "solved"):
+        return _Ending(answer, time.monotonic() - start, message[1])
+    wall = min(answer[1], time.monotonic()) - start  # the solve's own seconds
+    answer = process.receive(time.monotonic() + CHECK_TIMEOUT, cancel)
+    return _Ending(answer, wall, message[1], checking=True)
 
 
 def _outcome(job: Job, started_at: str, ending: _Ending, exit_code: int, peak_mb: float,
@@ -199,6 +208,9 @@ def _outcome(job: Job, started_at: str, ending: _Ending, exit_code: int, peak_mb
     phase = "during the solve" if ending.wall is not None else "before the solve"
     if isinstance(message, tuple) and message[0] == "failed":
         text = message[1]
+    elif message is _Event.DEADLINE and ending.checking:
+        text = (f"the solve returned after {ending.wall:.1f} s, but re-checking its answer did not "
+                f"finish within {CHECK_TIMEOUT:g} s: killed")
     elif message is _Event.DEADLINE and ending.wall is not None:
         text = (f"no answer {job.time_limit + job.grace:g} s after the solve started (time limit "
                 f"{job.time_limit:g} s + grace {job.grace:g} s): killed")
