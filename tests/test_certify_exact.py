@@ -16,7 +16,8 @@ from hypothesis import strategies as st
 from test_differential import coefficient
 
 from smug_opt import Problem, ProblemBuilder, Status, load_problem, registry, solve, verify
-from smug_opt.certify import _cross_checked, _enumerate, _ExactQuestions, objective_below
+from smug_opt.certify import _cross_checked, _enumerate, objective_below
+from smug_opt.exact_questions import ExactQuestions
 from smug_opt.testing.brute_force import brute_force, exact_optimum
 
 pytestmark = pytest.mark.skipif("z3" not in registry.available_backends(), reason="needs z3")
@@ -81,7 +82,7 @@ def test_a_wrong_enumeration_is_caught_and_nothing_is_claimed() -> None:
     from smug_opt.certify import exact_options
     from smug_opt.strategies import SingleBackend, WorkerSettings
 
-    z3 = _ExactQuestions(p, SingleBackend(WorkerSettings(exact_options(SolveOptions()), isolate=True,
+    z3 = ExactQuestions(p, SingleBackend(WorkerSettings(exact_options(SolveOptions()), isolate=True,
                                                          grace=1.0, memory_limit_mb=None)), None)
     r = _cross_checked(p, result, worse, z3, start=0.0)
     assert r.proof is None and "the exact methods disagree" in r.message, r.message

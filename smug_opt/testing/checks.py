@@ -278,11 +278,8 @@ def check_exact_never_rejected(backend: str) -> None:
 
 @_check(needs="lp")
 def check_lp_solver(backend: str) -> None:
-    """A declared LP solver answers with multipliers that bound the LP's optimum rigorously.
-
-    min/max ``v0`` s.t. ``v0 + v1 >= 1``, ``0 <= v0 <= 1``, ``0 <= v1 <= 0.25`` are 0.75
-    and 1; the core's safe bound from each answer's multipliers must hold and be tight.
-    """
+    """A declared LP solver's multipliers give a rigorous, tight bound (min/max ``v0`` s.t.
+    ``v0 + v1 >= 1``, ``v0 <= 1``, ``v1 <= 0.25``, ``v >= 0``: 0.75 and 1)."""
     from smug_opt.bounds.lp import safe_min
 
     solver = backend_class(backend).lp_solver()
@@ -290,8 +287,7 @@ def check_lp_solver(backend: str) -> None:
     A = sp.csr_matrix(np.array([[1.0, 1.0]]))
     row_lo, row_hi = np.array([1.0]), np.array([np.inf])
     col_lb, col_ub = np.zeros(2), np.array([1.0, 0.25])
-    assert solver.load(A, row_lo, row_hi, col_lb, col_ub, _SMALL_LIMIT), \
-        "load() called a feasible LP infeasible"
+    assert solver.load(A, row_lo, row_hi, col_lb, col_ub, _SMALL_LIMIT), "load(): a feasible LP failed"
     At = A.T.tocsr()
     for sign, optimum in ((1.0, 0.75), (-1.0, -1.0)):
         y = solver.minimize(0, sign, _SMALL_LIMIT)
