@@ -17,7 +17,7 @@ import warnings
 from collections.abc import Iterator
 from typing import IO, Any
 
-__all__ = ["one_line_warnings", "results_only_stdout", "silenced_stderr", "use_colour"]
+__all__ = ["one_line_warnings", "results_only_stdout", "silenced_stderr", "silenced_stdout", "use_colour"]
 
 
 @contextlib.contextmanager
@@ -40,6 +40,25 @@ def silenced_stderr() -> Iterator[None]:
         finally:
             os.dup2(saved, 2)
             os.close(saved)
+
+
+@contextlib.contextmanager
+def silenced_stdout() -> Iterator[None]:
+    """Send what native code writes to descriptor 1 to the null device (a solver's banner)."""
+    sys.stdout.flush()
+    try:
+        saved = os.dup(1)
+    except OSError:  # no descriptor 1: nothing to silence
+        yield
+        return
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    os.dup2(devnull, 1)
+    os.close(devnull)
+    try:
+        yield
+    finally:
+        os.dup2(saved, 1)
+        os.close(saved)
 
 
 def _one_line(message: Warning | str, category: type[Warning], filename: str, lineno: int,

@@ -59,7 +59,8 @@ _SIGN = {"G": 1, "E": 0, "L": -1}
 
 def _absurd(c: tuple[str, Fraction, dict[int, Fraction]]) -> bool:
     sense, rhs, lhs = c
-    return not lhs and ((sense == "G" and rhs > 0) or (sense == "L" and rhs < 0) or (sense == "E" and rhs != 0))
+    return not lhs and ((sense == "G" and rhs > 0) or (sense == "L" and rhs < 0)
+                        or (sense == "E" and rhs != 0))
 
 
 def _dominates(c, d) -> bool:
@@ -81,9 +82,9 @@ def _combination(cons, multipliers):
     lhs: dict[int, Fraction] = {}
     rhs = Fraction(0)
     for i, lam in multipliers.items():
-        _, r, l = cons[i]
-        rhs += lam * r
-        for j, a in l.items():
+        _, side, row = cons[i]
+        rhs += lam * side
+        for j, a in row.items():
             lhs[j] = lhs.get(j, 0) + lam * a
     lhs = {j: a for j, a in lhs.items() if a != 0}
     sense = "G" if any(s > 0 for s in signs) else "L" if any(s < 0 for s in signs) else "E"
@@ -212,7 +213,8 @@ def test_certificates_of_brute_forced_claims_recheck(problem: Problem, tmp_path_
     if x is None:
         assert kind == "infeas" and cert.optimum is None
     else:
-        exact = sum(Fraction(float(c)) * Fraction(float(v)) for c, v in zip(problem.objective, x, strict=True))
+        exact = sum(Fraction(float(c)) * Fraction(float(v))
+                    for c, v in zip(problem.objective, x, strict=True))
         assert kind == "range" and bound == exact == cert.optimum
 
 
@@ -292,9 +294,59 @@ def test_closure_row_with_a_continuous_variable(tmp_path: Path) -> None:
     problem = _closure_problem(0.25)
     row = exact_milp(problem).problem_row(0)
     assert row.strict and row.rhs == Fraction(3, 2)
-    cert = write_certificate(problem, "OPTIMAL", np.array([1.0, 1.0, 0.0, 0.0]), tmp_path / "p.vipr", seconds=10)
+    cert = write_certificate(problem, "OPTIMAL", np.array([1.0, 1.0, 0.0, 0.0]), tmp_path / "p.vipr",
+                             seconds=10)
     assert recheck((tmp_path / "p.vipr").read_text()) == ("range", 2)
     assert cert.optimum == 2
     with pytest.raises(CertificateError, match="strict"):  # 1 + 0.5 is not > 1.5
         write_certificate(_closure_problem(0.5), "OPTIMAL", np.array([1.0, 0.0, 0.0, 0.5]),
                           tmp_path / "q.vipr", seconds=10)
+
+
+# ------------------------------------------------------------ the command line
+
+
+def _saved(tmp_path: Path, rhs: float) -> Path:
+    """``x0 + 2·x1 + x2 >= rhs`` over binaries, minimising their count (infeasible above 4)."""
+    from smug_opt.problem_file import save_problem
+
+    b = ProblemBuilder()
+    m = b.add_binaries(3)
+    b.add_constraints([[1.0, 2.0, 1.0]], m, ">=", rhs)
+    b.set_objective(m, 1.0)
+    path = tmp_path / f"p{rhs:g}.smug"
+    save_problem(b.build(), path)
+    return path
+
+
+def test_solve_writes_a_certificate_of_the_optimum(tmp_path: Path, capsys) -> None:
+    from smug_opt.cli import main
+
+    out = tmp_path / "p.vipr"
+    assert main(["solve", str(_saved(tmp_path, 3.0)), "--certificate", str(out)]) == 0
+    assert f"certificate {out}: optimum 2" in capsys.readouterr().out
+    assert recheck(out.read_text()) == ("range", 2)
+
+
+def test_solve_writes_a_certificate_of_infeasibility(tmp_path: Path, capsys) -> None:
+    from smug_opt.cli import main
+
+    out = tmp_path / "p.vipr"
+    main(["solve", str(_saved(tmp_path, 5.0)), "--certificate", str(out)])
+    assert f"certificate {out}: infeasibility" in capsys.readouterr().out
+    assert recheck(out.read_text()) == ("infeas", None)
+
+
+def test_solve_says_why_no_certificate_is_written(tmp_path: Path, capsys) -> None:
+    """A claim that is no proof (time limit) writes nothing and says why; a path that
+    cannot be written is refused before solving."""
+    from smug_opt.cli import main
+
+    out = tmp_path / "p.vipr"
+    main(["solve", str(_saved(tmp_path, 3.0)), "--certificate", str(out), "--backend", "highs",
+          "--certificate-time", "1e-9"])
+    printed = capsys.readouterr().out
+    assert "certificate none written (the certified branch-and-bound did not finish" in printed
+    assert not out.exists()
+    assert main(["solve", str(_saved(tmp_path, 3.0)), "--certificate", str(tmp_path)]) != 0
+    assert "is a folder" in capsys.readouterr().err

@@ -1,11 +1,13 @@
 """Cardinality cuts as ``rnd`` derivations: what lifts the LP bound of rows like ``a·M > 0``.
 
-A row over binaries ``a·x >= β`` with ``β > 0`` (an ``L`` row negated) needs some of its
-positive-coefficient binaries set: divided by the largest coefficient ``a_max``, with
-``x >= 0`` added to fill each coefficient up to 1 (positive ones) or cancel it (negative
-ones), it gives ``Σ_{a_j>0} x_j >= β / a_max``, and rounding (integer coefficients on
-binaries) ``>= ceil(β / a_max)``. The LP relaxation of the tightened strict rows is solved
-by near-empty masks; with these cuts it is not.
+A row over binaries ``a·x >= β`` with ``β > 0`` (an ``L`` row negated) needs at least ``k``
+of its positive-coefficient binaries set, ``k`` the fewest of its largest coefficients
+that reach ``β``. With ``t`` the ``k``-th largest: the row divided by ``t``, minus
+``(a_j/t − 1)·(x_j <= 1)`` for the ``k − 1`` larger ones, plus ``(1 − a_j/t)·(x_j >= 0)``
+(or ``−a_j/t`` for negative ``a_j``) for the others, is ``Σ_{a_j>0} x_j >= k − 1 + ε`` with
+``ε = (β − Σ_{top k−1} a_j) / t > 0``; rounding (integer coefficients on binaries) gives
+``>= k``. The LP relaxation of the tightened strict rows is solved by near-empty masks;
+with these cuts it is not.
 """
 
 from __future__ import annotations
@@ -30,16 +32,23 @@ def cardinality_cuts(milp: ExactMilp, derivations: Derivations) -> list[tuple[in
         sign = 1 if row.sense == "G" else -1
         coefs = [sign * a for a in row.coefs]
         goal = sign * row.rhs
-        largest = max(coefs, default=Fraction(0))
-        if goal <= 0 or largest <= 0:
-            continue
-        multipliers = {index: Fraction(sign) / largest}
+        ranked = sorted((a for a in coefs if a > 0), reverse=True)
+        if goal <= 0 or sum(ranked) < goal:
+            continue  # no cut, or no point satisfies the row (the LP finds that)
+        k, reached = 0, Fraction(0)
+        while reached < goal:
+            reached += ranked[k]
+            k += 1
+        t = ranked[k - 1]
+        larger = sum(ranked[:k - 1], Fraction(0))
+        multipliers = {index: Fraction(sign) / t}
         for j, a in zip(row.cols, coefs, strict=True):
-            lift = -a / largest if a < 0 else 1 - a / largest
-            if lift:
-                multipliers[2 * j] = lift
+            if a > t:
+                multipliers[2 * j + 1] = 1 - a / t  # (a_j/t − 1)·(x_j <= 1) subtracted
+            elif a != t:
+                multipliers[2 * j] = -a / t if a < 0 else 1 - a / t
         support = tuple(j for j, a in zip(row.cols, coefs, strict=True) if a > 0)
-        rhs = Fraction(math.ceil(goal / largest))
+        rhs = Fraction(math.ceil((goal - larger) / t + (k - 1)))
         cut = ExactRow(f"c{index - first}", "G", rhs, support, (Fraction(1),) * len(support))
         cut_index = derivations.combine(cut.name, "G", rhs, zip(cut.cols, cut.coefs, strict=True),
                                         multipliers, rounded=True)

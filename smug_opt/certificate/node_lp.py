@@ -14,6 +14,7 @@ import numpy as np
 import scipy.sparse as sp
 
 from smug_opt.certificate.milp import ExactMilp, ExactRow
+from smug_opt.console import silenced_stdout
 
 __all__ = ["LpAnswer", "NodeLp"]
 
@@ -55,7 +56,8 @@ class NodeLp:
         lp.a_matrix_.start_ = A.indptr.astype(np.int32)
         lp.a_matrix_.index_ = A.indices.astype(np.int32)
         lp.a_matrix_.value_ = A.data
-        h = highspy.Highs()
+        with silenced_stdout():  # HiGHS prints its banner on construction
+            h = highspy.Highs()
         h.setOptionValue("output_flag", False)
         h.setOptionValue("threads", 1)
         h.setOptionValue("presolve", "off")  # keeps Farkas rays available

@@ -18,7 +18,7 @@ import numpy as np
 
 from smug_opt.backend_choice import BackendChoice
 from smug_opt.batch import ExplainSettings
-from smug_opt.cli.explain_output import ig_progress, render_explanation
+from smug_opt.cli.explain_output import certificate_beside, ig_progress, render_explanation
 from smug_opt.cli.options import (
     add_executor_options,
     add_model_input_options,
@@ -28,7 +28,12 @@ from smug_opt.cli.options import (
     input_range_arg,
     input_shape_arg,
 )
-from smug_opt.cli.solve import add_solver_options, solver_kwargs
+from smug_opt.cli.solve import (
+    add_certificate_options,
+    add_solver_options,
+    check_certificate_options,
+    solver_kwargs,
+)
 from smug_opt.inputs import PREPROCESSING
 from smug_opt.models.catalog import describe
 from smug_opt.outputs import SINGLE_RUN_FILES, check_out_dir, replace_run_files
@@ -92,6 +97,8 @@ def add_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParse
     smug.add_argument("--ig-batch", type=int, help="Integrated Gradients points per batch "
                       "(default: sized from the model's memory footprint)")
     add_solver_options(p)
+    add_certificate_options(p, extra="; the problem it is about is written beside it (FILE with "
+                                     "the suffix .smug). Single inputs only")
     p.add_argument("--out", type=Path, default=Path("results"),
                    help="output folder (default results/); a single explain replaces the "
                         "previous run's files there")
@@ -189,6 +196,7 @@ def _check_args(args: argparse.Namespace) -> None:
     if args.tokens is not None and not re.findall(r"[\w']+", args.tokens):
         raise ValueError(f"--tokens {args.tokens!r} holds no word to explain")
     check_out_dir(args.out)
+    check_certificate_options(args)
 
 
 def _settings(args: argparse.Namespace, name: str) -> ExplainSettings:
@@ -267,6 +275,10 @@ def _model_ref(args: argparse.Namespace, name: str) -> Any:
 def _run_batch(args: argparse.Namespace, name: str, settings: ExplainSettings, source: Path) -> int:
     from smug_opt.batch import explain_many
     from smug_opt.cli import EXIT_ERROR, EXIT_NO_ANSWER, EXIT_OK
+
+    if args.certificate is not None:
+        raise ValueError("--certificate is for a single input, not a batch run (use `smug-opt "
+                         "solve --certificate` on each problem)")
 
     inputs: Any = source if source.is_dir() else np.load(source, mmap_mode="r", allow_pickle=False)
     with executor_from_args(args) as executor:
@@ -357,6 +369,9 @@ def _run_single(args: argparse.Namespace, name: str, settings: ExplainSettings, 
     print(f"{e.method} on {name}: target {describe(name).class_label(e.target)}, {e.neurons.size} neurons, "
           f"{mask}, status {status}")
     print(f"wrote {out}/")
+    if args.certificate is not None:
+        seconds = s.time_limit if args.certificate_time is None else args.certificate_time
+        print(f"certificate {certificate_beside(e, args.certificate, seconds)}")
     if not e.ok:
         from smug_opt.cli import EXIT_NO_ANSWER
 

@@ -1,5 +1,6 @@
-"""What a single ``smug-opt explain`` shows: the Integrated Gradients progress bar and the
-rendered explanation (overlay for pictures, HTML and terminal colours for text)."""
+"""What a single ``smug-opt explain`` shows and writes besides the mask: the Integrated
+Gradients progress bar, the rendered explanation (overlay for pictures, HTML and terminal
+colours for text) and, asked for, a certificate of the solver's claim."""
 
 from __future__ import annotations
 
@@ -12,7 +13,7 @@ import numpy as np
 from smug_opt.console import use_colour
 from smug_opt.models.catalog import describe
 
-__all__ = ["ig_progress", "render_explanation"]
+__all__ = ["certificate_beside", "ig_progress", "render_explanation"]
 
 
 def ig_progress() -> Any:
@@ -65,3 +66,17 @@ def render_explanation(e: Any, x: np.ndarray, name: str, info: dict[str, Any], o
         hits = int((kept & rationale).sum())
         print(f"planted rationale: {hits}/{int(rationale.sum())} recalled, "
               f"precision {hits / max(int(kept.sum()), 1):.2f}")
+
+
+def certificate_beside(e: Any, path: Path, seconds: float) -> str:
+    """Write the explanation's problem to ``path`` with the suffix ``.smug`` and the
+    certificate of its solver's claim to ``path``; a line saying what was written."""
+    if e.result is None:
+        return f"none written: {e.method} solves no problem"
+    from smug_opt.cli.solve import certificate_line
+    from smug_opt.problem_file import save_problem
+
+    problem_path = path.with_suffix(".smug")
+    save_problem(e.problem, problem_path)
+    _, line = certificate_line(e.problem, e.result, path, seconds, str(problem_path))
+    return f"{line} (problem: {problem_path})"

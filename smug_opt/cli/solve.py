@@ -14,8 +14,9 @@ from smug_opt.result import Proof
 if TYPE_CHECKING:
     from smug_opt.result import SolveResult
 
-__all__ = ["add_parser", "add_solver_options", "add_strengthen_options", "proof_line", "run",
-           "solver_kwargs", "strengthen_setting"]
+__all__ = ["add_certificate_options", "add_parser", "add_solver_options", "add_strengthen_options",
+           "certificate_line", "check_certificate_options", "proof_line", "run", "solver_kwargs",
+           "strengthen_setting"]
 
 
 def add_solver_options(p: argparse.ArgumentParser, *, default_backend: str = DEFAULT_BACKEND) -> None:
@@ -102,6 +103,47 @@ def proof_line(result: SolveResult) -> str:
             f"--certify proves or downgrades it)")
 
 
+def add_certificate_options(p: argparse.ArgumentParser, *, extra: str = "") -> None:
+    """``--certificate FILE`` and ``--certificate-time SECONDS``."""
+    p.add_argument("--certificate", type=Path, default=None, metavar="FILE",
+                   help="write a VIPR certificate of an OPTIMAL or INFEASIBLE claim to FILE, checkable "
+                        "with `smug-opt check-certificate` (docs/certificates.md)" + extra)
+    p.add_argument("--certificate-time", type=float, default=None, metavar="SECONDS",
+                   help="seconds for proving the certificate (default: the --time-limit)")
+
+
+def check_certificate_options(args: argparse.Namespace) -> None:
+    """Reject a ``--certificate`` path that cannot be written, before anything is solved."""
+    path = args.certificate
+    if args.certificate_time is not None and not args.certificate_time > 0:
+        raise ValueError(f"--certificate-time must be positive, got {args.certificate_time:g}")
+    if path is None:
+        if args.certificate_time is not None:
+            raise ValueError("--certificate-time needs --certificate FILE")
+        return
+    if path.is_dir():
+        raise ValueError(f"--certificate {path} is a folder; give a file name (e.g. out.vipr)")
+    if not path.parent.is_dir():
+        raise FileNotFoundError(f"--certificate {path}: its folder {path.parent} does not exist")
+
+
+def certificate_line(problem: object, result: SolveResult, path: Path, seconds: float,
+                     source: str = "") -> tuple[bool, str]:
+    """Write the certificate of ``result``'s claim about ``problem`` to ``path``: whether it
+    was written, and a line saying where and what it proves, or why there is none."""
+    from smug_opt.certificate import CLAIMS, CertificateError, write_certificate
+
+    claim = result.status.name
+    if claim not in CLAIMS:
+        return False, f"none written: {claim} is not a claim a certificate proves (OPTIMAL, INFEASIBLE)"
+    try:
+        cert = write_certificate(problem, claim, result.x, path, seconds=seconds,  # type: ignore[arg-type]
+                                 source=source)
+    except CertificateError as exc:
+        return False, f"none written ({exc}); the claim stands as reported"
+    return True, f"{path}: {cert.summary()}"
+
+
 def add_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParser:
     p = subparsers.add_parser(
         "solve", help="solve a saved .smug problem on one backend",
@@ -117,6 +159,7 @@ def add_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParse
                               "float-faithful range: subnormal numbers, huge costs)")
     certify.add_argument("--no-certify", action="store_false", dest="certify",
                          help="never certify, whatever the input")
+    add_certificate_options(p)
     p.add_argument("--json", action="store_true", help="print the full result as JSON")
     p.add_argument("--no-x", action="store_true", help="omit the solution vector from --json")
     p.add_argument("--verbose", action="store_true", help="show the solver's own log (on stderr)")
@@ -130,12 +173,20 @@ def run(args: argparse.Namespace) -> int:
         raise ValueError(f"{args.problem} is a folder; give a problem file (.smug)")
     if not args.problem.is_file():
         raise FileNotFoundError(f"{args.problem}: no such problem file")
+    check_certificate_options(args)
     from smug_opt import load_problem, solve
 
     problem = load_problem(args.problem)
     result = solve(problem, verbose=args.verbose, certify=args.certify, **solver_kwargs(args))
+    certificate = None
+    if args.certificate is not None:
+        seconds = args.time_limit if args.certificate_time is None else args.certificate_time
+        certificate = certificate_line(problem, result, args.certificate, seconds, str(args.problem))
     if args.json:
-        print(json.dumps(result.to_dict(include_x=not args.no_x), indent=2))
+        record = result.to_dict(include_x=not args.no_x)
+        if certificate is not None:
+            record["certificate"] = {"written": certificate[0], "note": certificate[1]}
+        print(json.dumps(record, indent=2))
     else:
         t = result.times
         print(f"problem    {args.problem} ({problem!r})")
@@ -157,6 +208,8 @@ def run(args: argparse.Namespace) -> int:
             print(f"numeric    {issue}")
         if result.message:
             print(f"note       {result.message}")
+        if certificate is not None:
+            print(f"certificate {certificate[1]}")
     if result.status.name == "ERROR":
         print(f"solver error: {result.message}", file=sys.stderr)
         return EXIT_NO_ANSWER
