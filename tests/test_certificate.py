@@ -203,13 +203,19 @@ def binary_problems(draw):
 @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(problem=binary_problems())
 def test_certificates_of_brute_forced_claims_recheck(problem: Problem, tmp_path_factory) -> None:
-    """A certificate of the exact optimum (or infeasibility) is written, and every one of its
-    derivations holds exactly; its bound is the brute-forced optimum."""
+    """A certificate of the exact optimum (or infeasibility) is written, every one of its
+    derivations holds exactly, and `smug-opt check-certificate` accepts it; its bound is
+    the brute-forced optimum."""
+    from smug_opt.cli import main
+    from smug_opt.problem_file import save_problem
+
     path = tmp_path_factory.mktemp("vipr") / "p.vipr"
     x = brute_force(problem)
     claim = "INFEASIBLE" if x is None else "OPTIMAL"
     cert = write_certificate(problem, claim, x, path, seconds=30)
     kind, bound = recheck(path.read_text())
+    save_problem(problem, path.with_suffix(".smug"))
+    assert main(["check-certificate", str(path.with_suffix(".smug")), str(path)]) == 0
     if x is None:
         assert kind == "infeas" and cert.optimum is None
     else:
@@ -326,6 +332,7 @@ def test_solve_writes_a_certificate_of_the_optimum(tmp_path: Path, capsys) -> No
     assert main(["solve", str(_saved(tmp_path, 3.0)), "--certificate", str(out)]) == 0
     assert f"certificate {out}: optimum 2" in capsys.readouterr().out
     assert recheck(out.read_text()) == ("range", 2)
+    assert main(["check-certificate", str(tmp_path / "p3.smug"), str(out)]) == 0
 
 
 def test_solve_writes_a_certificate_of_infeasibility(tmp_path: Path, capsys) -> None:
@@ -335,6 +342,7 @@ def test_solve_writes_a_certificate_of_infeasibility(tmp_path: Path, capsys) -> 
     main(["solve", str(_saved(tmp_path, 5.0)), "--certificate", str(out)])
     assert f"certificate {out}: infeasibility" in capsys.readouterr().out
     assert recheck(out.read_text()) == ("infeas", None)
+    assert main(["check-certificate", str(tmp_path / "p5.smug"), str(out)]) == 0
 
 
 def test_solve_says_why_no_certificate_is_written(tmp_path: Path, capsys) -> None:
