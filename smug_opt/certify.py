@@ -37,6 +37,7 @@ from fractions import Fraction
 import numpy as np
 
 from smug_opt.backend import Status
+from smug_opt.deadline import Deadline
 from smug_opt.exact import dot_error_bound, float_down
 from smug_opt.exact_questions import (
     EXACT_CAPABILITIES,
@@ -68,12 +69,11 @@ LP_SECONDS = 10.0
 _ENUMERATION = "exact enumeration of every binary assignment"
 
 
-def certify(problem: Problem, result: SolveResult, *, ask: Step, deadline: float | None) -> SolveResult:
-    """``result`` with its claim proven exactly, corrected, or downgraded (see module doc).
-    Results whose claim is already exact, or that claim nothing provable, pass through.
-    ``ask`` answers the exact questions (a solve step built with :func:`exact_options`,
-    each question in its own worker); ``deadline`` is a :func:`time.monotonic` moment
-    (None: no limit)."""
+def certify(problem: Problem, result: SolveResult, *, ask: Step, deadline: Deadline) -> SolveResult:
+    """``result`` with its claim proven exactly, corrected, or downgraded (see module doc)
+    by ``deadline``. Results whose claim is already exact, or that claim nothing provable,
+    pass through. ``ask`` answers the exact questions (a solve step built with
+    :func:`exact_options`, each question in its own worker)."""
     if result.proof == "exact" or not (
             result.status in (Status.OPTIMAL, Status.INFEASIBLE)
             or (result.status is Status.FEASIBLE and result.x is not None)):
@@ -98,17 +98,17 @@ def certify(problem: Problem, result: SolveResult, *, ask: Step, deadline: float
 
 # ------------------------------------------------------------- the safe LP bound
 def _by_safe_lp_bound(problem: Problem, result: SolveResult, incumbent: Verification,
-                      deadline: float | None, start: float) -> SolveResult | None:
+                      deadline: Deadline, start: float) -> SolveResult | None:
     """The incumbent proven optimal by
     :func:`~smug_opt.safe_lp_bound.strengthened_safe_lp_bound` (above
     ``v - 1`` for an integral objective, else at least ``v``), or None when it is not."""
     from smug_opt.safe_lp_bound import strengthened_safe_lp_bound
 
-    remaining = LP_SECONDS if deadline is None else (deadline - time.monotonic()) * LP_SHARE
-    if remaining <= 0.05:
+    lp_deadline = Deadline.after(LP_SECONDS) if deadline.at is None else deadline.share(LP_SHARE)
+    if lp_deadline.passed(0.05):
         return None
     try:
-        bound = strengthened_safe_lp_bound(problem, seconds=remaining)
+        bound = strengthened_safe_lp_bound(problem, deadline=lp_deadline)
     except (ImportError, ValueError):  # no LP solver here: the exact backend answers alone
         return None
     if bound is None:
@@ -131,7 +131,7 @@ def _enumerable(problem: Problem) -> bool:
     return problem.determined_by_binaries and n <= limit
 
 
-def _enumerate(problem: Problem, deadline: float | None = None) -> Verification | None:
+def _enumerate(problem: Problem, deadline: Deadline | None = None) -> Verification | None:
     """The exact optimum over every binary assignment (None: infeasible). Without ReLUs,
     rows are decided by :func:`~smug_opt.verification.decide_rows` and the feasible
     assignments verified in order of their float objective, stopping once it exceeds the
@@ -155,7 +155,7 @@ def _enumerate(problem: Problem, deadline: float | None = None) -> Verification 
     for done, k in enumerate(order):
         if approx[k] > best_approx + slack:
             break
-        if deadline is not None and done % 256 == 255 and time.monotonic() > deadline:
+        if deadline is not None and done % 256 == 255 and deadline.passed():
             raise TimeoutError
         v = verify(problem, X[k])
         if v.ok and (best is None or v.objective < best.objective):

@@ -6,7 +6,6 @@ declares what :data:`EXACT_CAPABILITIES` lists), with what options, and the ques
 from __future__ import annotations
 
 import math
-import time
 from dataclasses import dataclass, replace
 from fractions import Fraction
 
@@ -64,7 +63,7 @@ class ExactAnswer:
 class ExactQuestions:
     """Questions to :func:`exact_backend`, each in its own worker, within the deadline."""
 
-    def __init__(self, problem: Problem, ask: Step, deadline: float | None) -> None:
+    def __init__(self, problem: Problem, ask: Step, deadline: Deadline) -> None:
         from smug_opt.registry import BackendUnavailableError
 
         self.problem, self.ask, self.deadline = problem, ask, deadline
@@ -95,11 +94,9 @@ class ExactQuestions:
         question = objective_below(p, value, keep_objective=minimise)
         if question is None:
             return ExactAnswer(why=f"the objective value {value} cannot be written as a sum of float64 terms")
-        remaining = None if self.deadline is None else self.deadline - time.monotonic()
-        if remaining is not None and remaining <= 0.05:
+        if self.deadline.passed(0.05):
             return ExactAnswer(why="the time limit was reached")
-        answer = self.ask(question, BackendChoice.parse(self.name, check=False),
-                          Deadline.after(remaining), None)
+        answer = self.ask(question, BackendChoice.parse(self.name, check=False), self.deadline, None)
         if answer.status is Status.INFEASIBLE and answer.proof == "exact":
             return ExactAnswer(none_below=True)
         bound = answer.bound if minimise else None

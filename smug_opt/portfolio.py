@@ -37,6 +37,7 @@ import numpy as np
 from smug_opt.backend import SolveOptions, Status
 from smug_opt.backend_choice import AUTO, BackendChoice, ChoiceKind
 from smug_opt.claims import objective_tolerance
+from smug_opt.deadline import Deadline
 from smug_opt.ir import Problem
 from smug_opt.registry import BackendUnavailableError, UnknownBackendError, backend_class
 from smug_opt.result import Proof, RaceEntry, RaceStatus, SolveResult
@@ -190,11 +191,11 @@ def _check_race_extras(names: list[str], extras: Mapping[str, Any]) -> None:
                          f"{', '.join(map(repr, unknown))}; they accept: {accepted}")
 
 
-def race(problem: Problem, backend: str | BackendChoice, options: SolveOptions, *, grace: float,
-         memory_limit_mb: float | None, start: np.ndarray | None, workers: int | None = None
-         ) -> SolveResult:
-    """Race the backends ``backend`` names (see :func:`race_backends`) on ``problem`` and
-    return one verified result: each runs the core's :class:`~smug_opt.solve_loop.SolveLoop`
+def race(problem: Problem, backend: str | BackendChoice, options: SolveOptions, *, deadline: Deadline,
+         grace: float, memory_limit_mb: float | None, start: np.ndarray | None,
+         workers: int | None = None) -> SolveResult:
+    """Race the backends ``backend`` names (see :func:`race_backends`) on ``problem`` by
+    ``deadline`` and return one verified result: each runs the core's :class:`~smug_opt.solve_loop.SolveLoop`
     in its own isolated worker (a race needs kills)."""
     names = race_backends(problem, backend, workers)
     _check_race_extras(names, options.extras)
@@ -207,7 +208,7 @@ def race(problem: Problem, backend: str | BackendChoice, options: SolveOptions, 
         own = replace(options, extras={k: v for k, v in options.extras.items() if k in cls.options})
         try:
             solve = SolveLoop(problem, entry.name, cls.solver_version(), cls.levels, own,
-                               True, grace, exact_backend=cls.capabilities.exact,
+                               True, grace, deadline=deadline, exact_backend=cls.capabilities.exact,
                                memory_limit_mb=memory_limit_mb, start=start,
                                race=_Link(board, entry.name))
             entry.result = solve.run()

@@ -14,13 +14,13 @@ the LP bound where it matters (cardinality cuts on strict rows).
 
 from __future__ import annotations
 
-import time
 from fractions import Fraction
 
 import numpy as np
 import scipy.sparse as sp
 
 from smug_opt.bounds.lp import lp_solver, safe_min
+from smug_opt.deadline import Deadline
 from smug_opt.exact import dot_error_bound, float_down
 from smug_opt.ir import Problem, Sense
 
@@ -56,19 +56,21 @@ def safe_lp_bound(problem: Problem, *, seconds: float, backend: str | None = Non
     return safe_min(objective, At, abs(At).tocsr(), row_lo, row_hi, col_lb, col_ub, y)
 
 
-def strengthened_safe_lp_bound(problem: Problem, *, seconds: float,
+def strengthened_safe_lp_bound(problem: Problem, *, deadline: Deadline,
                                backend: str | None = None) -> float | None:
     """:func:`safe_lp_bound` of the strengthened problem: the exact cost of the cells it
-    fixes on plus each part's bound (None when a part has none within ``seconds``)."""
+    fixes on plus each part's bound (None when a part has none by ``deadline``, which
+    must have a limit)."""
     from smug_opt.strengthen import strengthen
 
-    deadline = time.monotonic() + seconds
+    if deadline.at is None:
+        raise ValueError("strengthened_safe_lp_bound needs a deadline with a time limit")
     s = strengthen(problem)
     if not s.applied:
-        return safe_lp_bound(problem, seconds=max(deadline - time.monotonic(), 0.0), backend=backend)
+        return safe_lp_bound(problem, seconds=deadline.seconds_left(0.0), backend=backend)
     total = s.offset
     for part in s.parts:
-        bound = safe_lp_bound(part.problem, seconds=max(deadline - time.monotonic(), 0.0), backend=backend)
+        bound = safe_lp_bound(part.problem, seconds=deadline.seconds_left(0.0), backend=backend)
         if bound is None:
             return None
         total += Fraction(bound)

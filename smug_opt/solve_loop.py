@@ -22,6 +22,7 @@ import numpy as np
 
 from smug_opt.backend import RawResult, SolveOptions, Status
 from smug_opt.claims import BOUND_RELATIVE_ERROR, certified_bound, objective_scale, objective_tolerance
+from smug_opt.deadline import Deadline
 from smug_opt.ir import Problem, Sense
 from smug_opt.result import Attempt, Proof, SolveResult, Timings
 from smug_opt.verification import Verification, ViolationKind, snap_binaries, verify
@@ -58,12 +59,13 @@ class RaceLink(Protocol):
 
 
 class SolveLoop:
-    """One backend's solve of one problem across tightening levels (:meth:`run`)."""
+    """One backend's solve of one problem across tightening levels (:meth:`run`), ended
+    by ``deadline`` (``options.time_limit`` is only what the result records)."""
 
     def __init__(self, problem: Problem, backend: str, solver: str, levels: int,
-                 options: SolveOptions, isolate: bool, grace: float, *, exact_backend: bool,
-                 memory_limit_mb: float | None = None, start: np.ndarray | None = None,
-                 race: RaceLink | None = None) -> None:
+                 options: SolveOptions, isolate: bool, grace: float, *, deadline: Deadline,
+                 exact_backend: bool, memory_limit_mb: float | None = None,
+                 start: np.ndarray | None = None, race: RaceLink | None = None) -> None:
         self.problem = problem
         self.race = race
         self.memory_limit_mb = memory_limit_mb
@@ -75,7 +77,7 @@ class SolveLoop:
         self.isolate = isolate
         self.grace = grace
         self.start = time.monotonic()
-        self.deadline = None if options.time_limit is None else self.start + options.time_limit
+        self.deadline = deadline
         self.attempts: list[Attempt] = []
         self.incumbents: list[tuple[float, float]] = []
         self.lower_s = self.solve_s = self.verify_s = 0.0
@@ -133,17 +135,14 @@ class SolveLoop:
         attempt_problem = self.problem
         level = cuts = 0
         while level < self.levels and not self._proven():
-            remaining = None if self.deadline is None else self.deadline - time.monotonic()
-            if remaining is not None and remaining <= 0:
+            if self.deadline.passed():
                 self.messages.append("time limit reached")
                 break
             if self.race is not None and not self._join_race():
                 break
-            opts = self.options if remaining is None else _with_limit(self.options, remaining,
-                                                                         self.longest_check)
-            hard = None if self.deadline is None else self.deadline + self.grace
-            outcome = run_attempt(self.backend, attempt_problem, opts, level,
-                                  hard_deadline=hard, isolate=self.isolate,
+            outcome = run_attempt(self.backend, attempt_problem, self.options, level,
+                                  deadline=_for_solver(self.deadline, self.longest_check),
+                                  hard_deadline=self.deadline.shifted(self.grace), isolate=self.isolate,
                                   memory_limit_mb=self.memory_limit_mb,
                                   cancel=None if self.race is None else self.race.cancel,
                                   on_incumbent=None if self.race is None else self.race.incumbent)
@@ -378,10 +377,13 @@ def _exclude(problem: Problem, x: np.ndarray) -> Problem:
     return problem.with_constraints(row[None, :], ">=", 1.0 - float(ones.sum()))
 
 
-def _with_limit(options: SolveOptions, remaining: float, check_seconds: float = 0.0) -> SolveOptions:
-    """Options for an attempt with ``remaining`` seconds: the solver is asked to stop a
-    little early (10%, at most 1 s) so it can hand back its solution and bound itself
-    rather than be killed, and earlier by ``check_seconds`` (the slowest exact check so
-    far, at most half of what remains) so that its answer is verified within the limit."""
-    reserve = min(SOLVER_RESERVE, 0.1 * remaining) + min(check_seconds, 0.5 * remaining)
-    return replace(options, time_limit=max(remaining - reserve, 1e-3))
+def _for_solver(deadline: Deadline, check_seconds: float = 0.0) -> Deadline:
+    """The deadline an attempt's solver is asked to meet: a little before ``deadline`` (10%
+    of what is left, at most :data:`SOLVER_RESERVE`) so it can hand back its solution and
+    bound itself rather than be killed, and earlier by ``check_seconds`` (the slowest exact
+    check so far, at most half of what is left) so that its answer is verified in time."""
+    left = deadline.remaining()
+    if left is None:
+        return deadline
+    left = max(left, 0.0)
+    return deadline.shifted(-min(SOLVER_RESERVE, 0.1 * left) - min(check_seconds, 0.5 * left))

@@ -22,7 +22,7 @@ from smug_opt.registry import backend_class
 from smug_opt.result import SolveResult
 from smug_opt.spawn import resolve_memory_limit
 from smug_opt.step import Step
-from smug_opt.strategies import Certify, Race, SingleBackend, Strengthen, WorkerSettings
+from smug_opt.strategies import MIN_SECONDS, Certify, Race, SingleBackend, Strengthen, WorkerSettings
 from smug_opt.strengthen.presolve import Pieces, worth_strengthening
 
 __all__ = ["DEFAULT_GRACE", "OBJECTIVE_TOLERANCE", "PROBLEM_START", "objective_tolerance", "solve",
@@ -38,7 +38,7 @@ def solve(
     problem: Problem,
     backend: str | BackendChoice = DEFAULT_BACKEND,
     *,
-    time_limit: float | None = None,
+    time_limit: float | Deadline | None = None,
     threads: int = 1,
     seed: int = 0,
     relative_gap: float = 0.0,
@@ -54,7 +54,8 @@ def solve(
 ) -> SolveResult:
     """Minimise ``problem`` on ``backend`` and return a verified :class:`SolveResult`.
 
-    ``time_limit`` (seconds) bounds the whole solve: a worker that has not answered
+    ``time_limit`` (seconds, or the :class:`~smug_opt.deadline.Deadline` of a caller whose
+    budget this solve is part of) bounds the whole solve: a worker that has not answered
     ``grace`` seconds after it is killed and replaced. ``isolate=False`` runs the solver in
     this process (no hard kill; used inside the benchmark's own worker processes).
     ``memory_limit`` (MB) is the worker's budget: None gives the default
@@ -90,12 +91,17 @@ def solve(
     choice = BackendChoice.parse(backend)
     if not isinstance(problem, Problem):
         raise TypeError(f"problem must be a smug_opt.Problem, got {type(problem).__name__}")
+    if isinstance(time_limit, Deadline):
+        deadline, seconds = time_limit, time_limit.seconds_left(MIN_SECONDS)
+    else:
+        deadline, seconds = None, time_limit
     settings = WorkerSettings(
-        SolveOptions(time_limit=time_limit, threads=threads, seed=seed, relative_gap=relative_gap,
+        SolveOptions(time_limit=seconds, threads=threads, seed=seed, relative_gap=relative_gap,
                      verbose=verbose, extras=dict(extras or {})),
         isolate=isolate, grace=grace, memory_limit_mb=resolve_memory_limit(memory_limit),
         race_workers=workers)
-    deadline = Deadline.after(time_limit)
+    if deadline is None:  # the one place a solve's time limit in seconds becomes a deadline
+        deadline = Deadline.after(seconds)
     if not choice.is_race:
         backend_class(choice.name).check_extras(extras or {})
     start_x = start_values(problem, start)
@@ -107,7 +113,7 @@ def solve(
 
         exact = replace(settings, options=exact_options(settings.options))
         step = Certify(step, questions=_Solve(exact, None))
-    return replace(step(problem, choice, deadline, start_x), time_limit=time_limit)
+    return replace(step(problem, choice, deadline, start_x), time_limit=seconds)
 
 
 def _float_solver(choice: BackendChoice) -> bool:

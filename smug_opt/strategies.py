@@ -18,12 +18,9 @@ from smug_opt.result import SolveResult
 from smug_opt.solve_loop import SolveLoop
 from smug_opt.step import Step
 from smug_opt.strengthen.presolve import Pieces
+from smug_opt.workers import MIN_SECONDS
 
-__all__ = ["Certify", "Race", "SingleBackend", "Strengthen", "WorkerSettings"]
-
-MIN_SECONDS = 1e-3
-"""The least time limit a step hands a solver (its deadline may already have passed)."""
-
+__all__ = ["MIN_SECONDS", "Certify", "Race", "SingleBackend", "Strengthen", "WorkerSettings"]
 
 @dataclass(frozen=True)
 class WorkerSettings:
@@ -38,8 +35,8 @@ class WorkerSettings:
     race_workers: int | None = None
 
     def options_until(self, deadline: Deadline) -> SolveOptions:
-        left = deadline.remaining()
-        return replace(self.options, time_limit=None if left is None else max(left, MIN_SECONDS))
+        """The options with the time left before ``deadline`` as their (recorded) limit."""
+        return replace(self.options, time_limit=deadline.seconds_left(MIN_SECONDS))
 
 
 @dataclass(frozen=True)
@@ -53,7 +50,7 @@ class SingleBackend:
         cls = backend_class(choice.name)
         w = self.workers
         return SolveLoop(problem, choice.name, cls.solver_version(), cls.levels, w.options_until(deadline),
-                         w.isolate, w.grace, exact_backend=cls.capabilities.exact,
+                         w.isolate, w.grace, deadline=deadline, exact_backend=cls.capabilities.exact,
                          memory_limit_mb=w.memory_limit_mb, start=start).run()
 
 
@@ -68,7 +65,7 @@ class Race:
         from smug_opt.portfolio import race
 
         w = self.workers
-        return race(problem, choice, w.options_until(deadline), grace=w.grace,
+        return race(problem, choice, w.options_until(deadline), deadline=deadline, grace=w.grace,
                     memory_limit_mb=w.memory_limit_mb, start=start, workers=w.race_workers)
 
 
@@ -103,4 +100,4 @@ class Certify:
         from smug_opt.certify import certify
 
         result = self.inner(problem, choice, deadline, start)
-        return certify(problem, result, ask=self.questions, deadline=deadline.at)
+        return certify(problem, result, ask=self.questions, deadline=deadline)

@@ -37,6 +37,7 @@ from typing import Any
 import numpy as np
 
 from smug_opt.backend import Backend, RawResult, SolveOptions, Status
+from smug_opt.deadline import Deadline
 from smug_opt.ir import Problem
 from smug_opt.spawn import POLL_SECONDS, MemoryWatch, exit_with_parent, kill_group, resident_mb, spawn
 
@@ -50,6 +51,9 @@ CANCELLED = "cancelled"
 
 RECYCLE_MB = 256.0
 """A worker still this many MB above its idle footprint after a solve is replaced."""
+
+MIN_SECONDS = 1e-3
+"""The least time limit a solver is handed (its deadline may already have passed)."""
 
 
 @dataclass
@@ -74,18 +78,20 @@ def _execute(
     problem: Problem,
     options: SolveOptions,
     level: int,
+    deadline: Deadline,
     send: Any,
 ) -> tuple[RawResult, float, float]:
-    """Lower and optimise in the current process; ``send`` receives incumbent messages."""
+    """Lower and optimise in the current process by ``deadline`` (the solver's
+    ``options.time_limit`` is what is left of it when it starts); ``send`` receives
+    incumbent messages."""
     t0 = time.perf_counter()
     try:
-        model = backend.lower(problem, options, level)
+        model = backend.lower(problem, replace(options, time_limit=deadline.seconds_left(MIN_SECONDS)),
+                              level)
     except Exception as exc:
         return _error("lowering failed", exc), time.perf_counter() - t0, 0.0
     t1 = time.perf_counter()
-    solve_options = options
-    if options.time_limit is not None:
-        solve_options = replace(options, time_limit=max(options.time_limit - (t1 - t0), 1e-3))
+    solve_options = replace(options, time_limit=deadline.seconds_left(MIN_SECONDS))
 
     def on_incumbent(x: np.ndarray, objective: float) -> None:
         send(("incumbent", time.perf_counter() - t0, float(objective),
@@ -136,7 +142,7 @@ def child_main(backend_name: str, fd: int) -> None:
             return
         if msg[0] == "stop":
             return
-        _, token, problem, options, level = msg
+        _, token, problem, options, level, deadline = msg
         if problem is not None:
             cached = (token, problem)
         if cached is None or cached[0] != token:
@@ -144,7 +150,7 @@ def child_main(backend_name: str, fd: int) -> None:
                        0.0, 0.0, _peak_rss_mb(), resident_mb()))
             continue
         os.dup2(stdout if options.verbose else devnull, 1)
-        raw, lower_s, solve_s = _execute(backend, cached[1], options, level, conn.send)
+        raw, lower_s, solve_s = _execute(backend, cached[1], options, level, deadline, conn.send)
         sys.stdout.flush()
         os.dup2(devnull, 1)
         gc.collect()  # solver objects in reference cycles (z3's) hold native memory
@@ -169,18 +175,16 @@ class _Worker:
         self.idle_mb: float | None = None
         self.cached_token = None
 
-    def _await_ready(self, deadline: float | None, watch: MemoryWatch,
+    def _await_ready(self, deadline: Deadline, watch: MemoryWatch,
                      cancel: threading.Event | None = None) -> str | None:
         while not self.ready:
             if watch.over():
                 return watch.message()
             if cancel is not None and cancel.is_set():
                 return CANCELLED
-            timeout = POLL_SECONDS
-            if deadline is not None:
-                timeout = min(timeout, deadline - time.monotonic())
-                if timeout <= 0:
-                    return "worker did not start before the deadline"
+            if deadline.passed():
+                return "worker did not start before the deadline"
+            timeout = min(POLL_SECONDS, deadline.remaining() or POLL_SECONDS)
             try:
                 if not self.conn.poll(timeout):
                     continue
@@ -212,7 +216,7 @@ class _Worker:
             self.kill()
 
     def run(self, token: int, problem: Problem, options: SolveOptions, level: int,
-            hard_deadline: float | None, memory_limit_mb: float | None,
+            deadline: Deadline, hard_deadline: Deadline, memory_limit_mb: float | None,
             cancel: threading.Event | None = None,
             on_incumbent: IncumbentListener | None = None) -> AttemptOutcome:
         start = time.monotonic()
@@ -221,27 +225,22 @@ class _Worker:
         if failure == CANCELLED:  # still starting: left to finish, warm for the next solve
             return AttemptOutcome(None, cancelled=True, wall_seconds=time.monotonic() - start)
         if failure is not None:
-            killed = hard_deadline is not None and time.monotonic() >= hard_deadline
+            killed = hard_deadline.passed()
             self.restart()
             return AttemptOutcome(None, killed=killed, crash=None if killed else failure,
                                   memory_exceeded=watch.peak_mb > (memory_limit_mb or math.inf),
                                   wall_seconds=time.monotonic() - start)
-        if options.time_limit is not None:  # a cold start is spent from the solve's own time
-            options = replace(options, time_limit=max(options.time_limit - (time.monotonic() - start),
-                                                      1e-3))
         payload = problem if self.cached_token != token else None
         outcome = AttemptOutcome(None)
-        try:
-            self.conn.send(("solve", token, payload, options, level))
+        try:  # a cold start was spent from the solve's own time: the deadline is absolute
+            self.conn.send(("solve", token, payload, options, level, deadline))
             self.cached_token = token
             while True:
-                timeout = POLL_SECONDS
-                if hard_deadline is not None:
-                    timeout = min(timeout, hard_deadline - time.monotonic())
-                    if timeout <= 0:
-                        outcome.killed = True
-                        self.restart()
-                        break
+                if hard_deadline.passed():
+                    outcome.killed = True
+                    self.restart()
+                    break
+                timeout = min(POLL_SECONDS, hard_deadline.remaining() or POLL_SECONDS)
                 if cancel is not None and cancel.is_set():
                     outcome.cancelled = True
                     self.restart()  # the replacement warms up while the caller goes on
@@ -299,18 +298,19 @@ def run_attempt(
     options: SolveOptions,
     level: int,
     *,
-    hard_deadline: float | None,
+    deadline: Deadline,
+    hard_deadline: Deadline,
     isolate: bool = True,
     memory_limit_mb: float | None = None,
     cancel: threading.Event | None = None,
     on_incumbent: IncumbentListener | None = None,
 ) -> AttemptOutcome:
-    """Run one tightening level of one solve; ``hard_deadline`` is a ``time.monotonic()``
-    instant after which an isolated worker is killed (None: no hard limit), as is one whose
-    process group holds more than ``memory_limit_mb`` resident (None: no budget; not
-    enforced with ``isolate=False``, where the caller's own process would be the victim).
-    An isolated worker is also killed as soon as ``cancel`` is set (a race was decided
-    elsewhere), and each improving solution it streams goes to ``on_incumbent(x, objective)``
+    """Run one tightening level of one solve: the solver is asked to stop by ``deadline``
+    (wherever the worker runs), and an isolated worker still busy at ``hard_deadline`` is
+    killed, as is one whose process group holds more than ``memory_limit_mb`` resident
+    (None: no budget; not enforced with ``isolate=False``, where the caller's own process
+    would be the victim). An isolated worker is also killed as soon as ``cancel`` is set (a
+    race was decided elsewhere), and each improving solution it streams goes to ``on_incumbent(x, objective)``
     as it arrives."""
     if not isolate:
         from smug_opt.registry import backend_class
@@ -318,19 +318,19 @@ def run_attempt(
         incumbents: list[tuple[float, float, np.ndarray]] = []
         start = time.monotonic()
         raw, lower_s, solve_s = _execute(backend_class(backend_name)(), problem, options, level,
-                                         lambda msg: incumbents.append(msg[1:]))
+                                         deadline, lambda msg: incumbents.append(msg[1:]))
         return AttemptOutcome(raw, lower_s, solve_s, time.monotonic() - start, incumbents,
                               peak_rss_mb=_peak_rss_mb())
     worker = _worker(backend_name)
     with worker.lock:
-        return worker.run(_token(problem), problem, options, level, hard_deadline, memory_limit_mb,
-                          cancel, on_incumbent)
+        return worker.run(_token(problem), problem, options, level, deadline, hard_deadline,
+                          memory_limit_mb, cancel, on_incumbent)
 
 
 def warm_workers(backend_names: list[str], timeout: float = 60.0) -> None:
     """Start (if needed) and wait for the workers of ``backend_names``, so that a race's
     first solve is not charged their start-up (imports), as a single backend's is not."""
-    deadline = time.monotonic() + timeout
+    deadline = Deadline.after(timeout)
     for name in backend_names:
         worker = _worker(name)
         with worker.lock:

@@ -15,6 +15,7 @@ from test_solve_claims import _Scripted
 
 from smug_opt import Problem, RawResult, Status, registry, solve, verify
 from smug_opt.certify import ENUMERATION_BINARIES, certify
+from smug_opt.deadline import Deadline
 
 pytestmark = pytest.mark.skipif("z3" not in registry.available_backends(), reason="needs z3")
 
@@ -111,7 +112,7 @@ def test_claims_are_downgraded_when_time_runs_out(status: Status, downgraded: St
 
     ask = SingleBackend(WorkerSettings(exact_options(SolveOptions()), isolate=True, grace=1.0,
                                        memory_limit_mb=None))
-    r = certify(p, result, ask=ask, deadline=time.monotonic() - 1.0)
+    r = certify(p, result, ask=ask, deadline=Deadline.after(-1.0))
     assert r.status is downgraded and r.proof is None
     assert "could not be certified" in r.message and "time limit" in r.message
 

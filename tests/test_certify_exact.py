@@ -17,6 +17,7 @@ from test_differential import coefficient
 
 from smug_opt import Problem, ProblemBuilder, Status, load_problem, registry, solve, verify
 from smug_opt.certify import _cross_checked, _enumerate, objective_below
+from smug_opt.deadline import Deadline
 from smug_opt.exact_questions import ExactQuestions
 from smug_opt.testing.brute_force import brute_force, exact_optimum
 
@@ -83,7 +84,7 @@ def test_a_wrong_enumeration_is_caught_and_nothing_is_claimed() -> None:
     from smug_opt.strategies import SingleBackend, WorkerSettings
 
     z3 = ExactQuestions(p, SingleBackend(WorkerSettings(exact_options(SolveOptions()), isolate=True,
-                                                         grace=1.0, memory_limit_mb=None)), None)
+                                                        grace=1.0, memory_limit_mb=None)), Deadline.none())
     r = _cross_checked(p, result, worse, z3, start=0.0)
     assert r.proof is None and "the exact methods disagree" in r.message, r.message
     assert r.status is Status.FEASIBLE and verify(p, r.x).objective < worse.objective

@@ -106,9 +106,11 @@ def test_the_solver_stops_early_enough_for_its_answer_to_be_checked_in_time():
     """An attempt's solver limit keeps back the slowest exact check seen so far (at most
     half of what remains): on large problems (the stress case's CNNs) a check takes
     seconds, and the answer's check must fit the limit."""
-    from smug_opt.solve_loop import SOLVER_RESERVE, _with_limit
+    from smug_opt.solve_loop import SOLVER_RESERVE, _for_solver
 
-    opts = SolveOptions(time_limit=60.0)
-    assert _with_limit(opts, 60.0).time_limit == 60.0 - SOLVER_RESERVE
-    assert _with_limit(opts, 60.0, 10.0).time_limit == 60.0 - SOLVER_RESERVE - 10.0
-    assert _with_limit(opts, 4.0, 10.0).time_limit == pytest.approx(4.0 - 0.4 - 2.0)
+    d = Deadline.after(60.0)
+    assert _for_solver(d).at == pytest.approx(d.at - SOLVER_RESERVE)
+    assert _for_solver(d, 10.0).at == pytest.approx(d.at - SOLVER_RESERVE - 10.0)
+    short = Deadline.after(4.0)
+    assert _for_solver(short, 10.0).at == pytest.approx(short.at - 0.4 - 2.0, abs=1e-3)
+    assert _for_solver(Deadline.none(), 10.0).at is None

@@ -19,6 +19,7 @@ import numpy as np
 
 from smug_opt import Status, load_problem, solve
 from smug_opt.bench.suites import load_suite
+from smug_opt.deadline import Deadline
 from smug_opt.safe_lp_bound import strengthened_safe_lp_bound
 
 
@@ -34,7 +35,7 @@ def main() -> None:
         p = load_problem(inst.problem_path)
         r = solve(p, "highs", time_limit=args.time_limit, certify=False)
         t = time.perf_counter()
-        bound = strengthened_safe_lp_bound(p, seconds=args.time_limit)
+        bound = strengthened_safe_lp_bound(p, deadline=Deadline.after(args.time_limit))
         lp_s = time.perf_counter() - t
         optimal = r.status is Status.OPTIMAL and p.integral_objective
         certified = optimal and bound is not None and bound > r.objective - 1

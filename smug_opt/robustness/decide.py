@@ -23,6 +23,7 @@ from typing import Any
 import numpy as np
 
 from smug_opt.backend_choice import DEFAULT_BACKEND
+from smug_opt.deadline import Deadline
 from smug_opt.robustness.attack import attack
 from smug_opt.robustness.query import RobustnessQuery
 
@@ -104,7 +105,7 @@ def decide(query: RobustnessQuery, *, time_limit: float = 60.0, backend: str = D
 
     references = dict(references or {})
     start = time.monotonic()
-    deadline = start + time_limit
+    deadline = Deadline.after(time_limit)
     decided = ["open"] * len(query.disjuncts)
 
     def verdict(answer: str, **kw: Any) -> Verdict:
@@ -129,10 +130,9 @@ def decide(query: RobustnessQuery, *, time_limit: float = 60.0, backend: str = D
     solves: list[dict[str, Any]] = []
     closest = query.net.forward(query.preprocess(found.x[None]))[-1][0]
     for k in sorted(open_, key=lambda k: _excess(query, k, closest)):  # the attack's nearest first
-        remaining = deadline - time.monotonic()
-        if remaining <= 0.5:
+        if deadline.passed(0.5):
             return verdict("unknown", message="time limit", solves=tuple(solves))
-        result = solve(query.problem(k), backend, time_limit=remaining, start=None,
+        result = solve(query.problem(k), backend, time_limit=deadline, start=None,
                        **dict(solve_options or {}))
         solves.append({"disjunct": k, "status": result.status.name, "proof": result.proof,
                        "seconds": round(result.times.total, 3), "solver": result.solver,
