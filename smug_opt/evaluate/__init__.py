@@ -1,4 +1,5 @@
-"""Evaluation of saliency maps (SMUG paper, sec. 4): LSC, Win%, sparsity, baselines, reports.
+"""Evaluation of saliency maps (SMUG paper, sec. 4): LSC, Win%, sparsity, deletion/insertion,
+ROAD, baselines, reports.
 
 Importing this package loads neither TensorFlow nor matplotlib; they are imported by the
 functions that need them.
@@ -45,6 +46,7 @@ from smug_opt.evaluate.metrics import (
 )
 from smug_opt.evaluate.report import plot_examples, table_json, table_markdown
 from smug_opt.evaluate.results import EvaluationResult, MethodOutcome, MethodSummary
+from smug_opt.evaluate.road import ROAD_LEVELS, RoadResult, noisy_linear_imputation, road
 from smug_opt.evaluate.runner import evaluate
 from smug_opt.evaluate.scoring import summarize
 from smug_opt.evaluate.sis import sufficient_input_subset
@@ -52,6 +54,7 @@ from smug_opt.evaluate.sis import sufficient_input_subset
 __all__ = [
     "AREA_FLOOR",
     "METHODS",
+    "ROAD_LEVELS",
     "Box",
     "Curve",
     "Estimate",
@@ -62,6 +65,7 @@ __all__ = [
     "MethodSummary",
     "PrecisionRecall",
     "Quartiles",
+    "RoadResult",
     "align_boxes",
     "box_lsc",
     "center_box",
@@ -80,9 +84,11 @@ __all__ = [
     "lsc_value",
     "max_box",
     "mean_estimate",
+    "noisy_linear_imputation",
     "opt_box",
     "pixel_integrated_gradients",
     "plot_examples",
+    "road",
     "score_boxes",
     "sparsity",
     "sufficient_input_subset",

@@ -16,6 +16,7 @@ from smug_opt.evaluate.baselines import grad_cam, pixel_integrated_gradients, to
 from smug_opt.evaluate.boxes import Box, center_box, ground_truth_box, max_box
 from smug_opt.evaluate.lsc import LSCResult, opt_box
 from smug_opt.evaluate.results import Modality
+from smug_opt.evaluate.road import ROAD_LEVELS
 from smug_opt.evaluate.sis import sufficient_input_subset
 from smug_opt.parameters import Method as SmugMethod
 from smug_opt.parameters import SmugParameters
@@ -28,8 +29,8 @@ __all__ = ["METHODS", "NOT_IN_WIN_RATE", "Method", "MethodMap", "Settings", "Sub
 class Settings:
     """Everything a method may need besides the model and the input: the SMUG parameters
     (``smug``; its method is replaced by the variant being run), the backend and time
-    limit of its solves, SIS's threshold and mask token, IG's steps, and whether the
-    model outputs logits (``softmax``)."""
+    limit of its solves, SIS's threshold and mask token, IG's steps, whether the
+    model outputs logits (``softmax``) and ROAD's removal fractions (``road_levels``)."""
 
     smug: SmugParameters
     backend: str | BackendChoice
@@ -38,13 +39,15 @@ class Settings:
     mask_id: int
     ig_steps: int
     softmax: bool = False
+    road_levels: tuple[float, ...] = ROAD_LEVELS
 
     def record(self) -> dict[str, Any]:
         """The settings as a run folder's configuration records them (flat, JSON-ready)."""
         return {"backend": str(self.backend), "k": self.smug.k, "gamma": self.smug.gamma,
                 "cell": self.smug.cell, "time_limit": self.time_limit,
                 "sis_threshold": self.sis_threshold, "mask_id": self.mask_id,
-                "ig_steps": self.ig_steps, "softmax": self.softmax}
+                "ig_steps": self.ig_steps, "softmax": self.softmax,
+                "road_levels": list(self.road_levels)}
 
 
 @dataclass(frozen=True, eq=False)

@@ -22,7 +22,10 @@ class MethodOutcome:
     ``mask`` is the kept region for masking methods, ``None`` for IG and Grad-CAM.
     ``lsc`` is ``None`` for text, on failure, or when the map selects no pixel. ``precision``
     and ``recall`` (against the rationale) exist for text masks when rationales are given.
-    ``seconds`` is the time to compute the map.
+    ``seconds`` is the time to compute the map. ``road_morf``/``road_lerf`` (images): ROAD's
+    mean confidences (:mod:`smug_opt.evaluate.road`). ``sanity_spearman``/``sanity_ssim``:
+    the map's similarity to the map of the fully randomised model (the model-randomisation
+    check, :mod:`smug_opt.evaluate.randomisation`), ``None`` when not run.
     """
 
     saliency: np.ndarray | None
@@ -35,6 +38,10 @@ class MethodOutcome:
     recall: float | None
     seconds: float
     error: str | None
+    road_morf: float | None = None
+    road_lerf: float | None = None
+    sanity_spearman: float | None = None
+    sanity_ssim: float | None = None
 
 
 @dataclass(frozen=True)
@@ -57,6 +64,10 @@ class MethodSummary:
     precision: Estimate | None
     recall: Estimate | None
     median_seconds: float
+    road_morf: Estimate | None = None
+    road_lerf: Estimate | None = None
+    sanity_spearman: Estimate | None = None
+    sanity_ssim: Estimate | None = None
 
 
 @dataclass(frozen=True, eq=False)

@@ -14,6 +14,7 @@ from smug_opt.evaluate.lsc import lsc_score
 from smug_opt.evaluate.methods import METHODS, NOT_IN_WIN_RATE, MethodMap, Settings, Subject
 from smug_opt.evaluate.metrics import lsc_quartiles, mean_estimate, token_precision_recall, win_rates
 from smug_opt.evaluate.results import MethodOutcome, MethodSummary
+from smug_opt.evaluate.road import road
 
 __all__ = ["evaluate_input", "score_map", "summarize"]
 
@@ -36,7 +37,8 @@ def _failed(seconds: float, error: str) -> MethodOutcome:
 def score_map(
     subject: Subject, settings: Settings, x: np.ndarray, label: int, note: Any, mm: MethodMap
 ) -> dict[str, Any]:
-    """LSC (images), sparsity, deletion/insertion AUC and rationale precision/recall of a map."""
+    """LSC and ROAD (images), sparsity, deletion/insertion AUC and rationale precision/recall
+    of a map."""
     text = x.ndim == 1
     scores: dict[str, Any] = {"lsc": mm.lsc, "error": None, "sparsity": None}
     if not text and mm.lsc is None:
@@ -55,6 +57,9 @@ def score_map(
         scores[key] = curve(
             subject.predict_fn, x, label, mm.saliency, cell=settings.smug.cell, baseline=baseline
         ).auc
+    if not text:
+        result = road(subject.predict_fn, x, label, mm.saliency, levels=settings.road_levels)
+        scores["road_morf"], scores["road_lerf"] = result.morf, result.lerf
     return scores
 
 
@@ -83,6 +88,12 @@ def _fraction_estimate(values: list[float | None]) -> Any:
     return mean_estimate(finite, bounds=(0.0, 1.0)) if finite else None
 
 
+def _mean_estimate(values: list[float | None]) -> Any:
+    """Mean of the available similarities in [-1, 1] (normal interval, clipped), or None."""
+    finite = [v for v in values if v is not None and np.isfinite(v)]
+    return mean_estimate(finite, bounds=(-1.0, 1.0)) if finite else None
+
+
 def summarize(
     outcomes: Sequence[dict[str, MethodOutcome]], methods: Sequence[str]
 ) -> tuple[MethodSummary, ...]:
@@ -107,6 +118,10 @@ def summarize(
                 precision=_fraction_estimate([r.precision for r in rows]),
                 recall=_fraction_estimate([r.recall for r in rows]),
                 median_seconds=float(np.median([r.seconds for r in rows])),
+                road_morf=_fraction_estimate([r.road_morf for r in rows]),
+                road_lerf=_fraction_estimate([r.road_lerf for r in rows]),
+                sanity_spearman=_mean_estimate([r.sanity_spearman for r in rows]),
+                sanity_ssim=_mean_estimate([r.sanity_ssim for r in rows]),
             )
         )
     return tuple(summaries)
