@@ -15,21 +15,24 @@ The result says which backend proved it (``SolveResult.race``: each backend's st
 objective, bound and time, and which one supplied the proof, the bound and the solution).
 
 Which backends race (``auto``) is chosen from the committed benchmark results
-(``benchmarks/results/*``, pairs compared by ``benchmarks/portfolio_pairs.py``; see
-``benchmarks/RESULTS.md``): for each problem class, the pair whose per-instance best
-(the virtual best of the two) came closest to the virtual best of all five backends, then
-the rest by their own shifted geometric mean. Up to ``workers`` backends (default: the CPU
-count) race; unusable ones are skipped.
+(``benchmarks/results/*``; see ``benchmarks/RESULTS.md``) and shipped in the package as
+:data:`RACE_ORDERS_FILE`, which ``benchmarks/portfolio_pairs.py --write-orders`` writes:
+for each problem class, the pair whose per-instance best (the virtual best of the two)
+came closest to the virtual best of all backends, then the rest by their own shifted
+geometric mean, a difference within the file's ``noise`` leaving the order as it was.
+Up to ``workers`` backends (default: the CPU count) race; unusable ones are skipped.
 """
 
 from __future__ import annotations
 
+import json
 import math
 import os
 import threading
 import time
 from collections.abc import Mapping
 from dataclasses import dataclass, replace
+from importlib import resources
 from typing import Any
 
 import numpy as np
@@ -46,15 +49,34 @@ from smug_opt.verification import Verification, snap_binaries, verify
 
 __all__ = ["AUTO", "auto_backends", "describe", "is_race", "race", "race_backends"]
 
-RELU_ORDER = ("cpsat", "highs", "mip-cbc", "scip", "pulp-cbc", "z3")
+RACE_ORDERS_FILE = "data/race_orders.json"
+"""The race orders per problem class, inside the package: written by
+``benchmarks/portfolio_pairs.py --write-orders`` from the committed runs it names."""
+
+
+def _race_orders() -> dict[str, tuple[str, ...]]:
+    """Each problem class's race order, from :data:`RACE_ORDERS_FILE`."""
+    text = resources.files("smug_opt").joinpath(RACE_ORDERS_FILE).read_text(encoding="utf-8")
+    classes = json.loads(text)["classes"]
+    orders = {name: tuple(spec["order"]) for name, spec in classes.items()}
+    for name, order in orders.items():
+        if not order or len(set(order)) != len(order) or not all(isinstance(b, str) and b for b in order):
+            raise ValueError(f"{RACE_ORDERS_FILE}: class {name!r} needs distinct backend names, "
+                             f"got {order!r}")
+    return orders
+
+
+RACE_ORDERS = _race_orders()
+
+RELU_ORDER = RACE_ORDERS["relu"]
 """Whole-network problems (ReLUs): on fullnet-30s the pair cpsat + highs equals the
 virtual best of all five (6/8 solved, SGM 6.8 s; highs alone 5/8, 12.4 s)."""
 
-LARGE_ORDER = ("highs", "z3", "mip-cbc", "scip", "pulp-cbc", "cpsat")
+LARGE_ORDER = RACE_ORDERS["large"]
 """Large first-layer problems (>= LARGE_ROWS rows, paper scale): highs + z3 equals the
 virtual best (4/4, SGM 2.30 s; highs alone 2.96 s); CBC and CP-SAT missed k = 5000 or 3000."""
 
-FIRST_LAYER_ORDER = ("highs", "mip-cbc", "pulp-cbc", "scip", "cpsat", "z3")
+FIRST_LAYER_ORDER = RACE_ORDERS["first_layer"]
 """Other 0/1 problems (MNIST first layer, text, synthetic): highs + mip-cbc solves what the
 virtual best solves on mnist-fl-10s (33/36, SGM 1.01 s against 0.93 s; cpsat + mip-cbc
 0.97 s is as good within this machine's noise, highs is the virtual best on text and

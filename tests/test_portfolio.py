@@ -115,3 +115,47 @@ def test_bench_and_stress_accept_auto_as_one_pseudo_backend() -> None:
     assert resolve_backends("highs,auto") == ("highs", "auto")
     with pytest.raises(ValueError, match="nope"):
         resolve_backends("auto,nope")
+
+
+# ------------------------------------------------------- race orders: a shipped data file
+def _portfolio_pairs():
+    """benchmarks/portfolio_pairs.py, the script that writes the race orders."""
+    import importlib.util
+    from pathlib import Path
+
+    path = Path(__file__).resolve().parents[1] / "benchmarks" / "portfolio_pairs.py"
+    spec = importlib.util.spec_from_file_location("portfolio_pairs", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_the_race_orders_come_from_the_package_data_file_unchanged() -> None:
+    from smug_opt.portfolio import FIRST_LAYER_ORDER, LARGE_ORDER, RACE_ORDERS, RELU_ORDER
+
+    assert RELU_ORDER == ("cpsat", "highs", "mip-cbc", "scip", "pulp-cbc", "z3")
+    assert LARGE_ORDER == ("highs", "z3", "mip-cbc", "scip", "pulp-cbc", "cpsat")
+    assert FIRST_LAYER_ORDER == ("highs", "mip-cbc", "pulp-cbc", "scip", "cpsat", "z3")
+    assert set(RACE_ORDERS) == {"relu", "large", "first_layer"}
+
+
+def test_the_race_orders_file_is_what_the_bench_writes_from_the_committed_runs() -> None:
+    import json
+
+    pairs = _portfolio_pairs()
+    data = json.loads(pairs.ORDERS_FILE.read_text())
+    assert pairs.written_orders(data) == data
+
+
+def test_a_run_reorders_backends_only_beyond_the_noise() -> None:
+    pairs = _portfolio_pairs()
+    Score = pairs.Score
+    singles = {("a",): Score(5, 2.0), ("b",): Score(5, 2.0), ("c",): Score(5, 1.0), ("d",): Score(5, 1.5)}
+    found = {**singles, ("a", "b"): Score(5, 1.9), ("a", "c"): Score(5, 1.0), ("a", "d"): Score(5, 2.0),
+             ("b", "c"): Score(5, 1.0), ("b", "d"): Score(5, 2.0), ("c", "d"): Score(5, 1.0)}
+    # a + c (1.0) beats a + b (1.9) beyond 15%: they lead, the better one first; d (1.5) moves
+    # ahead of b (2.0), and x (not measured) keeps its place
+    assert pairs.reordered(["a", "b", "x", "d", "c"], found, 0.15) == ["c", "a", "d", "x", "b"]
+    near = {**found, ("a", "c"): Score(5, 1.8), ("b", "c"): Score(5, 1.8), ("c", "d"): Score(5, 1.8)}
+    near = {**near, ("c",): Score(5, 1.8), ("d",): Score(5, 1.9)}
+    assert pairs.reordered(["a", "b", "x", "d", "c"], near, 0.15) == ["a", "b", "x", "d", "c"]  # noise
