@@ -7,6 +7,8 @@ from fractions import Fraction
 from pathlib import Path
 
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from smug_opt.check_certificate import CertificateRejected, Proven
 from smug_opt.check_certificate.tokens import TokenStream, parse_value
@@ -292,3 +294,28 @@ def test_assumption_sets_are_kept_within_their_limit(tmp_path, monkeypatch):
     monkeypatch.setattr(verifier, "MAX_ASSUMPTION_ENTRIES", 3)
     assert rejected(tmp_path, PAPER_EG3) == ("derivation 'C5' (constraint 8): the assumption sets "
                                              "kept reach 3 entries")
+
+
+_POOL = ["0", "-1", "1", "2", "12", "100", "1/0", "-3/2", "99999999999999999999", "1e5000", "0.5",
+         "x", "{", "}", "OBJ", "G", "L", "E", "-inf", "inf", "asm", "lin", "rnd", "uns", "sol"]
+
+
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(st.sampled_from([PAPER_EG3, SPEC_CG]), st.data())
+def test_a_mutated_certificate_is_accepted_or_refused_in_one_error(tmp_path, text, data):
+    """Replacing, deleting or repeating tokens never crashes the checker: the answer is a
+    verdict or one ValueError (CertificateRejected is one)."""
+    tokens = [t for line in text.splitlines() if not line.startswith("%") for t in line.split()]
+    for _ in range(data.draw(st.integers(1, 3))):
+        k = data.draw(st.integers(0, len(tokens) - 1))
+        action = data.draw(st.sampled_from(["replace", "delete", "repeat"]))
+        if action == "replace":
+            tokens[k] = data.draw(st.sampled_from(_POOL))
+        elif action == "delete":
+            del tokens[k]
+        else:
+            tokens.insert(k, tokens[k])
+    try:
+        check(tmp_path, " ".join(tokens), max_work=10**6)
+    except ValueError as exc:
+        assert str(exc) and "\n" not in str(exc)

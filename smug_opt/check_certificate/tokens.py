@@ -20,6 +20,7 @@ MAX_TOKEN_CHARS = 4096
 """The longest number a certificate may write (an exact float64 needs about 1,100 digits)."""
 
 _CHUNK = 1 << 20
+_BATCH = 1 << 16
 _INT = re.compile(r"[+-]?[0-9]+")
 _DECIMAL = re.compile(r"[+-]?([0-9]+\.?[0-9]*|\.[0-9]+)([eE][+-]?[0-9]+)?")
 
@@ -153,13 +154,24 @@ class TokenStream:
 
     def pairs(self, count: int, what: str, limit: int) -> list[tuple[int, int, int]]:
         """``count`` pairs ``index value`` as ``(index, numerator, denominator)``: distinct
-        indices in ``0..limit-1``, rational values; read in one batch (the hot path)."""
-        tokens = self._pending[::-1] + list(itertools.islice(self._tokens, 2 * count))
+        indices in ``0..limit-1``, rational values; read in batches (the hot path), so a
+        declared count beyond the file costs no more than the file."""
+        out: list[tuple[int, int, int]] = []
+        while len(out) < count:
+            out += self._batch(min(count - len(out), _BATCH), what, limit)
+        if len({j for j, _, _ in out}) != count:
+            seen: set[int] = set()
+            twice = next(j for j, _, _ in out if j in seen or seen.add(j))
+            raise ValueError(f"{self.path}: {what} lists index {twice} twice")
+        return out
+
+    def _batch(self, count: int, what: str, limit: int) -> list[tuple[int, int, int]]:
+        tokens = self._pending[::-1]
         self._pending = []
+        tokens += itertools.islice(self._tokens, 2 * count - len(tokens))
         if len(tokens) < 2 * count:
             raise ValueError(f"{self.path}: the file ends inside {what}")
-        extra = tokens[2 * count:]
-        self._pending = extra[::-1]
+        self._pending = tokens[2 * count:][::-1]
         out = []
         for k in range(count):
             token, text = tokens[2 * k], tokens[2 * k + 1]
@@ -171,10 +183,6 @@ class TokenStream:
                 raise ValueError(f"{self.path}: a value in {what} must be a rational number (like "
                                  f"3, -1/2, 0.25), found {text[:40]!r}")
             out.append((j, *ratio))
-        if len({j for j, _, _ in out}) != count:
-            seen: set[int] = set()
-            twice = next(j for j, _, _ in out if j in seen or seen.add(j))
-            raise ValueError(f"{self.path}: {what} lists index {twice} twice")
         return out
 
     def integer(self, what: str) -> int:
