@@ -21,12 +21,14 @@ __all__ = ["LpAnswer", "NodeLp"]
 
 @dataclass(frozen=True)
 class LpAnswer:
-    """``status``: ``"optimal"`` (``duals`` and ``x`` set), ``"infeasible"`` (``ray`` set
-    when HiGHS gave one) or ``"unknown"`` (time limit or a solver failure)."""
+    """``status``: ``"optimal"`` (``duals``, ``x`` and its float ``value`` set),
+    ``"infeasible"`` (``ray`` set when HiGHS gave one) or ``"unknown"`` (time limit or a
+    solver failure)."""
 
     status: str
     duals: np.ndarray | None = None
     x: np.ndarray | None = None
+    value: float = float("nan")
     ray: np.ndarray | None = None
 
 
@@ -80,7 +82,8 @@ class NodeLp:
         if status == highspy.HighsModelStatus.kOptimal:
             solution = h.getSolution()
             return LpAnswer("optimal", duals=np.asarray(solution.row_dual, dtype=np.float64),
-                            x=np.asarray(solution.col_value, dtype=np.float64))
+                            x=np.asarray(solution.col_value, dtype=np.float64),
+                            value=float(h.getInfo().objective_function_value))
         if status == highspy.HighsModelStatus.kInfeasible:
             _, has_ray, ray = h.getDualRay()
             return LpAnswer("infeasible", ray=np.asarray(ray, dtype=np.float64) if has_ray else None)

@@ -12,8 +12,9 @@ otherwise it branches on a fractional binary and the two sides are joined by ``u
 
 from __future__ import annotations
 
+import math
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from fractions import Fraction
 
@@ -28,6 +29,9 @@ __all__ = ["SearchStats", "prove"]
 _NEGLIGIBLE = 1e-14
 """Multipliers this small (relative to the largest) are dropped: they only lengthen the
 rationals, and the residual they leave is absorbed exactly like any other."""
+
+_STRONG_CANDIDATES = 8
+"""Fractional binaries whose two children's LPs are solved to choose the branch."""
 
 _FRACTIONAL = 1e-6
 """A binary's LP value this far from 0 and 1 counts as fractional when choosing a branch."""
@@ -47,6 +51,9 @@ class _Prover:
         self.milp, self.der, self.target = milp, derivations, target
         self.row_index = [index for index, _ in rows]
         self.rows = [row for _, row in rows]
+        self.row_den = [math.lcm(*(a.denominator for a in row.coefs)) for row in self.rows]
+        self.row_num = [[a.numerator * (den // a.denominator) for a in row.coefs]
+                        for row, den in zip(self.rows, self.row_den, strict=True)]
         self.lp = NodeLp(milp, self.rows)
         self.deadline, self.max_nodes = deadline, max_nodes
         self.nodes = 0
@@ -54,6 +61,7 @@ class _Prover:
         n = milp.num_vars
         self.lower = [(2 * j, milp.rows[2 * j].rhs) for j in range(n)]
         self.upper = [(2 * j + 1, milp.rows[2 * j + 1].rhs) for j in range(n)]
+        self.bound_den = math.lcm(*(row.rhs.denominator for row in milp.rows[:2 * n]))
 
     # the constraint every node derives: OBJ >= target, or the absurdity 0 >= 1
     def _goal(self) -> tuple[str, Fraction, str | list[tuple[int, Fraction]]]:
@@ -62,33 +70,54 @@ class _Prover:
         return "G", self.target, OBJECTIVE
 
     def _combine(self, objective: Mapping[int, Fraction], y: np.ndarray,
-                 fixed: Mapping[int, tuple[int, int]]) -> tuple[dict[int, Fraction], Fraction]:
-        """Exact multipliers (by constraint index) whose combination is ``objective·x >= rhs``."""
-        senses = [row.sense for row in self.rows]
+                 fixed: Mapping[int, tuple[int, int]]) -> tuple[Callable[[], dict[int, Fraction]], Fraction]:
+        """``rhs`` and (made when asked) the exact multipliers by constraint index whose
+        combination is ``objective·x >= rhs``.
+
+        The residual is summed in integers over one common denominator (every float is a
+        dyadic rational, so it stays a power of two): Fractions term by term cost 10x more.
+        """
         scale = float(np.max(np.abs(y))) if y.size else 0.0
-        residual = dict(objective)
-        multipliers: dict[int, Fraction] = {}
-        rhs = Fraction(0)
+        used: list[tuple[int, int, int]] = []  # (row k, numerator, denominator) of each multiplier
         for k in np.flatnonzero(np.abs(y) > _NEGLIGIBLE * scale).tolist():
             value = float(y[k])
-            if (senses[k] == "G" and value < 0) or (senses[k] == "L" and value > 0):
+            sense = self.rows[k].sense
+            if (sense == "G" and value < 0) or (sense == "L" and value > 0):
                 continue  # this side of the row does not exist
-            lam = Fraction(value)
-            row = self.rows[k]
-            multipliers[self.row_index[k]] = lam
-            rhs += lam * row.rhs
-            for j, a in zip(row.cols, row.coefs, strict=True):
-                residual[j] = residual.get(j, 0) - lam * a
-        for j, r in residual.items():
-            if r == 0:
+            p, q = value.as_integer_ratio()
+            used.append((k, p, q))
+        common = math.lcm(*(q * self.row_den[k] for k, _, q in used),
+                          *(c.denominator for c in objective.values()))
+        residual = {j: c.numerator * (common // c.denominator) for j, c in objective.items()}
+        rhs = Fraction(0)
+        for k, p, q in used:
+            factor = p * (common // (q * self.row_den[k]))
+            for j, a in zip(self.rows[k].cols, self.row_num[k], strict=True):
+                residual[j] = residual.get(j, 0) - factor * a
+            rhs += Fraction(p, q) * self.rows[k].rhs
+        # each residual r_j / common leans on x_j's lower bound (r_j > 0) or upper (r_j < 0):
+        # (constraint index, bound numerator over bound_den) per variable
+        leaning: list[tuple[int, int, int]] = []  # (index, variable, residual numerator)
+        bound_sum = 0
+        for j, numerator in residual.items():
+            if numerator == 0:
                 continue
             value, assumption = fixed.get(j, (None, None))
-            if r > 0:
-                index, bound = (assumption, Fraction(1)) if value == 1 else self.lower[j]
+            if numerator > 0:
+                index, bound = (assumption, 1) if value == 1 else self.lower[j]
             else:
-                index, bound = (assumption, Fraction(0)) if value == 0 else self.upper[j]
-            multipliers[index] = multipliers.get(index, 0) + r
-            rhs += r * bound
+                index, bound = (assumption, 0) if value == 0 else self.upper[j]
+            leaning.append((index, j, numerator))
+            if bound:
+                bound_sum += numerator * bound * (self.bound_den // Fraction(bound).denominator)
+        rhs += Fraction(bound_sum, common * self.bound_den)
+
+        def multipliers() -> dict[int, Fraction]:
+            out = {self.row_index[k]: Fraction(p, q) for k, p, q in used}
+            for index, _, numerator in leaning:
+                out[index] = out.get(index, 0) + Fraction(numerator, common)
+            return out
+
         return multipliers, rhs
 
     def _close(self, multipliers: dict[int, Fraction], *, rounded: bool) -> int:
@@ -113,15 +142,15 @@ class _Prover:
             for sign in (1.0, -1.0):
                 multipliers, rhs = self._combine({}, sign * answer.ray, fixed)
                 if rhs > 0:
-                    return self._close(multipliers, rounded=False)
+                    return self._close(multipliers(), rounded=False)
             raise CertificateError("HiGHS's Farkas ray does not prove a node infeasible exactly")
-        if self.target is not None:
+        if self.target is not None and self._may_close(answer.value):
             multipliers, bound = self._combine(self.milp.objective, answer.duals, fixed)
             if bound >= self.target:
-                return self._close(multipliers, rounded=False)
+                return self._close(multipliers(), rounded=False)
             if self.rounded and bound > self.target - 1:
-                return self._close(multipliers, rounded=True)
-        j = self._branch_variable(answer.x, fixed)
+                return self._close(multipliers(), rounded=True)
+        j = self._branch_variable(answer.x, fixed, answer.value)
         sense, rhs, lhs = self._goal()
         down = self.der.assume(f"d{self.nodes}", "L", Fraction(0), [(j, Fraction(1))])
         proved_down = self.node({**fixed, j: (0, down)})
@@ -129,20 +158,48 @@ class _Prover:
         proved_up = self.node({**fixed, j: (1, up)})
         return self.der.unsplit(f"s{self.nodes}", sense, rhs, lhs, (proved_down, down), (proved_up, up))
 
-    def _branch_variable(self, x: np.ndarray, fixed: Mapping[int, tuple[int, int]]) -> int:
-        """The most fractional free binary of the LP solution, else the free binary of largest
-        objective coefficient (the LP optimum is integral but its bound too weak)."""
+    def _may_close(self, lp_value: float) -> bool:
+        """Whether the LP's float value comes near enough the target for its exact bound
+        to be worth evaluating (a margin well above the LP solver's tolerances)."""
+        if self.rounded:  # the exact bound must pass target − 1: an LP value on it will not
+            needed = float(self.target) - 1
+            return lp_value > needed + 1e-9 * max(1.0, abs(needed))
+        needed = float(self.target)
+        return lp_value >= needed - 1e-6 * max(1.0, abs(needed))
+
+    def _branch_variable(self, x: np.ndarray, fixed: Mapping[int, tuple[int, int]], value: float) -> int:
+        """Strong branching over the most fractional free binaries of the LP solution: the
+        one whose two children's LP values rise most (product score); without fractional
+        ones (an integral LP optimum with too weak a bound) the free binary of largest
+        objective coefficient."""
         free = np.array([j for j in range(self.milp.num_vars)
                          if self.milp.integer[j] and j not in fixed], dtype=np.int64)
         if free.size == 0:
             raise CertificateError("a node with every binary fixed is not closed by its LP bound "
                                    "(the claim does not hold for the stated MILP)")
         distance = np.minimum(x[free], 1.0 - x[free])
-        best = int(np.argmax(distance))
-        if distance[best] > _FRACTIONAL:
-            return int(free[best])
-        weight = np.array([abs(float(self.milp.objective.get(int(j), 0))) for j in free])
-        return int(free[int(np.argmax(weight))])
+        fractional = free[distance > _FRACTIONAL]
+        if fractional.size == 0:
+            weight = np.array([abs(float(self.milp.objective.get(int(j), 0))) for j in free])
+            return int(free[int(np.argmax(weight))])
+        order = np.argsort(-distance[distance > _FRACTIONAL], kind="stable")
+        candidates = fractional[order[:_STRONG_CANDIDATES]].tolist()
+        if len(candidates) == 1 or self.target is None:
+            return int(candidates[0])
+        base = {j: v for j, (v, _) in fixed.items()}
+        best, best_score = candidates[0], -1.0
+        for j in candidates:
+            gains = []
+            for side in (0, 1):
+                left = self.deadline - time.monotonic()
+                child = self.lp.solve({**base, j: side}, left)
+                gain = np.inf if child.status == "infeasible" else (
+                    child.value - value if child.status == "optimal" else 0.0)
+                gains.append(max(gain, 1e-6))
+            score = min(gains[0], 1e9) * min(gains[1], 1e9)
+            if score > best_score:
+                best, best_score = j, score
+        return int(best)
 
 
 def prove(milp: ExactMilp, rows: Sequence[tuple[int, ExactRow]], derivations: Derivations,
