@@ -100,9 +100,9 @@ class HighsBackend(Backend):
                  on_incumbent: IncumbentCallback) -> RawResult:
         import highspy
 
-        h, form, costs = model
         form: MilpForm
         costs: SolverObjective
+        h, form, costs = model
         if options.time_limit is not None:
             h.setOptionValue("time_limit", float(options.time_limit))
         h.setOptionValue("threads", int(options.threads))

@@ -79,11 +79,12 @@ def _cardinality_rows(problem: Problem) -> list[tuple[int, int, np.ndarray]]:
 def exact_by_construction(problem: Problem, result: SolveResult) -> SolveResult:
     """``result`` as an exact OPTIMAL when its verified solution meets
     :func:`construction_bound`; otherwise unchanged."""
-    if result.proof == "exact" or result.x is None or result.status not in (Status.OPTIMAL,
-                                                                            Status.FEASIBLE):
+    objective = result.objective
+    if (result.proof == "exact" or result.x is None or objective is None
+            or result.status not in (Status.OPTIMAL, Status.FEASIBLE)):
         return result
     bound = construction_bound(problem)
-    if not _near(result.objective, bound):
+    if not _near(objective, bound):
         return result  # clearly above it: spare the exact check
     value = _verified_objective(problem, result)
     if value is None:  # the objective reads values that x holds rounded: verify again
@@ -93,7 +94,7 @@ def exact_by_construction(problem: Problem, result: SolveResult) -> SolveResult:
         return result
     note = f"optimal by construction: {bound.why}"
     low = float_down(bound.value)
-    gap = max(result.objective - low, 0.0) / max(abs(result.objective), 1.0)
+    gap = max(objective - low, 0.0) / max(abs(objective), 1.0)
     return replace(result, status=Status.OPTIMAL, proof=Proof.EXACT, bound=low, gap=gap,
                    message="; ".join(m for m in (result.message, note) if m))
 

@@ -33,6 +33,7 @@ import math
 import time
 from dataclasses import replace
 from fractions import Fraction
+from typing import Any
 
 import numpy as np
 
@@ -183,7 +184,8 @@ def _cross_checked(problem: Problem, result: SolveResult, enumerated: Verificati
                           start, proven=False)
     why = (f"{_ENUMERATION} found {said}, but {exact.name} did not confirm it "
            f"({answer.why}); two exact methods must agree")
-    if enumerated is not None and (result.x is None or enumerated.objective < Fraction(result.objective)):
+    if enumerated is not None and (result.x is None or result.objective is None
+                                   or enumerated.objective < Fraction(result.objective)):
         return _corrected(problem, result, enumerated, f"not certified: {why}", start, proven=False)
     return _downgraded(result, why, start)
 
@@ -231,7 +233,7 @@ class _Residual:
             self.best, self.improved = found, True
 
     def _unsettled(self, why: str) -> SolveResult:
-        if self.improved:  # the solver's claim was wrong: keep the better solution found
+        if self.improved and self.best is not None:  # the solver's claim was wrong: keep the better one
             return _corrected(self.problem, self.result, self.best,
                               f"certification found a better solution ({float(self.best.objective)!r}) "
                               f"than the solver's claim but could not prove it optimal ({why})",
@@ -282,7 +284,7 @@ def _downgraded(result: SolveResult, why: str, start: float) -> SolveResult:
                    note=f"the solver's {result.status.name} could not be certified: {why}", start=start)
 
 
-def _finish(result: SolveResult, *, note: str, start: float, **changes: object) -> SolveResult:
+def _finish(result: SolveResult, *, note: str, start: float, **changes: Any) -> SolveResult:
     message = "; ".join(m for m in (result.message, note) if m)
     spent = time.monotonic() - start
     times = replace(result.times, total=result.times.total + spent,

@@ -139,7 +139,8 @@ def objective_below(problem: Problem, value: Fraction | None, *,
 
 def _float_expansion(value: Fraction, max_terms: int = 64) -> list[float] | None:
     """Floats whose exact sum is ``value``, largest first; None when there are none."""
-    terms, rest = [], value
+    terms: list[float] = []
+    rest = value
     while rest != 0 or not terms:
         f = float(rest) if rest != 0 else 0.0
         if (rest != 0 and f == 0.0) or not math.isfinite(f) or len(terms) == max_terms:

@@ -162,6 +162,7 @@ class Problem:
     def _freeze_fields(self) -> None:
         for f in fields(self):
             value = getattr(self, f.name)
+            frozen: Any
             if f.name == "metadata":
                 frozen = value if isinstance(value, FrozenMapping) else FrozenMapping(value)
             elif f.name in _MATRICES:

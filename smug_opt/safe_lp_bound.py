@@ -65,12 +65,17 @@ def strengthened_safe_lp_bound(problem: Problem, *, deadline: Deadline,
 
     if deadline.at is None:
         raise ValueError("strengthened_safe_lp_bound needs a deadline with a time limit")
+
+    def left() -> float:
+        seconds = deadline.seconds_left(0.0)
+        return 0.0 if seconds is None else seconds  # never None: the deadline has a limit
+
     s = strengthen(problem)
     if not s.applied:
-        return safe_lp_bound(problem, seconds=deadline.seconds_left(0.0), backend=backend)
+        return safe_lp_bound(problem, seconds=left(), backend=backend)
     total = s.offset
     for part in s.parts:
-        bound = safe_lp_bound(part.problem, seconds=deadline.seconds_left(0.0), backend=backend)
+        bound = safe_lp_bound(part.problem, seconds=left(), backend=backend)
         if bound is None:
             return None
         total += Fraction(bound)

@@ -280,11 +280,12 @@ class SolveLoop:
     def _result(self, status: Status) -> SolveResult:
         total = time.monotonic() - self.start
         x = objective = None
+        exact: Fraction | None = None  # the incumbent's exact objective
         verified: bool | None = None
         summary = "no solution to verify"
         if self.best is not None:
             x, v = self.best
-            objective = float(v.objective)
+            exact, objective = v.objective, float(v.objective)
             verified, summary = True, v.summary()
         elif status is Status.INFEASIBLE:
             summary = "no solution to verify: infeasibility is a proof (see proof)"
@@ -294,22 +295,23 @@ class SolveLoop:
         tolerance, bound = self._certified()  # an exact backend's bound needs no tolerance
         if status is Status.INFEASIBLE:
             bound = math.inf
-        elif objective is not None:
+        elif objective is not None and exact is not None:
             if bound is not None and objective < bound - 2 * tolerance - 1e-9 * max(1.0, abs(bound)):
                 self.messages.append(f"the solver's bound {bound!r} is contradicted by a verified "
                                      f"solution of objective {objective!r}: bound discarded")
                 bound = None
-            proven = bound is not None and self._meets_bound(bound, tolerance)
+            proven = bound is not None and self._meets_bound(exact, bound, tolerance)
             if proven and self._infimum_may_be_unattained():
                 proven = False
                 self.messages.append(
                     "a strict row binds a continuous variable in the objective: the infimum "
                     "(>= bound) may not be attained by any solution, so no optimum is claimed "
                     "(backend 'z3' decides this exactly)")
-            if proven and self.exact_backend:  # its bound is the objective, never above the exact one
-                bound = objective if Fraction(objective) <= self.best[1].objective else min(bound, objective)
-            elif proven:  # a float solver's bound keeps its tolerance: OPTIMAL means within it
-                bound = min(bound, objective)
+            if proven and bound is not None:
+                if self.exact_backend:  # its bound is the objective, never above the exact one
+                    bound = objective if Fraction(objective) <= exact else min(bound, objective)
+                else:  # a float solver's bound keeps its tolerance: OPTIMAL means within it
+                    bound = min(bound, objective)
             status = Status.OPTIMAL if proven else Status.FEASIBLE
         if status is Status.NO_SOLUTION and self.strict_ties and not self.exact_backend:
             self.messages.append(
@@ -336,13 +338,12 @@ class SolveLoop:
         )
 
 
-    def _meets_bound(self, bound: float, tolerance: float) -> bool:
-        """Whether the incumbent is proven optimal by ``bound``. A float backend's: within
-        twice the objective tolerance. An exact backend's bound is its exact optimum rounded
+    def _meets_bound(self, objective: Fraction, bound: float, tolerance: float) -> bool:
+        """Whether the incumbent (exact ``objective``) is proven optimal by ``bound``. A float
+        backend's: within twice the objective tolerance. An exact backend's bound is its exact optimum rounded
         down to float64: met exactly, or, where the binaries fix every variable (so the
         verified objective is exactly the value of the solver's own exact model), within the
         two ulps that rounding the bound down and the objective to nearest leave."""
-        objective = self.best[1].objective
         if not self.exact_backend:
             return float(objective) <= bound + 2 * tolerance
         if objective <= Fraction(bound):

@@ -131,6 +131,11 @@ class _Node:
             return self.value[0].value
         return None
 
+    @property
+    def items(self) -> tuple[_Node, ...]:
+        """A list's elements; an atom has none."""
+        return self.value if isinstance(self.value, tuple) else ()
+
 
 def _tokens(text: str) -> list[tuple[str, int]]:
     out: list[tuple[str, int]] = []
@@ -181,8 +186,8 @@ class _Reader:
                               f"(only declare-const and assert)")
 
     def _declare(self, node: _Node) -> None:
-        parts = [n.value for n in node.value]
-        if len(parts) != 3 or not all(isinstance(p, str) for p in parts):
+        parts = [n.value for n in node.items if isinstance(n.value, str)]
+        if len(parts) != 3 or len(node.items) != 3:
             raise VnnlibError(f"line {node.line}: declare-const takes a name and a sort")
         name, sort = parts[1], parts[2]
         match = _VARIABLE.match(name)
@@ -235,13 +240,14 @@ class _Reader:
 
     def _comparison(self, node: _Node) -> tuple[dict[tuple[str, int], float], float, str]:
         """``lhs - rhs`` as (coefficients, constant) and the relation to 0."""
-        if len(node.value) != 3:
+        relation = node.head
+        if relation is None or len(node.items) != 3:
             raise VnnlibError(f"line {node.line}: {node.head} takes two terms, got {_show(node)}")
-        (cl, kl), (cr, kr) = self._term(node.value[1]), self._term(node.value[2])
+        (cl, kl), (cr, kr) = self._term(node.items[1]), self._term(node.items[2])
         coefs = dict(cl)
         for var, v in cr.items():
             coefs[var] = coefs.get(var, 0.0) - v
-        return {v: c for v, c in coefs.items() if c != 0.0}, kl - kr, node.head
+        return {v: c for v, c in coefs.items() if c != 0.0}, kl - kr, relation
 
     def _assert(self, node: _Node) -> None:
         if node.head in _COMPARISONS:
@@ -282,8 +288,8 @@ class _Reader:
                 return [[(row, -const, False), ({i: -c for i, c in row.items()}, const, False)]]
             sign = 1.0 if relation in ("<=", "<") else -1.0
             return [[({i: sign * c for i, c in row.items()}, -sign * const, relation in ("<", ">"))]]
-        if head in ("and", "or") and len(node.value) >= 2:
-            parts = [self._dnf(child) for child in node.value[1:]]
+        if head in ("and", "or") and len(node.items) >= 2:
+            parts = [self._dnf(child) for child in node.items[1:]]
             if head == "or":
                 out = [conj for part in parts for conj in part]
             else:

@@ -55,7 +55,8 @@ class Box:
         """``min Λ·x`` over the box per row of ``lam`` (columns: :attr:`support`; dense or
         sparse), in float, and a bound on its rounding error."""
         if sp.issparse(lam):
-            value = lam.maximum(0) @ self.lo + lam.minimum(0) @ self.hi
+            # scipy.sparse is untyped: issparse does not narrow lam to a sparse matrix
+            value = lam.maximum(0) @ self.lo + lam.minimum(0) @ self.hi  # type: ignore[union-attr]
         else:
             value = np.maximum(lam, 0.0) @ self.lo + np.minimum(lam, 0.0) @ self.hi
         magnitude = abs(lam) @ np.maximum(np.abs(self.lo), np.abs(self.hi))

@@ -265,7 +265,8 @@ def _max_rows(problem: Problem) -> _RealRows:
     assert R is not None
     rows: list[tuple[np.ndarray, np.ndarray, float]] = []
     z_bounds: list[tuple[float, float]] = []
-    defines, maxes = [], []
+    defines: list[tuple[int, list[int]]] = []
+    maxes = []
     for r, y in enumerate(problem.relu_out.tolist()):
         if z_hi[r] <= 0:
             lb[y], ub[y] = max(lb[y], 0.0), min(ub[y], 0.0)

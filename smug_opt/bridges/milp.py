@@ -211,7 +211,8 @@ def big_m_relus(problem: Problem, z_lo: np.ndarray, z_hi: np.ndarray, lb: np.nda
     n = problem.num_vars
     relu_in = problem.relu_in
     n_phase = 0
-    relu_blocks = []
+    # (columns, values, the phase column and its coefficient or None, row lower, row upper)
+    relu_blocks: list[tuple[np.ndarray, np.ndarray, tuple[int, float] | None, float, float]] = []
     for k in range(problem.num_relus):
         y = int(problem.relu_out[k])
         start, stop = relu_in.indptr[k], relu_in.indptr[k + 1]
