@@ -28,7 +28,8 @@ SUITES = {"mnist-cnn": "mnist-cnn", "text": "text-cnn"}
 
 def add_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParser:
     p = subparsers.add_parser(
-        "evaluate", help="score SMUG against baselines: LSC, Win%%, sparsity, deletion/insertion",
+        "evaluate", help="score SMUG against baselines: LSC, Win%%, sparsity, deletion/insertion, ROAD, "
+                                  "randomisation check",
         description="Evaluate saliency methods as in the paper's section 4. Without --model "
                     "an embedded suite is used (--suite mnist-cnn or text).")
     p.add_argument("--suite", choices=tuple(SUITES), help="embedded suite (default mnist-cnn)")
@@ -51,6 +52,9 @@ def add_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParse
     p.add_argument("--cell", type=int, help="SMUG cell size, also the deletion/insertion grid "
                    "(default: the model's own)")
     p.add_argument("--time-limit", type=float, default=60.0, help="seconds per solve (default 60)")
+    p.add_argument("--sanity-stages", type=int, default=0, metavar="N",
+                   help="run the model-randomisation sanity check (Adebayo et al. 2018) with N "
+                        "stages of the top-down cascade (default 0: off)")
     p.add_argument("--out", type=Path, default=Path("eval"),
                    help="output folder (default eval/); each finished input is kept there")
     p.add_argument("--resume", action="store_true",
@@ -72,6 +76,7 @@ def _check_args(args: argparse.Namespace) -> None:
         (not args.time_limit > 0, f"--time-limit must be positive, got {args.time_limit:g}"),
         (not args.pixel_scale > 0, f"--pixel-scale must be positive, got {args.pixel_scale:g}"),
         (args.chunk < 1, f"--chunk must be at least 1, got {args.chunk}"),
+        (args.sanity_stages < 0, f"--sanity-stages must be at least 0, got {args.sanity_stages}"),
         ((args.images is None) != (args.model is None), "--model and --images go together"),
         (args.suite is not None and args.model is not None, "give --suite or --model/--images, not both"),
         (args.images is not None and not (args.images or Path()).is_dir(),
@@ -163,6 +168,7 @@ def run(args: argparse.Namespace) -> int:
     with executor_from_args(args) as executor:
         result = evaluate(model, inputs, labels, methods, backend=args.backend, k=args.k,
                           gamma=args.gamma, cell=args.cell, time_limit=args.time_limit,
+                          sanity_stages=args.sanity_stages,
                           executor=executor, chunk_size=args.chunk, out_dir=args.out,
                           resume=args.resume, overwrite=args.overwrite, progress=not args.quiet,
                           **extra)

@@ -30,7 +30,8 @@ class Settings:
     """Everything a method may need besides the model and the input: the SMUG parameters
     (``smug``; its method is replaced by the variant being run), the backend and time
     limit of its solves, SIS's threshold and mask token, IG's steps, whether the
-    model outputs logits (``softmax``) and ROAD's removal fractions (``road_levels``)."""
+    model outputs logits (``softmax``), ROAD's removal fractions (``road_levels``) and the
+    stages of the model-randomisation check (``sanity_stages``, 0: not run)."""
 
     smug: SmugParameters
     backend: str | BackendChoice
@@ -40,6 +41,7 @@ class Settings:
     ig_steps: int
     softmax: bool = False
     road_levels: tuple[float, ...] = ROAD_LEVELS
+    sanity_stages: int = 0
 
     def record(self) -> dict[str, Any]:
         """The settings as a run folder's configuration records them (flat, JSON-ready)."""
@@ -47,7 +49,7 @@ class Settings:
                 "cell": self.smug.cell, "time_limit": self.time_limit,
                 "sis_threshold": self.sis_threshold, "mask_id": self.mask_id,
                 "ig_steps": self.ig_steps, "softmax": self.softmax,
-                "road_levels": list(self.road_levels)}
+                "road_levels": list(self.road_levels), "sanity_stages": self.sanity_stages}
 
 
 @dataclass(frozen=True, eq=False)

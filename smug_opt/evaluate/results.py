@@ -25,7 +25,9 @@ class MethodOutcome:
     ``seconds`` is the time to compute the map. ``road_morf``/``road_lerf`` (images): ROAD's
     mean confidences (:mod:`smug_opt.evaluate.road`). ``sanity_spearman``/``sanity_ssim``:
     the map's similarity to the map of the fully randomised model (the model-randomisation
-    check, :mod:`smug_opt.evaluate.randomisation`), ``None`` when not run.
+    check, :mod:`smug_opt.evaluate.randomisation`), ``None`` when not run;
+    ``sanity_cascade`` holds ``(layers randomised, Spearman, SSIM)`` for each stage of the
+    cascade (empty when not run).
     """
 
     saliency: np.ndarray | None
@@ -42,6 +44,7 @@ class MethodOutcome:
     road_lerf: float | None = None
     sanity_spearman: float | None = None
     sanity_ssim: float | None = None
+    sanity_cascade: tuple[tuple[int, float | None, float | None], ...] = ()
 
 
 @dataclass(frozen=True)

@@ -89,6 +89,7 @@ def _record(index: int, name: str, method: str, o: MethodOutcome) -> dict[str, A
         "road_lerf": o.road_lerf,
         "sanity_spearman": o.sanity_spearman,
         "sanity_ssim": o.sanity_ssim,
+        "sanity_cascade": [list(stage) for stage in o.sanity_cascade],
         "precision": None if o.precision is None or np.isnan(o.precision) else o.precision,
         "recall": None if o.recall is None or np.isnan(o.recall) else o.recall,
         "seconds": o.seconds,
@@ -160,10 +161,26 @@ def evaluate_chunk(chunk: _Chunk) -> list[tuple[int, dict[str, MethodOutcome]]]:
     model = chunk.model
     subject = (worker_cache(("evaluate", model), lambda: _load_subject(model)) if _by_reference(model)
                else _load_subject(model))
+    randomised = _randomised(subject, chunk.settings)
     if chunk.settings.softmax:
         subject = Subject(subject.model, _softmax(subject.predict_fn), subject.keras_model)
-    return [(i, evaluate_input(subject, chunk.settings, chunk.methods, x, label, note))
+    return [(i, evaluate_input(subject, chunk.settings, chunk.methods, x, label, note, randomised))
             for i, x, label, note in chunk.items]
+
+
+def _randomised(subject: Subject, settings: Settings) -> list[tuple[int, Subject]]:
+    """The model-randomisation cascade as subjects (empty when the check is off)."""
+    if not settings.sanity_stages:
+        return []
+    from smug_opt.evaluate.randomisation import cascade
+
+    out = []
+    for r in cascade(subject.keras_model or subject.model, stages=settings.sanity_stages):
+        s = as_subject(r.model)
+        if settings.softmax:
+            s = Subject(s.model, _softmax(s.predict_fn), s.keras_model)
+        out.append((r.layers, s))
+    return out
 
 
 _STORE_FILE = "inputs.jsonl"
@@ -232,6 +249,7 @@ def evaluate(
     mask_id: int = 0,
     ig_steps: int = 64,
     softmax: bool = False,
+    sanity_stages: int = 0,
     names: Sequence[str] | None = None,
     executor: Executor | None = None,
     chunk_size: int = 4,
@@ -251,7 +269,10 @@ def evaluate(
     replace theirs) on ``backend`` within ``time_limit``; the SMUG cell is also the
     deletion/insertion grid. ``boxes``: one ground-truth box (or ``None``) per image;
     ``rationales``: one boolean token mask per text. ``sis_threshold`` and ``mask_id`` (the
-    pad/mask token, also the text deletion baseline) are for SIS. ``names`` label the inputs
+    pad/mask token, also the text deletion baseline) are for SIS. ``sanity_stages`` > 0 runs
+    the model-randomisation check (:mod:`smug_opt.evaluate.randomisation`) with that many
+    stages of the cascade (each method's maps computed again on each randomised model).
+    ``names`` label the inputs
     in records and figures (default: their indices). ``executor`` runs chunks of
     ``chunk_size`` inputs (default: in this process; worker processes and Dask need the
     model as a name or path or a :class:`~smug_opt.batch.ModelRef`, or a picklable predict
@@ -286,7 +307,10 @@ def evaluate(
         raise ValueError(f"names must have one entry per input ({len(inputs)}); got {len(input_names)}")
     notes = _annotations(inputs, modality, boxes, rationales)
     smug = smug_parameters(_spec(model), params, k=k, gamma=gamma, cell=cell)
-    settings = Settings(smug, backend, time_limit, sis_threshold, mask_id, ig_steps, softmax)
+    if sanity_stages < 0:
+        raise ValueError(f"sanity_stages must be >= 0; got {sanity_stages}")
+    settings = Settings(smug, backend, time_limit, sis_threshold, mask_id, ig_steps, softmax,
+                        sanity_stages=sanity_stages)
     folder = None
     if out_dir is not None:
         named = model_identity(_spec(model)) if _by_reference(model) else {"model": _model_label(model)}

@@ -13,6 +13,7 @@ from smug_opt.evaluate.faithfulness import deletion_curve, insertion_curve
 from smug_opt.evaluate.lsc import lsc_score
 from smug_opt.evaluate.methods import METHODS, NOT_IN_WIN_RATE, MethodMap, Settings, Subject
 from smug_opt.evaluate.metrics import lsc_quartiles, mean_estimate, token_precision_recall, win_rates
+from smug_opt.evaluate.randomisation import map_similarity
 from smug_opt.evaluate.results import MethodOutcome, MethodSummary
 from smug_opt.evaluate.road import road
 
@@ -63,11 +64,29 @@ def score_map(
     return scores
 
 
+def _sanity(method: str, randomised: Sequence[tuple[int, Subject]], settings: Settings, x: np.ndarray,
+            label: int, note: Any, original: np.ndarray) -> dict[str, Any]:
+    """The map's similarity to the maps of the randomised models (the last: all layers)."""
+    stages = []
+    for layers, subject in randomised:
+        try:
+            other = METHODS[method].compute(subject, settings, x, label, note).saliency
+        except ValueError:
+            stages.append((layers, None, None))
+            continue
+        stages.append((layers, *map_similarity(original, other)))
+    if not stages:
+        return {}
+    return {"sanity_spearman": stages[-1][1], "sanity_ssim": stages[-1][2], "sanity_cascade": tuple(stages)}
+
+
 def evaluate_input(
-    subject: Subject, settings: Settings, methods: tuple[str, ...], x: np.ndarray, label: int, note: Any
+    subject: Subject, settings: Settings, methods: tuple[str, ...], x: np.ndarray, label: int, note: Any,
+    randomised: Sequence[tuple[int, Subject]] = (),
 ) -> dict[str, MethodOutcome]:
     """Each method's map of ``x`` and its scores; a method that raises ValueError is recorded
-    as failed, not raised."""
+    as failed, not raised. ``randomised``: the cascade of the model-randomisation check
+    (layers randomised, model), each method's map compared with its map there."""
     out = {}
     for name in methods:
         start = time.perf_counter()
@@ -78,6 +97,7 @@ def evaluate_input(
             continue
         seconds = time.perf_counter() - start
         scores = score_map(subject, settings, x, label, note, mm)
+        scores |= _sanity(name, randomised, settings, x, label, note, mm.saliency)
         out[name] = MethodOutcome(saliency=mm.saliency, mask=mm.mask, seconds=seconds, **scores)
     return out
 
