@@ -358,3 +358,38 @@ def test_solve_says_why_no_certificate_is_written(tmp_path: Path, capsys) -> Non
     assert not out.exists()
     assert main(["solve", str(_saved(tmp_path, 3.0)), "--certificate", str(tmp_path)]) != 0
     assert "is a folder" in capsys.readouterr().err
+
+
+@pytest.mark.slow
+def test_mnist_first_layer_certificates_pass_the_checker(tmp_path: Path) -> None:
+    """HiGHS's optima on small MNIST first-layer suite instances get certificates that
+    `smug-opt check-certificate` accepts."""
+    from smug_opt import solve
+    from smug_opt.bench.suites import SuiteUnavailableError, load_suite
+    from smug_opt.cli import main
+    from smug_opt.problem_file import load_problem
+
+    try:
+        suite = {inst.name: inst for inst in load_suite("mnist-first-layer")}
+    except SuiteUnavailableError as exc:
+        pytest.skip(str(exc))
+    for name in ("cnn-d0-c2-k10-g0.5", "mlp-d1-c1-k8-g0.0", "cnn-d0-c2-k100-g0.9"):
+        path = suite[name].problem_path
+        problem = load_problem(path)
+        result = solve(problem, "highs", time_limit=60, certify=False)
+        assert result.status.name == "OPTIMAL", name
+        out = tmp_path / f"{name}.vipr"
+        cert = write_certificate(problem, "OPTIMAL", result.x, out, seconds=120)
+        assert cert.optimum == Fraction(result.objective)
+        assert main(["check-certificate", str(path), str(out)]) == 0, name
+
+
+def test_infeasibility_without_a_farkas_ray_and_lone_equalities(tmp_path: Path) -> None:
+    """An empty row ``0 >= 1`` (HiGHS finds no ray: the elastic LP's duals prove it) and a
+    single-variable equality ``2·x0 == 1`` (not rounded: VIPR rounds <= and >= only)."""
+    empty = Problem.from_arrays([[0.0, 0.0], [1.0, 1.0]], [">=", ">="], [1.0, 1.0])
+    write_certificate(empty, "INFEASIBLE", None, tmp_path / "e.vipr", seconds=10)
+    assert recheck((tmp_path / "e.vipr").read_text()) == ("infeas", None)
+    lone = Problem.from_arrays([[2.0, 0.0], [1.0, 1.0]], ["==", ">="], [1.0, 1.0])
+    write_certificate(lone, "INFEASIBLE", None, tmp_path / "l.vipr", seconds=10)
+    assert recheck((tmp_path / "l.vipr").read_text()) == ("infeas", None)

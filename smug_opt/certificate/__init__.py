@@ -1,7 +1,8 @@
 """VIPR certificates for OPTIMAL and INFEASIBLE claims, checkable without smug-opt's solvers.
 
 :func:`write_certificate` states the problem as the MILP of ``docs/certificates.md``, adds
-cardinality cuts (:mod:`~smug_opt.certificate.cuts`) and a certified branch-and-bound
+forced binaries (:mod:`~smug_opt.certificate.fixings`), cardinality cuts
+(:mod:`~smug_opt.certificate.cuts`) and a certified branch-and-bound
 (:mod:`~smug_opt.certificate.search`) proving the claim, and writes a VIPR 1.0 file that
 an exact checker (``smug-opt check-certificate``) verifies from the ``.smug`` alone.
 """
@@ -17,6 +18,7 @@ from pathlib import Path
 import numpy as np
 
 from smug_opt.certificate.cuts import cardinality_cuts
+from smug_opt.certificate.fixings import forced_binaries
 from smug_opt.certificate.milp import CertificateError, exact_milp, violated_row
 from smug_opt.certificate.search import prove
 from smug_opt.certificate.vipr import Derivations, number, write_vipr
@@ -36,14 +38,15 @@ class Certificate:
     claim: str
     optimum: Fraction | None  # None for INFEASIBLE
     nodes: int  # branch-and-bound nodes (1: the root LP closed it)
+    fixings: int
     cuts: int
     derivations: int
     seconds: float
 
     def summary(self) -> str:
         what = "infeasibility" if self.optimum is None else f"optimum {number(self.optimum)}"
-        return (f"{what}: {self.derivations} derivations ({self.cuts} cuts, {self.nodes} "
-                f"branch-and-bound node{'s' * (self.nodes != 1)}) in {self.seconds:.2f}s")
+        return (f"{what}: {self.derivations} derivations ({self.fixings} fixings, {self.cuts} cuts, "
+                f"{self.nodes} branch-and-bound node{'s' * (self.nodes != 1)}) in {self.seconds:.2f}s")
 
 
 def write_certificate(problem: Problem, claim: str, x: np.ndarray | None,
@@ -69,13 +72,14 @@ def write_certificate(problem: Problem, claim: str, x: np.ndarray | None,
             raise CertificateError(f"the solution violates {bad} of the stated MILP exactly")
         optimum = sum((c * solution.get(j, 0) for j, c in milp.objective.items()), Fraction(0))
     derivations = Derivations(len(milp.rows))
+    fixings = forced_binaries(milp, derivations)
     cuts = cardinality_cuts(milp, derivations)
     first = milp.num_bound_rows
-    rows = [(first + i, milp.rows[first + i]) for i in range(len(milp.rows) - first)] + cuts
+    rows = [(first + i, milp.rows[first + i]) for i in range(len(milp.rows) - first)] + fixings + cuts
     stats = prove(milp, rows, derivations, optimum,
                   seconds=max(seconds - (time.monotonic() - start), 0.0))
     comments = [f"smug-opt certificate: {claim}" + (f" of {source}" if source else ""),
                 "MILP stated as docs/certificates.md describes"]
     write_vipr(path, milp, comments=comments, optimum=optimum, solution=solution, derivations=derivations)
-    return Certificate(Path(path), claim, optimum, stats.nodes, len(cuts), len(derivations.lines),
-                       time.monotonic() - start)
+    return Certificate(Path(path), claim, optimum, stats.nodes, len(fixings), len(cuts),
+                       len(derivations.lines), time.monotonic() - start)

@@ -52,31 +52,66 @@ class NodeLp:
         self._lb = np.array([float(milp.rows[2 * j].rhs) for j in range(n)])
         self._ub = np.array([float(milp.rows[2 * j + 1].rhs) for j in range(n)])
         lp.col_lower_, lp.col_upper_ = self._lb, self._ub
-        lp.row_lower_ = np.where(senses == "L", -inf, rhs)
-        lp.row_upper_ = np.where(senses == "G", inf, rhs)
+        row_lo, row_hi = np.where(senses == "L", -inf, rhs), np.where(senses == "G", inf, rhs)
+        lp.row_lower_, lp.row_upper_ = row_lo, row_hi
         lp.a_matrix_.format_ = highspy.MatrixFormat.kColwise
         lp.a_matrix_.start_ = A.indptr.astype(np.int32)
         lp.a_matrix_.index_ = A.indices.astype(np.int32)
         lp.a_matrix_.value_ = A.data
+        self._h = self._highs(lp)
+        self._binaries = np.flatnonzero(milp.integer).astype(np.int32)
+        # the elastic LP (min Σ slack, every row relaxed by its slack): its duals prove a
+        # node infeasible when HiGHS gives no Farkas ray (infeasible without a simplex run)
+        m = len(rows)
+        elastic = highspy.HighsLp()
+        elastic.num_col_, elastic.num_row_ = n + 2 * m, m
+        elastic.col_cost_ = np.concatenate([np.zeros(n), np.ones(2 * m)])
+        elastic.col_lower_ = np.concatenate([self._lb, np.zeros(2 * m)])
+        elastic.col_upper_ = np.concatenate([self._ub, np.full(2 * m, inf)])
+        elastic.row_lower_, elastic.row_upper_ = row_lo, row_hi
+        slack = sp.hstack([A, sp.identity(m, format="csc"), -sp.identity(m, format="csc")], format="csc")
+        elastic.a_matrix_.format_ = highspy.MatrixFormat.kColwise
+        elastic.a_matrix_.start_ = slack.indptr.astype(np.int32)
+        elastic.a_matrix_.index_ = slack.indices.astype(np.int32)
+        elastic.a_matrix_.value_ = slack.data
+        self._elastic_lp = elastic
+        self._elastic: object | None = None
+
+    def _highs(self, lp: object) -> object:
+        highspy = self._highspy
         with silenced_stdout():  # HiGHS prints its banner on construction
             h = highspy.Highs()
         h.setOptionValue("output_flag", False)
         h.setOptionValue("threads", 1)
         h.setOptionValue("presolve", "off")  # keeps Farkas rays available
         h.passModel(lp)
-        self._h = h
-        self._binaries = np.flatnonzero(milp.integer).astype(np.int32)
+        return h
 
-    def solve(self, fixed: Mapping[int, int], seconds: float) -> LpAnswer:
-        """The relaxation with ``x[j] = fixed[j]`` for the fixed binaries."""
-        h, highspy = self._h, self._highspy
+    def _fix(self, h: object, fixed: Mapping[int, int], seconds: float) -> None:
         lb, ub = self._lb[self._binaries].copy(), self._ub[self._binaries].copy()
         if fixed:
             position = {int(j): k for k, j in enumerate(self._binaries)}
             for j, value in fixed.items():
                 lb[position[j]] = ub[position[j]] = float(value)
-        h.changeColsBounds(self._binaries.size, self._binaries, lb, ub)
-        h.setOptionValue("time_limit", h.getRunTime() + max(seconds, 0.01))
+        h.changeColsBounds(self._binaries.size, self._binaries, lb, ub)  # type: ignore[attr-defined]
+        h.setOptionValue("time_limit", h.getRunTime() + max(seconds, 0.01))  # type: ignore[attr-defined]
+
+    def elastic_duals(self, fixed: Mapping[int, int], seconds: float) -> np.ndarray | None:
+        """Row duals of ``min Σ slack`` over the rows relaxed by slacks (a positive optimum:
+        the node is infeasible, and these duals say why), or None."""
+        if self._elastic is None:
+            self._elastic = self._highs(self._elastic_lp)
+        h = self._elastic
+        self._fix(h, fixed, seconds)
+        h.run()  # type: ignore[attr-defined]
+        if h.getModelStatus() != self._highspy.HighsModelStatus.kOptimal:  # type: ignore[attr-defined]
+            return None
+        return np.asarray(h.getSolution().row_dual, dtype=np.float64)  # type: ignore[attr-defined]
+
+    def solve(self, fixed: Mapping[int, int], seconds: float) -> LpAnswer:
+        """The relaxation with ``x[j] = fixed[j]`` for the fixed binaries."""
+        h, highspy = self._h, self._highspy
+        self._fix(h, fixed, seconds)
         h.run()
         status = h.getModelStatus()
         if status == highspy.HighsModelStatus.kOptimal:

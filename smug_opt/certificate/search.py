@@ -137,13 +137,17 @@ class _Prover:
         if answer.status == "unknown":
             raise CertificateError("HiGHS did not solve a node's LP relaxation (time limit or failure)")
         if answer.status == "infeasible":
-            if answer.ray is None:
-                raise CertificateError("HiGHS called a node's LP infeasible but gave no Farkas ray")
-            for sign in (1.0, -1.0):
-                multipliers, rhs = self._combine({}, sign * answer.ray, fixed)
+            values = {j: v for j, (v, _) in fixed.items()}
+            rays = [] if answer.ray is None else [answer.ray, -answer.ray]
+            rays.append(self.lp.elastic_duals(values, self.deadline - time.monotonic()))
+            for ray in rays:
+                if ray is None:
+                    continue
+                multipliers, rhs = self._combine({}, ray, fixed)
                 if rhs > 0:
                     return self._close(multipliers(), rounded=False)
-            raise CertificateError("HiGHS's Farkas ray does not prove a node infeasible exactly")
+            raise CertificateError("neither HiGHS's Farkas ray nor its elastic LP proves a node "
+                                   "infeasible exactly")
         if self.target is not None and self._may_close(answer.value):
             multipliers, bound = self._combine(self.milp.objective, answer.duals, fixed)
             if bound >= self.target:

@@ -22,7 +22,8 @@ OBJECTIVE = "OBJ"
 
 def number(q: Fraction | int) -> str:
     """``q`` as VIPR reads it: an integer in decimal, else a reduced ``p/q``."""
-    q = Fraction(q)
+    if isinstance(q, int):
+        return str(q)
     return str(q.numerator) if q.denominator == 1 else f"{q.numerator}/{q.denominator}"
 
 
