@@ -26,6 +26,7 @@ from typing import Any, ClassVar, Protocol
 import numpy as np
 import scipy.sparse as sp
 
+from smug_opt.errors import ParameterError
 from smug_opt.ir import Problem
 
 __all__ = [
@@ -85,11 +86,11 @@ class SolveOptions:
 
     def __post_init__(self) -> None:
         if self.time_limit is not None and not self.time_limit > 0:
-            raise ValueError(f"time_limit must be positive seconds or None, got {self.time_limit!r}")
+            raise ParameterError("time_limit", f"must be positive seconds or None, got {self.time_limit!r}")
         if self.threads < 1:
-            raise ValueError(f"threads must be at least 1, got {self.threads!r}")
+            raise ParameterError("threads", f"must be at least 1, got {self.threads!r}")
         if not 0 <= self.relative_gap < 1:
-            raise ValueError(f"relative_gap must be in [0, 1), got {self.relative_gap!r}")
+            raise ParameterError("relative_gap", f"must be in [0, 1), got {self.relative_gap!r}")
 
 
 @dataclass(frozen=True)

@@ -33,6 +33,7 @@ from collections.abc import Callable, Hashable, Iterable, Iterator
 from types import TracebackType
 from typing import Any, TypeVar
 
+from smug_opt.errors import ParameterError
 from smug_opt.spawn import end_descendants, exit_with_parent
 
 __all__ = [
@@ -163,7 +164,7 @@ class LocalPoolExecutor(Executor):
 
     def __init__(self, workers: int) -> None:
         if workers < 1:
-            raise ValueError(f"--workers must be at least 1, got {workers}")
+            raise ParameterError("workers", f"must be at least 1, got {workers}")
         self.workers = workers
         self._processes: concurrent.futures.ProcessPoolExecutor | None = None
 
@@ -280,7 +281,7 @@ def check_executor_args(kind: str, workers: int, scheduler: str | None) -> None:
     if kind not in EXECUTORS:
         raise ValueError(f"unknown --executor {kind!r}; expected one of {', '.join(EXECUTORS)}")
     if workers < 1:
-        raise ValueError(f"--workers must be at least 1, got {workers}")
+        raise ParameterError("workers", f"must be at least 1, got {workers}")
     if kind == "dask" and not scheduler:
         raise ValueError("--executor dask needs --scheduler tcp://HOST:PORT (a running Dask scheduler)")
     if kind == "local" and scheduler:

@@ -12,6 +12,8 @@ import numbers
 from dataclasses import asdict, dataclass, replace
 from typing import Any
 
+from smug_opt.errors import ParameterError
+
 __all__ = ["PAPER_PARAMETERS", "Baseline", "Method", "SmugParameters"]
 
 
@@ -89,17 +91,17 @@ class SmugParameters:
             object.__setattr__(self, "cell", tuple(int(c) for c in self.cell))
         cells = self.cell if isinstance(self.cell, tuple) else (self.cell,)
         problems = [
-            (not _is_int(self.k) or self.k < 1, f"k must be at least 1, got {self.k!r}"),
+            (not _is_int(self.k) or self.k < 1, "k", f"must be at least 1, got {self.k!r}"),
             (not all(_is_int(c) and c >= 1 for c in cells) or not cells,
-             f"cell must be at least 1, got {self.cell!r}"),
-            (not _is_int(self.steps) or self.steps < 1, f"steps must be at least 1, got {self.steps!r}"),
+             "cell", f"must be at least 1, got {self.cell!r}"),
+            (not _is_int(self.steps) or self.steps < 1, "steps", f"must be at least 1, got {self.steps!r}"),
             (not isinstance(self.gamma, numbers.Real) or not self.gamma >= 0,
-             f"gamma must be at least 0 (each kept neuron stays above gamma times its "
+             "gamma", f"must be at least 0 (each kept neuron stays above gamma times its "
              f"activation), got {self.gamma!r}"),
         ]
-        for bad, message in problems:
+        for bad, parameter, problem in problems:
             if bad:
-                raise ValueError(message)
+                raise ParameterError(parameter, problem)
         object.__setattr__(self, "gamma", float(self.gamma))
         object.__setattr__(self, "k", int(self.k))
         object.__setattr__(self, "steps", int(self.steps))

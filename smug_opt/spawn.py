@@ -36,6 +36,8 @@ from multiprocessing.connection import Connection
 from pathlib import Path
 from typing import IO, Any
 
+from smug_opt.errors import ParameterError
+
 __all__ = [
     "POLL_SECONDS",
     "Child",
@@ -73,9 +75,9 @@ def resolve_memory_limit(memory_limit: float | None) -> float | None:
         return default_memory_limit_mb()
     if isinstance(memory_limit, bool) or not isinstance(memory_limit, (int, float)) \
             or math.isnan(memory_limit) or memory_limit <= 0:
-        raise ValueError(f"memory_limit must be positive megabytes, None (the default budget, "
-                         f"{default_memory_limit_mb():g} MB here) or math.inf (no budget); "
-                         f"got {memory_limit!r}")
+        raise ParameterError("memory_limit", f"must be positive megabytes, None (the default budget, "
+                                             f"{default_memory_limit_mb():g} MB here) or math.inf (no "
+                                             f"budget); got {memory_limit!r}")
     return None if math.isinf(memory_limit) else float(memory_limit)
 
 

@@ -26,6 +26,7 @@ import numpy as np
 
 from smug_opt.backend_choice import DEFAULT_BACKEND
 from smug_opt.encode.layer_bounds import DEFAULT_BOUNDS
+from smug_opt.errors import ParameterError
 from smug_opt.stress_models import StressModel, load_stress_model
 
 if TYPE_CHECKING:
@@ -176,7 +177,7 @@ def run_stress(n: int = 100, backends: Sequence[str] = (DEFAULT_BACKEND,), time_
     if z3_encoding not in Z3_ENCODINGS:
         raise ValueError(f"z3_encoding must be one of {', '.join(Z3_ENCODINGS)}, got {z3_encoding!r}")
     if not time_limit > 0:
-        raise ValueError(f"time_limit must be positive seconds, got {time_limit!r}")
+        raise ParameterError("time_limit", f"must be positive seconds, got {time_limit!r}")
     names = [b.strip() for b in backends if b.strip()]
     if not names:
         raise ValueError("give at least one backend")

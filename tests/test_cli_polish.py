@@ -109,13 +109,22 @@ def test_errors_name_the_real_problem(tmp_path):
 
 
 def test_python_names_are_shown_as_flags():
-    from smug_opt.cli import flag_names
+    import pickle
 
-    assert flag_names("time_limit must be positive; relative_gap too") == \
-        "--time-limit must be positive; --gap too"
-    assert flag_names("my_time_limit_x") == "my_time_limit_x"
-    assert flag_names("target must lie in [0, 10), got 12").startswith("--target must")
-    assert flag_names("the target class") == "the target class"
+    from smug_opt.cli import flag_for
+    from smug_opt.errors import ParameterError
+    from smug_opt.parameters import SmugParameters
+
+    assert [flag_for(p) for p in ("time_limit", "relative_gap", "target", "grid_shape")] == \
+        ["--time-limit", "--gap", "--target", "--grid"]
+    error = ParameterError("time_limit", "must be positive seconds, got 0")
+    assert isinstance(error, ValueError) and str(error) == "time_limit must be positive seconds, got 0"
+    assert error.named(flag_for(error.parameter)) == "--time-limit must be positive seconds, got 0"
+    copy = pickle.loads(pickle.dumps(error))  # it may come back from a worker process
+    assert (copy.parameter, copy.problem) == (error.parameter, error.problem)
+    with pytest.raises(ParameterError) as caught:
+        SmugParameters(k=0)
+    assert caught.value.parameter == "k" and str(caught.value) == "k must be at least 1, got 0"
 
 
 # item 13: an infeasible solve exits non-zero (3: no solution), a failed bench run leaves nothing

@@ -33,6 +33,7 @@ from smug_opt.bench.records import (
     read_records,
 )
 from smug_opt.bench.suites import Instance, get_suite, instances_from_dir, load_suite
+from smug_opt.errors import ParameterError
 from smug_opt.executors import Executor, SequentialExecutor
 from smug_opt.filelock import FolderLock
 from smug_opt.spawn import default_memory_limit_mb
@@ -90,7 +91,7 @@ class RunConfig:
         if not (self.suites or self.instance_dirs):
             raise ValueError("a run needs a suite or an instance directory")
         if not self.time_limit > 0:
-            raise ValueError(f"time_limit must be positive seconds, got {self.time_limit!r}")
+            raise ParameterError("time_limit", f"must be positive seconds, got {self.time_limit!r}")
         if self.repeats < 1 or self.threads < 1:
             raise ValueError(f"repeats and threads must be at least 1, got {self.repeats}, {self.threads}")
         if self.grace < 0:

@@ -10,17 +10,16 @@ import argparse
 import errno
 import importlib
 import os
-import re
 import signal
 import sys
 from collections.abc import Sequence
 
 from smug_opt.console import one_line_warnings, results_only_stdout
+from smug_opt.errors import ParameterError
 from smug_opt.interrupt import TerminationState, signals_interrupt
 from smug_opt.spawn import end_descendants
 
-__all__ = ["EXIT_ERROR", "EXIT_INTERRUPTED", "EXIT_NO_ANSWER", "EXIT_OK", "build_parser", "flag_names",
-           "main"]
+__all__ = ["EXIT_ERROR", "EXIT_INTERRUPTED", "EXIT_NO_ANSWER", "EXIT_OK", "build_parser", "flag_for", "main"]
 
 EXIT_OK = 0
 """The command did what was asked (a solve: a verified answer, OPTIMAL or FEASIBLE)."""
@@ -79,8 +78,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         signame = "" if state.signum is None else f" ({signal.Signals(state.signum).name})"
         print(f"interrupted{signame}", file=sys.stderr)
         return state.exit_code or EXIT_INTERRUPTED
+    except ParameterError as exc:  # the library's name for it, shown as the flag a user typed
+        print(f"smug-opt {args.command}: error: {exc.named(flag_for(exc.parameter))}", file=sys.stderr)
+        return EXIT_ERROR
     except (ValueError, FileNotFoundError, NotADirectoryError, IsADirectoryError, RuntimeError) as exc:
-        print(f"smug-opt {args.command}: error: {flag_names(str(exc))}", file=sys.stderr)
+        print(f"smug-opt {args.command}: error: {exc}", file=sys.stderr)
         return EXIT_ERROR
     except OSError as exc:  # a full disk, a folder one may not write: the file and the reason
         where = f" {exc.filename}" if exc.filename else ""
@@ -90,12 +92,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         return EXIT_ERROR
 
 
-_FLAG_NAMES = {"time_limit": "--time-limit", "relative_gap": "--gap", "memory_limit": "--memory-limit",
-               "mlp_layers": "--model (its layers)", "grid_shape": "--grid", "pixel_scale": "--pixel-scale"}
+_FLAGS = {"relative_gap": "--gap", "mlp_layers": "--model (its layers)", "grid_shape": "--grid"}
+"""The flags whose names are not the parameter's with dashes."""
 
 
-def flag_names(message: str) -> str:
-    """``message`` with the Python argument names a user never typed replaced by their flags."""
-    for name, flag in _FLAG_NAMES.items():
-        message = re.sub(rf"(?<![-\w]){name}(?!\w)", flag, message)
-    return re.sub(r"^(target|k|gamma|cell|steps) (must|is|should)\b", r"--\1 \2", message)
+def flag_for(parameter: str) -> str:
+    """The command-line flag that sets the library's ``parameter`` (``time_limit``: ``--time-limit``)."""
+    return _FLAGS.get(parameter, "--" + parameter.replace("_", "-"))

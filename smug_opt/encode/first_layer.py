@@ -21,6 +21,7 @@ from dataclasses import dataclass
 import numpy as np
 import scipy.sparse as sp
 
+from smug_opt.errors import ParameterError
 from smug_opt.ir import Problem, ProblemBuilder
 from smug_opt.models.base import AffineLayer
 from smug_opt.models.grid import CellGrid, cell_grid
@@ -65,7 +66,7 @@ def encode_first_layer(
     when given, else ``cell``-sized blocks of the layer's grid (read as ``grid_shape``).
     ``baseline``: the affine input a masked value becomes (None: 0)."""
     if not np.isfinite(gamma):
-        raise ValueError(f"gamma must be finite, got {gamma!r}")
+        raise ParameterError("gamma", f"must be finite, got {gamma!r}")
     neurons = np.asarray(neurons, dtype=np.int64).reshape(-1)
     if neurons.size == 0:
         raise ValueError("no neurons selected: nothing to keep active")

@@ -23,6 +23,7 @@ from smug_opt.encode.layer_bounds import BOUND_METHODS, DEFAULT_BOUNDS, LayerBou
 from smug_opt.encode.masked import MaskedNetwork, flat_digest, flat_mlp
 from smug_opt.encode.masks import fewer_cells, greedy_mask
 from smug_opt.encode.network_milp import NetworkEncoding, encode_network
+from smug_opt.errors import ParameterError
 from smug_opt.ir import Problem, ProblemBuilder
 from smug_opt.models.grid import regular_grid
 from smug_opt.network.flat import FlatNetwork, Preprocess
@@ -84,7 +85,7 @@ def full_network(model_or_layers: Any, x: np.ndarray, label: int | None = None, 
     if bounds not in BOUND_METHODS:
         raise ValueError(f"bounds must be one of {', '.join(BOUND_METHODS)}, got {bounds!r}")
     if not (isinstance(cell, (int, np.integer)) and cell >= 1):
-        raise ValueError(f"cell must be a positive int, got {cell!r}")
+        raise ParameterError("cell", f"must be a positive int, got {cell!r}")
     if not np.isfinite(margin) or margin < 0:
         raise ValueError(f"margin must be a finite number >= 0, got {margin!r}")
     subject = _subject(model_or_layers, x, cell, shape, name, preprocess)

@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from smug_opt.errors import ParameterError
 from smug_opt.evaluate._predict import PredictFn, chunks, label_confidences
 
 
@@ -29,7 +30,7 @@ class Curve:
 def cell_ids(shape: tuple[int, ...], cell: int) -> np.ndarray:
     """The cell index of every position of a spatial ``shape`` (row-major over cells)."""
     if cell < 1:
-        raise ValueError(f"cell must be >= 1; got {cell}")
+        raise ParameterError("cell", f"must be >= 1; got {cell}")
     grid = tuple(-(-s // cell) for s in shape)
     coords = np.meshgrid(*(np.arange(s) // cell for s in shape), indexing="ij")
     return np.ravel_multi_index(tuple(coords), grid)

@@ -22,6 +22,7 @@ from typing import Literal
 
 import numpy as np
 
+from smug_opt.errors import ParameterError
 from smug_opt.models.activations import Activation
 from smug_opt.models.grid import CellGrid, cell_grid, data_grid
 
@@ -341,10 +342,10 @@ class ModelAdapter(ABC):
         single_sigmoid = self.output_kind == "sigmoid" and self.num_outputs == 1
         n_targets = 2 if single_sigmoid else self.num_outputs
         if isinstance(target, bool) or not isinstance(target, (int, np.integer)):
-            raise ValueError(f"target must be an int, got {target!r}")
+            raise ParameterError("target", f"must be an int, got {target!r}")
         if not 0 <= target < n_targets:
-            raise ValueError(
-                f"target must lie in [0, {n_targets}) for a {self.output_kind} output of "
+            raise ParameterError(
+                "target", f"must lie in [0, {n_targets}) for a {self.output_kind} output of "
                 f"size {self.num_outputs}, got {target}"
             )
         if single_sigmoid:

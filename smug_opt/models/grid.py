@@ -13,6 +13,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from smug_opt.errors import ParameterError
+
 __all__ = ["CellGrid", "cell_grid", "data_grid", "regular_grid"]
 
 
@@ -49,9 +51,9 @@ def regular_grid(spatial: tuple[int, ...], cell: int | tuple[int, ...], channels
     spatial = tuple(int(n) for n in spatial)
     cells = (int(cell),) * len(spatial) if np.isscalar(cell) else tuple(int(c) for c in cell)
     if len(cells) != len(spatial) or min(cells) < 1:
-        raise ValueError(f"cell must be a positive int or one per grid axis {spatial}, got {cell!r}")
+        raise ParameterError("cell", f"must be a positive int or one per grid axis {spatial}, got {cell!r}")
     if any(c > n for c, n in zip(cells, spatial, strict=True)):
-        raise ValueError(f"cell is larger than the input: {cell!r} on a {'x'.join(map(str, spatial))} "
+        raise ParameterError("cell", f"is larger than the input: {cell!r} on a {'x'.join(map(str, spatial))} "
                          f"grid would make the whole input one cell; give at most "
                          f"{min(spatial) if np.isscalar(cell) else spatial}")
     shape = tuple(-(-n // c) for n, c in zip(spatial, cells, strict=True))
@@ -82,7 +84,7 @@ def cell_grid(
             f"layer reads {math.prod(spatial)} per channel"
         )
     if affine.kind != "dense" and grid_shape != spatial:
-        raise ValueError(f"grid_shape only applies to dense first layers (grid is {spatial})")
+        raise ParameterError("grid_shape", f"only applies to dense first layers (grid is {spatial})")
     if len(grid_shape) == 3:
         return regular_grid(grid_shape[:2], cell, grid_shape[2])
     return regular_grid(grid_shape, cell)

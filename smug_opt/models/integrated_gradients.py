@@ -12,6 +12,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from smug_opt.errors import ParameterError
 from smug_opt.models.base import ModelAdapter
 
 __all__ = ["Attribution", "CompletenessWarning", "integrated_gradients", "top_k_neurons"]
@@ -59,7 +60,7 @@ def integrated_gradients(
     ``completeness_error > tolerance``.
     """
     if steps < 1:
-        raise ValueError(f"steps must be positive, got {steps}")
+        raise ParameterError("steps", f"must be positive, got {steps}")
     if batch_size is not None and batch_size < 1:
         raise ValueError(f"batch_size must be positive, got {batch_size}")
     _, h = adapter.first_layer(x)
@@ -101,7 +102,7 @@ def top_k_neurons(attribution: Attribution, k: int, *, eligible: np.ndarray | No
     attributions all of them are returned, with a warning; with none, ``ValueError``.
     """
     if k < 1:
-        raise ValueError(f"k must be positive, got {k}")
+        raise ParameterError("k", f"must be positive, got {k}")
     flat = attribution.values.ravel()
     keep = flat > 0
     if eligible is not None:

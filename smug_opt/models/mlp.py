@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from smug_opt.errors import ParameterError
 from smug_opt.models.grid import CellGrid, data_grid, regular_grid
 from smug_opt.models.keras_stem import describe, layer_class
 
@@ -153,7 +154,7 @@ def mlp_layers(model: keras.Model) -> list[DenseLayer]:
             )
         stack[-1] = DenseLayer(stack[-1].W, stack[-1].b, activation)
     if not stack:
-        raise ValueError("mlp_layers found no Dense layer in the model")
+        raise ParameterError("mlp_layers", "found no Dense layer in the model")
     for layer in stack:
         for array in (layer.W, layer.b):
             array.flags.writeable = False
@@ -182,7 +183,7 @@ def _dense_chain(model: keras.Model) -> list:
     except (AttributeError, ValueError):
         inputs = outputs = None
     if not inputs or not outputs or len(inputs) != 1 or len(outputs) != 1:
-        raise ValueError(f"mlp_layers needs a single-input, single-output Keras model with a known "
+        raise ParameterError("mlp_layers", f"needs a single-input, single-output Keras model with a known "
                          f"input shape, got {getattr(model, 'name', type(model).__name__)!r}")
     chain = [layer for layer in model.layers if layer_class(layer) != "InputLayer"]
     if isinstance(model, keras.Sequential):
@@ -190,8 +191,8 @@ def _dense_chain(model: keras.Model) -> list:
     previous = inputs[0]
     for layer in chain:
         if layer.input is not previous:
-            raise ValueError(f"mlp_layers needs a chain of layers, but {describe(layer)} does not take "
-                             "the previous layer's output")
+            raise ParameterError("mlp_layers", f"needs a chain of layers, but {describe(layer)} does "
+                                               "not take the previous layer's output")
         previous = layer.output
     return chain
 
