@@ -7,111 +7,32 @@ A Problem is immutable (read-only arrays and metadata, see :mod:`smug_opt.frozen
 can be cached by identity. Its file format lives in :mod:`smug_opt.problem_file`, which
 depends on this module, not the other way round.
 
-Kept as one module (about 480 lines) because the Problem's invariants and the builder that
-establishes them are one concept: ``Problem.from_arrays`` and ``with_constraints`` share
-the builder's parsing and validation, and a split would make the two import each other.
+The variable kinds, row senses and the array parsing the Problem and its builder share
+live in :mod:`smug_opt.problem_arrays` (re-exported here).
 """
 
 from __future__ import annotations
 
-import enum
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, fields, replace
-from typing import Any, NamedTuple
+from typing import Any
 
 import numpy as np
 import scipy.sparse as sp
 
 from smug_opt.frozen import FrozenMapping, freeze, read_only, read_only_csr
+from smug_opt.problem_arrays import (
+    Sense,
+    Triplets,
+    VarKind,
+    as_csr,
+    checked_vector,
+    parse_senses,
+    stack_blocks,
+    stack_rows,
+)
 
 __all__ = ["Problem", "ProblemBuilder", "Sense", "VarKind"]
-
-
-@enum.unique
-class VarKind(enum.IntEnum):
-    """The domain of a variable."""
-
-    BINARY = 0
-    CONTINUOUS = 1
-
-
-@enum.unique
-class Sense(enum.IntEnum):
-    """The relation of a linear row ``a·x SENSE rhs``."""
-
-    LE = 0
-    GE = 1
-    EQ = 2
-    LT = 3
-    GT = 4
-
-    @property
-    def symbol(self) -> str:
-        return _SENSE_SYMBOLS[self]
-
-    @property
-    def strict(self) -> bool:
-        return self in (Sense.LT, Sense.GT)
-
-    @classmethod
-    def parse(cls, value: str | Sense) -> Sense:
-        """Read ``"<="``, ``">="``, ``"=="`` (or ``"="``), ``"<"``, ``">"`` or a Sense."""
-        if isinstance(value, Sense):
-            return value
-        try:
-            return _SYMBOL_SENSES[str(value).strip()]
-        except KeyError:
-            raise ValueError(
-                f"unknown constraint sense {value!r}; expected one of "
-                f"{', '.join(repr(s) for s in _SENSE_SYMBOLS.values())}"
-            ) from None
-
-
-_SENSE_SYMBOLS = {Sense.LE: "<=", Sense.GE: ">=", Sense.EQ: "==", Sense.LT: "<", Sense.GT: ">"}
-_SYMBOL_SENSES = {v: k for k, v in _SENSE_SYMBOLS.items()} | {"=": Sense.EQ, "=<": Sense.LE}
-
-
-def _parse_senses(senses: Sequence[str | Sense] | str | Sense, m: int) -> np.ndarray:
-    if isinstance(senses, (str, Sense)):
-        return np.full(m, Sense.parse(senses), dtype=np.int8)
-    codes = np.fromiter((Sense.parse(s) for s in senses), dtype=np.int8)
-    if codes.shape[0] != m:
-        raise ValueError(f"got {codes.shape[0]} senses for {m} constraint rows")
-    return codes
-
-
-def _as_csr(matrix: Any, name: str, n_cols: int | None = None) -> sp.csr_matrix:
-    """A float64 CSR copy of a dense or sparse 2-D matrix, with finite entries only."""
-    if sp.issparse(matrix):
-        csr = sp.csr_matrix(matrix, dtype=np.float64, copy=True)
-    else:
-        dense = np.asarray(matrix, dtype=np.float64)
-        if dense.ndim == 1 and n_cols is not None and dense.size == n_cols:
-            dense = dense.reshape(1, -1)
-        if dense.ndim != 2:
-            raise ValueError(f"{name} must be 2-D (rows = constraints), got shape {dense.shape}")
-        csr = sp.csr_matrix(dense)
-    csr.sum_duplicates()
-    csr.eliminate_zeros()
-    if not np.all(np.isfinite(csr.data)):
-        bad = int(np.count_nonzero(~np.isfinite(csr.data)))
-        raise ValueError(f"{name} has {bad} non-finite (NaN or inf) coefficient(s)")
-    if n_cols is not None and csr.shape[1] != n_cols:
-        raise ValueError(f"{name} has {csr.shape[1]} columns but the problem has {n_cols} variables")
-    csr.sort_indices()
-    return csr
-
-
-def _vector(values: Any, size: int, name: str, *, allow_inf: bool = False) -> np.ndarray:
-    arr = np.array(values, dtype=np.float64).reshape(-1)
-    if arr.size == 1 and size != 1:
-        arr = np.full(size, arr[0])
-    if arr.shape != (size,):
-        raise ValueError(f"{name} has {arr.size} entries, expected {size}")
-    if np.any(np.isnan(arr)) or (not allow_inf and not np.all(np.isfinite(arr))):
-        raise ValueError(f"{name} contains NaN{'' if allow_inf else ' or inf'}")
-    arr.setflags(write=False)
-    return arr
 
 
 _MATRICES = ("A", "relu_in")
@@ -254,13 +175,13 @@ class Problem:
         self, coefficients: Any, senses: Sequence[str | Sense] | str, rhs: Any
     ) -> Problem:
         """A copy with extra rows ``coefficients @ x  senses  rhs`` over all variables."""
-        block = _as_csr(coefficients, "constraint coefficients", n_cols=self.num_vars)
+        block = as_csr(coefficients, "constraint coefficients", n_cols=self.num_vars)
         m = block.shape[0]
         return replace(
             self,
             A=sp.vstack([self.A, block], format="csr"),
-            senses=freeze(np.concatenate([self.senses, _parse_senses(senses, m)])),
-            rhs=freeze(np.concatenate([self.rhs, _vector(rhs, m, "rhs")])),
+            senses=freeze(np.concatenate([self.senses, parse_senses(senses, m)])),
+            rhs=freeze(np.concatenate([self.rhs, checked_vector(rhs, m, "rhs")])),
         )
 
     def with_metadata(self, **items: Any) -> Problem:
@@ -333,8 +254,8 @@ class ProblemBuilder:
         self._kinds: list[np.ndarray] = []
         self._lb: list[np.ndarray] = []
         self._ub: list[np.ndarray] = []
-        self._rows: list[tuple[_Triplets, np.ndarray, np.ndarray]] = []
-        self._relus: list[tuple[np.ndarray, _Triplets, np.ndarray, np.ndarray, np.ndarray]] = []
+        self._rows: list[tuple[Triplets, np.ndarray, np.ndarray]] = []
+        self._relus: list[tuple[np.ndarray, Triplets, np.ndarray, np.ndarray, np.ndarray]] = []
         self._objective_blocks: list[tuple[np.ndarray, np.ndarray]] = []
         self._n = 0
         self.metadata: dict[str, Any] = dict(metadata or {})
@@ -348,8 +269,8 @@ class ProblemBuilder:
             raise ValueError(f"cannot add {count} variables")
         idx = np.arange(self._n, self._n + count, dtype=np.int64)
         self._kinds.append(np.full(count, kind, dtype=np.int8))
-        self._lb.append(_vector(lb, count, "lb", allow_inf=True))
-        self._ub.append(_vector(ub, count, "ub", allow_inf=True))
+        self._lb.append(checked_vector(lb, count, "lb", allow_inf=True))
+        self._ub.append(checked_vector(ub, count, "ub", allow_inf=True))
         self._n += count
         return idx
 
@@ -359,8 +280,8 @@ class ProblemBuilder:
 
     def add_continuous(self, count: int, lb: Any, ub: Any) -> np.ndarray:
         """Add ``count`` continuous variables with finite bounds; returns their indices."""
-        lbv = _vector(lb, count, "lb")
-        ubv = _vector(ub, count, "ub")
+        lbv = checked_vector(lb, count, "lb")
+        ubv = checked_vector(ub, count, "ub")
         return self._add_vars(count, VarKind.CONTINUOUS, lbv, ubv)
 
     def _check_vars(self, variables: Any) -> np.ndarray:
@@ -369,10 +290,10 @@ class ProblemBuilder:
             raise ValueError(f"variable index out of range 0..{self._n - 1}")
         return idx
 
-    def _block(self, coefficients: Any, variables: Any, name: str) -> _Triplets:
+    def _block(self, coefficients: Any, variables: Any, name: str) -> Triplets:
         idx = self._check_vars(variables)
-        block = _as_csr(coefficients, name, n_cols=idx.size).tocoo()
-        return _Triplets(block.row, idx[block.col], block.data, block.shape[0])
+        block = as_csr(coefficients, name, n_cols=idx.size).tocoo()
+        return Triplets(block.row, idx[block.col], block.data, block.shape[0])
 
     def add_constraints(
         self,
@@ -384,8 +305,8 @@ class ProblemBuilder:
         """Add rows ``coefficients @ x[variables]  senses  rhs`` (one row per line)."""
         block = self._block(coefficients, variables, "constraint coefficients")
         m = block.nrows
-        codes = _parse_senses(senses, m)
-        self._rows.append((block, codes, _vector(rhs, m, "rhs")))
+        codes = parse_senses(senses, m)
+        self._rows.append((block, codes, checked_vector(rhs, m, "rhs")))
 
     def add_relus(
         self,
@@ -407,16 +328,16 @@ class ProblemBuilder:
         r = out.size
         if block.nrows != r:
             raise ValueError(f"{block.nrows} relu rows for {r} outputs")
-        lov = _vector(lo, r, "relu lo", allow_inf=True)
-        hiv = _vector(hi, r, "relu hi", allow_inf=True)
+        lov = checked_vector(lo, r, "relu lo", allow_inf=True)
+        hiv = checked_vector(hi, r, "relu hi", allow_inf=True)
         if np.any(lov > hiv):
             raise ValueError("a relu has lo > hi")
-        self._relus.append((out, block, _vector(const, r, "relu const"), lov, hiv))
+        self._relus.append((out, block, checked_vector(const, r, "relu const"), lov, hiv))
 
     def set_objective(self, variables: Any, coefficients: Any) -> None:
         """Set objective coefficients (minimised) of ``variables``; others stay 0."""
         idx = self._check_vars(variables)
-        self._objective_blocks.append((idx, _vector(coefficients, idx.size, "objective")))
+        self._objective_blocks.append((idx, checked_vector(coefficients, idx.size, "objective")))
 
     def build(self) -> Problem:
         """Freeze everything added so far into a validated :class:`Problem`."""
@@ -429,13 +350,13 @@ class ProblemBuilder:
         objective = np.zeros(n)
         for idx, coef in self._objective_blocks:
             objective[idx] = coef
-        A, senses, rhs = _stack_rows(
+        A, senses, rhs = stack_rows(
             [b for b, _, _ in self._rows], [s for _, s, _ in self._rows],
             [r for _, _, r in self._rows], n,
         )
         if self._relus:
             outs = np.concatenate([o for o, *_ in self._relus])
-            relu_in = _stack_blocks([b for _, b, *_ in self._relus], n)
+            relu_in = stack_blocks([b for _, b, *_ in self._relus], n)
             const = np.concatenate([c for _, _, c, _, _ in self._relus])
             lo = np.concatenate([lo for *_, lo, _ in self._relus])
             hi = np.concatenate([hi for *_, hi in self._relus])
@@ -448,39 +369,3 @@ class ProblemBuilder:
             relu_out=freeze(outs), relu_in=relu_in, relu_const=freeze(const),
             relu_lo=freeze(lo), relu_hi=freeze(hi), metadata=dict(self.metadata),
         )
-
-
-class _Triplets(NamedTuple):
-    """A block of rows as COO triplets over the problem's global variable indices."""
-
-    rows: np.ndarray
-    cols: np.ndarray
-    data: np.ndarray
-    nrows: int
-
-
-def _stack_blocks(blocks: list[_Triplets], n: int) -> sp.csr_matrix:
-    rows, cols, data, offset = [], [], [], 0
-    for block in blocks:
-        rows.append(block.rows + offset)
-        cols.append(block.cols)
-        data.append(block.data)
-        offset += block.nrows
-    if offset == 0:
-        return sp.csr_matrix((0, n))
-    csr = sp.csr_matrix(
-        (np.concatenate(data), (np.concatenate(rows), np.concatenate(cols))), shape=(offset, n)
-    )
-    csr.sum_duplicates()
-    csr.eliminate_zeros()
-    csr.sort_indices()
-    return csr
-
-
-def _stack_rows(
-    blocks: list[_Triplets], senses: list[np.ndarray], rhs: list[np.ndarray], n: int
-) -> tuple[sp.csr_matrix, np.ndarray, np.ndarray]:
-    A = _stack_blocks(blocks, n)
-    if not blocks:
-        return A, np.zeros(0, dtype=np.int8), np.zeros(0)
-    return A, np.concatenate(senses), np.concatenate(rhs)

@@ -158,4 +158,5 @@ def test_the_ir_does_not_import_its_file_format():
     imported = {node.module for node in ast.walk(tree) if isinstance(node, ast.ImportFrom)}
     imported |= {alias.name for node in ast.walk(tree) if isinstance(node, ast.Import)
                  for alias in node.names}
-    assert {name for name in imported if name and name.startswith("smug_opt")} == {"smug_opt.frozen"}
+    assert {name for name in imported if name and name.startswith("smug_opt")} == \
+        {"smug_opt.frozen", "smug_opt.problem_arrays"}
