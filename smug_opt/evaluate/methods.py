@@ -76,13 +76,14 @@ Compute = Callable[[Subject, Settings, np.ndarray, int, Any], MethodMap]
 
 @dataclass(frozen=True)
 class Method:
-    """A saliency method the runner knows: its name, what it is, where it applies."""
+    """A saliency method the runner knows: its name, what it is, where it applies, whether it
+    needs the model's gradients (a Keras model, or an ONNX/PyTorch network adapter)."""
 
     name: str
     description: str
     modalities: frozenset[str]
     compute: Compute
-    needs_keras: bool = False
+    needs_gradients: bool = False
 
 
 def _smug(variant: SmugMethod) -> Compute:
@@ -99,14 +100,30 @@ def _smug(variant: SmugMethod) -> Compute:
     return compute
 
 
+def _network_adapter(subject: Subject) -> Any:
+    """The subject's ONNX/PyTorch network adapter, or None."""
+    from smug_opt.models.network_adapter import NetworkAdapter
+
+    return subject.model if isinstance(subject.model, NetworkAdapter) else None
+
+
 def _ig(subject: Subject, s: Settings, x: np.ndarray, label: int, note: Any) -> MethodMap:
     model = subject.keras_model
     if x.ndim == 1:
         return MethodMap(token_integrated_gradients(model, x, label, steps=s.ig_steps), None)
+    if model is None:
+        from smug_opt.evaluate.network_baselines import network_integrated_gradients
+
+        return MethodMap(network_integrated_gradients(_network_adapter(subject), x, label, steps=s.ig_steps),
+                         None)
     return MethodMap(pixel_integrated_gradients(model, x, label, steps=s.ig_steps), None)
 
 
 def _gradcam(subject: Subject, s: Settings, x: np.ndarray, label: int, note: Any) -> MethodMap:
+    if subject.keras_model is None:
+        from smug_opt.evaluate.network_baselines import network_grad_cam
+
+        return MethodMap(network_grad_cam(_network_adapter(subject), x, label), None)
     return MethodMap(grad_cam(subject.keras_model, x, label), None)
 
 
@@ -149,7 +166,7 @@ METHODS: dict[str, Method] = {
         Method("smug_base", "SMUG_base: receptive fields of the top-k neurons", _BOTH,
                _smug(SmugMethod.SMUG_BASE)),
         Method("ig", "Integrated Gradients (pixels, or token embeddings), zero baseline", _BOTH, _ig, True),
-        Method("gradcam", "Grad-CAM on the last conv layer", _IMAGE, _gradcam, True),
+        Method("gradcam", "Grad-CAM on the last conv layer (feature map)", _IMAGE, _gradcam, True),
         Method("centerbox", "centred box with half the area", _IMAGE, _box_method(center_box)),
         Method("maxbox", "the whole input", _IMAGE, _box_method(max_box)),
         Method("optbox", "brute-force lowest-LSC box on a 10x10 grid", _IMAGE, _optbox),
@@ -210,10 +227,10 @@ def check_methods(methods: Sequence[str], modality: Modality, subject: Subject) 
         raise ValueError(f"method(s) {wrong} do not apply to {modality} inputs; usable: {usable}")
     if len(set(names)) != len(names):
         raise ValueError(f"a method is listed twice: {list(names)}")
-    gradient = [m for m in names if METHODS[m].needs_keras]
-    if gradient and subject.keras_model is None:
+    gradient = [m for m in names if METHODS[m].needs_gradients]
+    if gradient and subject.keras_model is None and (modality == "text" or _network_adapter(subject) is None):
         raise ValueError(
-            f"method(s) {gradient} need a Keras model (or an adapter with .model); got "
-            f"{type(subject.model).__name__}"
+            f"method(s) {gradient} need the model's gradients: a Keras model (or an adapter with "
+            f".model) or an ONNX/PyTorch network adapter (images); got {type(subject.model).__name__}"
         )
     return names

@@ -133,6 +133,17 @@ class NetworkAdapter(ModelAdapter):
         return self._run("full", np.asarray(x_batch, dtype=np.float64), self._stem.input_view,
                          self.batch_size)
 
+    @property
+    def input_view(self) -> AxisView:
+        """How a batch of raw inputs (channels last) maps onto the network's own layout."""
+        return self._stem.input_view
+
+    def torch_module(self) -> GraphModule:
+        """The whole network as a ``torch.nn.Module`` in :attr:`dtype` (input in the network's
+        layout: apply :func:`~smug_opt.models.torch_graph.view_to_net` with :attr:`input_view`),
+        for gradients with respect to the raw input (Integrated Gradients, Grad-CAM)."""
+        return self._module("full")
+
     def predict_from_affine_input(self, xa_batch: np.ndarray) -> np.ndarray:
         """Model outputs when the first affine layer's input is given (e.g. masked), computed
         by the network's own nodes from there (padding, layer, BatchNorm, activation, head)."""

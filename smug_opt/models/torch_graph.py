@@ -65,11 +65,20 @@ class GraphModule(torch.nn.Module):
         return getattr(self, f"n{index}_{name}")
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.forward_keeping(x, self.start)[0]
+
+    def forward_keeping(self, x: torch.Tensor, keep: int) -> tuple[torch.Tensor, torch.Tensor]:
+        """The output and node ``keep``'s value (inside the autograd graph, for Grad-CAM)."""
+        if not self.start <= keep < len(self.nodes):
+            raise ValueError(f"node {keep} is not in this part of the network (nodes {self.start}.."
+                             f"{len(self.nodes) - 1})")
         values: dict[int, torch.Tensor] = {self.start: x}
         for index in range(self.start + 1, len(self.nodes)):
             node = self.nodes[index]
             values[index] = self._apply(index, node, [values[j] for j in node.inputs])
-        out = values[len(self.nodes) - 1].reshape(len(x), -1)
+        return self._finish(values[len(self.nodes) - 1].reshape(len(x), -1)), values[keep]
+
+    def _finish(self, out: torch.Tensor) -> torch.Tensor:
         if self.output == "softmax":
             return torch.softmax(out, dim=1)
         return torch.sigmoid(out) if self.output == "sigmoid" else out

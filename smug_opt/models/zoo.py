@@ -293,7 +293,7 @@ def _pretrained_description(name: str) -> ModelDescription:
     from smug_opt.models.imagenet_classes import imagenet_classes
 
     return ModelDescription(name, smug=_PRETRAINED_SMUG[name], class_names=imagenet_classes(),
-                            evaluation_methods=("smug", "smug_base", "centerbox", "maxbox", "optbox"),
+                            evaluation_methods=IMAGE_EVALUATION_METHODS,
                             pixel_mean=imagenet.IMAGENET_PIXEL_MEAN, preprocessing=imagenet.PREPROCESSING,
                             image_preprocessing="raw", head_dtype="float32")
 
