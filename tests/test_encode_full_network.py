@@ -418,6 +418,25 @@ def test_fewest_ones_is_a_lower_bound_exact_up_to_the_sizes_it_can_afford(seed, 
     assert fewest == min(optimum, affordable + 1)
 
 
+@pytest.mark.parametrize("seed", SEEDS)
+def test_crown_proves_a_size_where_the_masks_up_to_the_limit_are_too_many(seed, monkeypatch) -> None:
+    """On an MLP whose masks up to the greedy size are not all evaluated, ``crown`` still
+    evaluates the smaller sizes within its work budget: a proven minimum size (the problem's
+    cardinality row, never above the brute-force optimum) and the same feasible masks."""
+    from smug_opt.encode import layer_bounds
+
+    layers, x, label, masks, feasible = _instance(seed)
+    monkeypatch.setattr(layer_bounds, "ENUMERATION_WORK", 0.0)  # never every mask up to the limit
+    problem = full_network(layers, x, label, strengthen=False)
+    assert "sizes below" in problem.metadata["bounds_source"]
+    assert 0 < problem.metadata["min_cells"] <= _optimum(masks, feasible)
+    monkeypatch.setattr(layer_bounds, "FEWEST_WORK", 0.0)  # and no smaller size either
+    assert full_network(layers, x, label, strengthen=False).metadata["min_cells"] == 0
+    relevant = masks[:, x == 0].sum(axis=1) == 0
+    expected = feasible & (masks[:, x != 0].sum(axis=1) <= problem.metadata["max_cells"])
+    np.testing.assert_array_equal(_problem_feasible(problem, masks[relevant]), expected[relevant])
+
+
 def test_fewer_cells_finds_the_optimum_the_greedy_mask_misses() -> None:
     """Random 10-cell networks: trying every smaller mask gives a brute-force optimal mask,
     including where the greedy one has more cells (which happens: checked)."""

@@ -51,15 +51,18 @@ def enumerated_bounds(A1: np.ndarray, b1: np.ndarray, layers: Sequence[tuple[np.
 
 
 def fewest_ones(A1: np.ndarray, b1: np.ndarray, layers: Sequence[tuple[np.ndarray, np.ndarray]],
-                out_rows: np.ndarray, out_rhs: np.ndarray, max_ones: int) -> int:
+                out_rows: np.ndarray, out_rhs: np.ndarray, max_ones: int,
+                max_masks: int | None = None) -> int:
     """A proven lower bound on the ones of any mask that satisfies the output rows, for when
     the masks of up to ``max_ones`` ones are too many to enumerate: every mask of at most
     ``j`` ones is evaluated, ``j`` the largest size below ``max_ones`` whose count fits
-    :data:`MAX_ENUMERATED_MASKS`, with :func:`enumerated_bounds`' error bounds. The fewest
-    ones of a mask that may satisfy the rows, else ``j + 1`` (0 when nothing fits)."""
+    ``max_masks`` (at most, and by default, :data:`MAX_ENUMERATED_MASKS`), with
+    :func:`enumerated_bounds`' error bounds. The fewest ones of a mask that may satisfy the
+    rows, else ``j + 1`` (0 when nothing fits)."""
     m = A1.shape[0]
+    cap = MAX_ENUMERATED_MASKS if max_masks is None else min(max_masks, MAX_ENUMERATED_MASKS)
     j = min(max_ones - 1, m)
-    while j >= 0 and mask_count(m, j) > MAX_ENUMERATED_MASKS:
+    while j >= 0 and mask_count(m, j) > cap:
         j -= 1
     if j < 0:
         return 0
@@ -87,7 +90,9 @@ def _enumerate(A1: np.ndarray, b1: np.ndarray, layers: Sequence[tuple[np.ndarray
             values, eps = [z], [eps1]
             for W, b in layers:  # float values, and a bound on their error for this chunk
                 h = np.maximum(values[-1], 0.0)
-                magnitude = (np.abs(b) + h @ np.abs(W)).max(axis=0)
+                # h >= 0, so the largest row's magnitude is at most that of the rows' maximum:
+                # one vector product instead of a second full one
+                magnitude = np.abs(b) + h.max(axis=0) @ np.abs(W)
                 eps.append(np.abs(W).T @ eps[-1] + dot_error_bound(W.shape[0], magnitude))
                 values.append(h @ W + b)
             h_last = np.maximum(values[-1], 0.0)

@@ -28,7 +28,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from smug_opt.encode.bounds import network_bounds
-from smug_opt.encode.enumeration import MAX_ENUMERATED_MASKS, enumerated_bounds, mask_count
+from smug_opt.encode.enumeration import MAX_ENUMERATED_MASKS, enumerated_bounds, fewest_ones, mask_count
 from smug_opt.encode.masked import MaskedNetwork, mlp_form
 
 __all__ = ["BOUND_METHODS", "DEFAULT_BOUNDS", "LayerBounds", "layer_bounds"]
@@ -39,6 +39,11 @@ DEFAULT_BOUNDS = "crown"
 ENUMERATION_WORK = 2e10
 """Multiply-adds that ``"crown"`` may spend on MLPs evaluating every mask of at most the
 mask-size limit's cells (about 2M masks of the 784-32-10 MLP, 75k of 784-256-256-10)."""
+
+FEWEST_WORK = 1e11
+"""Multiply-adds that ``"crown"`` may spend on MLPs, when the masks up to the limit are too
+many, evaluating every mask of fewer cells to prove a minimum size (every mask of up to 3 of
+174 cells of 784-256-256-10: a greedy 4-cell mask is then proven minimal before solving)."""
 
 PRODUCT_MARGIN = 1e-9
 """Relative widening of propagated bounds (and of enumeration's error bounds) on general
@@ -98,19 +103,27 @@ def layer_bounds(network: MaskedNetwork, method: str = DEFAULT_BOUNDS,
             lo = [np.minimum(np.maximum(a, e), b) for a, b, e in zip(lo, hi, found[0], strict=True)]
             hi = [np.maximum(np.minimum(b, e), a) for a, b, e in zip(lo, hi, found[1], strict=True)]
             min_ones, enumerated = found[2], True
+    elif method == "crown" and max_ones is not None:  # the smaller sizes that fit prove a count
+        min_ones = fewest_ones(A1, first[1], hidden, rows, rhs, max_ones,
+                               max_masks=int(FEWEST_WORK / _mask_work(A1, hidden, max_ones)))
     indices = [1 + 2 * k for k in range(len(lo))]  # the linear layers the ReLUs read
     return LayerBounds(method, dict(zip(indices, lo, strict=True)), dict(zip(indices, hi, strict=True)),
                        dict(zip(indices, nb.global_lo, strict=True)),
                        dict(zip(indices, nb.global_hi, strict=True)),
                        min_ones=min_ones, lps=nb.lps, seconds=time.perf_counter() - start,
-                       source=f"{method} (mlp{', enumeration' if enumerated else ''})")
+                       source=f"{method} (mlp{', enumeration' if enumerated else ''})" + (
+                           f", sizes below {min_ones} ruled out" if min_ones and not enumerated else ""))
 
 
 def _affordable(A1: np.ndarray, hidden: list[tuple[np.ndarray, np.ndarray]], max_ones: int) -> bool:
     """Whether evaluating every mask of at most ``max_ones`` cells fits
     :data:`ENUMERATION_WORK` multiply-adds."""
-    work = A1.shape[1] * max(max_ones, 1) + sum(W.size for W, _ in hidden)
-    return mask_count(A1.shape[0], max_ones) * work <= ENUMERATION_WORK
+    return mask_count(A1.shape[0], max_ones) * _mask_work(A1, hidden, max_ones) <= ENUMERATION_WORK
+
+
+def _mask_work(A1: np.ndarray, hidden: list[tuple[np.ndarray, np.ndarray]], max_ones: int) -> int:
+    """Multiply-adds to evaluate one mask of at most ``max_ones`` cells."""
+    return A1.shape[1] * max(max_ones, 1) + sum(W.size for W, _ in hidden)
 
 
 def _propagated(network: MaskedNetwork, method: str, max_ones: int | None) -> LayerBounds:
