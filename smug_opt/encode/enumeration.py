@@ -109,9 +109,10 @@ def _enumerate(A1: np.ndarray, b1: np.ndarray, layers: Sequence[tuple[np.ndarray
 
 
 def batched_combinations(m: int, k: int, rows: int = 4096) -> list[np.ndarray]:
-    """:func:`combination_chunks` merged into batches of about ``rows`` subsets (fewer,
-    larger array operations)."""
-    chunks = combination_chunks(m, k)
+    """:func:`combination_chunks` merged into batches of at most ``rows`` subsets (fewer,
+    larger array operations; a larger chunk is split)."""
+    chunks = [piece for chunk in combination_chunks(m, k)
+              for piece in np.array_split(chunk, -(-chunk.shape[0] // max(rows, 1)))]
     batches: list[np.ndarray] = []
     while chunks:
         batch = [chunks.pop(0)]

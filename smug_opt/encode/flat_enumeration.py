@@ -14,6 +14,9 @@ than all of it.
 
 from __future__ import annotations
 
+import math
+import time
+
 import numpy as np
 import scipy.sparse as sp
 
@@ -24,17 +27,23 @@ from smug_opt.exact import UNIT_ROUNDOFF, dot_error_bound
 __all__ = ["fewest_cells"]
 
 
-def fewest_cells(network: MaskedNetwork, below: int, max_masks: int, margin: float) -> int:
+def fewest_cells(network: MaskedNetwork, below: int, max_masks: int, margin: float,
+                 seconds: float = math.inf) -> int:
     """A proven lower bound on the cells of any mask the problem accepts: the masks of
     ``0, 1, …, j`` cells are evaluated, ``j < below`` the largest size whose masks number at
     most ``max_masks`` in all; the fewest cells of a mask that may be accepted, else
-    ``j + 1`` (0 when nothing fits)."""
+    ``j + 1`` (0 when nothing fits). When ``seconds`` run out during size ``k``, the sizes
+    below ``k`` were all evaluated: ``k``."""
     n = network.num_cells
     j = min(below - 1, n)
     while j >= 0 and mask_count(n, j) > max_masks:
         j -= 1
+    rows = network.batch_rows()
+    deadline = time.monotonic() + seconds
     for k in range(j + 1):
-        for idx in batched_combinations(n, k):
+        for idx in batched_combinations(n, k, rows=rows):
+            if time.monotonic() > deadline:
+                return k
             masks = np.zeros((idx.shape[0], n))
             np.put_along_axis(masks, idx, 1.0, axis=1)
             if _may_accept(network, masks, margin).any():

@@ -29,16 +29,20 @@ from smug_opt.models.grid import regular_grid
 from smug_opt.network.flat import FlatNetwork, Preprocess
 from smug_opt.verification import verify
 
-ENCODING_VERSION = 4
+ENCODING_VERSION = 5
 """Bumped whenever :func:`full_network` builds other problems from the same inputs (2:
 masks of fewer cells than the greedy one tried, ``min_cells`` from the affordable sizes;
 3: one encoder over flat networks, layer values as expressions over the variables;
-4: propagated bounds on the network on its cells, proven minimum sizes on any network);
+4: propagated bounds on the network on its cells, proven minimum sizes on any network;
+5: crown proves minimum sizes on MLPs too, the searches over small masks have time budgets);
 cached suites of its problems carry it in their version, so they are rebuilt."""
 
 ENUMERATION_WORK = 5e10
 """Multiply-adds the search for masks smaller than the greedy one may spend (2M masks of
 the 784-32-10 MLP; fewer masks on larger networks)."""
+
+SEARCH_SECONDS = 20.0
+"""Seconds that search may take (optional: stopped early, the greedy mask is kept)."""
 
 __all__ = ["ENCODING_VERSION", "full_network", "solution_mask"]
 
@@ -96,7 +100,7 @@ def full_network(model_or_layers: Any, x: np.ndarray, label: int | None = None, 
 
     greedy = greedy_mask(network) if max_cells == "greedy" else None
     cap = min(MAX_ENUMERATED_MASKS, network.affordable_masks(ENUMERATION_WORK))
-    candidates = [] if greedy is None else [fewer_cells(network, greedy, cap)]
+    candidates = [] if greedy is None else [fewer_cells(network, greedy, cap, seconds=SEARCH_SECONDS)]
     if candidates and candidates[0].sum() < greedy.sum():
         candidates.append(greedy)  # the greedy mask, should exact arithmetic reject the smaller
     start = None

@@ -18,7 +18,11 @@ import scipy.sparse as sp
 
 from smug_opt.network.flat import FlatLayer, FlatNetwork
 
-__all__ = ["MaskedNetwork", "flat_digest", "flat_mlp", "mlp_form", "output_rows"]
+__all__ = ["BATCH_BYTES", "MaskedNetwork", "flat_digest", "flat_mlp", "mlp_form", "output_rows"]
+
+BATCH_BYTES = 256e6
+"""Memory for one batch of masks evaluated at once (their values at every layer): a batch
+of 4096 masks of a 28x28 CNN held 5 GB."""
 
 
 @dataclass(frozen=True, eq=False)
@@ -96,6 +100,14 @@ class MaskedNetwork:
         per_mask = sum(m.size if isinstance(m, np.ndarray) else m.nnz
                        for m in self.linear_matrices if m is not None)
         return int(work / max(per_mask, 1))
+
+    def batch_rows(self, memory_bytes: float = BATCH_BYTES) -> int:
+        """How many masks to evaluate at once so that their values and error bounds at
+        every layer (a max pool's window gather counted whole) take about ``memory_bytes``:
+        at most 4096, at least 1."""
+        per_mask = sum(layer.size * (layer.windows.shape[1] if layer.kind == "maxpool" else 1)
+                       for layer in self.net.layers)
+        return int(min(4096, max(1, memory_bytes // (2 * 8 * max(per_mask, 1)))))
 
     def slack(self, masks: np.ndarray, chunk: int = 256) -> np.ndarray:
         """The smallest ``out_rows·scores − out_rhs`` of each mask (a row of ``masks``)."""

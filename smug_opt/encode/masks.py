@@ -5,6 +5,9 @@ the solve's start and the cardinality row's cut-off)."""
 
 from __future__ import annotations
 
+import math
+import time
+
 import numpy as np
 
 from smug_opt.encode.enumeration import MAX_ENUMERATED_MASKS, batched_combinations, mask_count
@@ -39,19 +42,22 @@ def greedy_mask(network: MaskedNetwork) -> np.ndarray | None:
         mask[kept[np.argmax(slack)]] = 0.0
 
 
-def fewer_cells(network: MaskedNetwork, mask: np.ndarray,
-                max_masks: int = MAX_ENUMERATED_MASKS) -> np.ndarray:
+def fewer_cells(network: MaskedNetwork, mask: np.ndarray, max_masks: int = MAX_ENUMERATED_MASKS,
+                seconds: float = math.inf) -> np.ndarray:
     """``mask``, or the first mask of fewer cells the float64 network accepts, trying every
-    mask of 0, 1, 2, … cells while their number fits ``max_masks`` (greedy can miss the
-    optimum)."""
+    mask of 0, 1, 2, … cells while their number fits ``max_masks`` and ``seconds`` last
+    (greedy can miss the optimum; the search is optional, so it may stop anywhere)."""
     n = network.num_cells
+    deadline = time.monotonic() + seconds
     for k in range(int(mask.sum())):
         if mask_count(n, k) > max_masks:
             break
-        for idx in batched_combinations(n, k):
+        for idx in batched_combinations(n, k, rows=network.batch_rows()):
+            if time.monotonic() > deadline:
+                return mask
             trials = np.zeros((idx.shape[0], n))
             np.put_along_axis(trials, idx, 1.0, axis=1)
-            slack = network.slack(trials, chunk=4096)
+            slack = network.slack(trials, chunk=idx.shape[0])
             if slack.max() > network.tolerance:
                 return trials[int(np.argmax(slack))]
     return mask
