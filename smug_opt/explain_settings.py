@@ -8,6 +8,7 @@ from dataclasses import InitVar, dataclass, field
 from typing import Any
 
 from smug_opt.backend_choice import DEFAULT_BACKEND, BackendChoice
+from smug_opt.errors import ParameterError
 from smug_opt.parameters import PAPER_PARAMETERS, SmugParameters
 
 __all__ = ["ExplainSettings"]
@@ -20,13 +21,16 @@ class ExplainSettings:
     ``params``: the SMUG parameters (:meth:`for_model` fills in a model's own defaults).
     ``method``, ``k``, ``gamma``, ``cell`` and ``steps`` as keywords are deprecated (they
     were this class's fields): they still work for one release, on top of the paper's
-    defaults as before, with a :class:`DeprecationWarning`.
+    defaults as before, with a :class:`DeprecationWarning`; so does a ``memory_limit`` in
+    ``solver_options`` (now the field ``memory_limit_mb``).
     """
 
     params: SmugParameters = PAPER_PARAMETERS
     backend: str | BackendChoice = DEFAULT_BACKEND
     target: int | None = None
     time_limit: float = 60.0
+    memory_limit_mb: float | None = None
+    """A solver worker's budget (None: the default, :func:`smug_opt.solve`)."""
     grid_shape: tuple[int, ...] | None = None
     solver_options: Mapping[str, Any] = field(default_factory=dict)
     pixel_scale: float = 255.0
@@ -42,6 +46,16 @@ class ExplainSettings:
 
     def __post_init__(self, method: str | None, k: int | None, gamma: float | None,
                       cell: int | None, steps: int | None) -> None:
+        if "memory_limit" in self.solver_options:
+            warnings.warn("ExplainSettings(solver_options={'memory_limit': ...}) is deprecated: pass "
+                          "memory_limit_mb=...", DeprecationWarning, stacklevel=3)
+            options = dict(self.solver_options)
+            given = options.pop("memory_limit")
+            if self.memory_limit_mb is not None and given is not None:
+                raise ParameterError("memory_limit", "is memory_limit_mb's deprecated old name: give "
+                                                     "memory_limit_mb only")
+            object.__setattr__(self, "solver_options", options)
+            object.__setattr__(self, "memory_limit_mb", self.memory_limit_mb if given is None else given)
         old = {"method": method, "k": k, "gamma": gamma, "cell": cell, "steps": steps}
         given = {key: value for key, value in old.items() if value is not None}
         if given:
@@ -65,8 +79,9 @@ class ExplainSettings:
 
     def explain_kwargs(self) -> dict[str, Any]:
         return {"params": self.params, "backend": self.backend, "target": self.target,
-                "time_limit": self.time_limit, "grid_shape": self.grid_shape,
-                "solver_options": dict(self.solver_options), "ig_batch": self.ig_batch}
+                "time_limit": self.time_limit, "memory_limit_mb": self.memory_limit_mb,
+                "grid_shape": self.grid_shape, "solver_options": dict(self.solver_options),
+                "ig_batch": self.ig_batch}
 
     def to_dict(self) -> dict[str, Any]:
         """The settings as a run folder's configuration records them (flat, JSON-ready)."""
@@ -75,6 +90,9 @@ class ExplainSettings:
                 "cell": list(p.cell) if isinstance(p.cell, tuple) else p.cell, "steps": p.steps,
                 "baseline": p.baseline.value, "target": self.target, "time_limit": self.time_limit,
                 "grid_shape": None if self.grid_shape is None else list(self.grid_shape),
-                "solver_options": dict(self.solver_options), "pixel_scale": self.pixel_scale,
+                # run folders have recorded the budget as solver_options' memory_limit since
+                # before the field existed: kept, so --resume matches them
+                "solver_options": {**self.solver_options, "memory_limit": self.memory_limit_mb},
+                "pixel_scale": self.pixel_scale,
                 "preprocessing": self.preprocessing, "ig_batch": self.ig_batch,
                 "input_range": None if self.input_range is None else list(self.input_range)}

@@ -137,6 +137,7 @@ def explain(
     backend: str | BackendChoice = DEFAULT_BACKEND,
     target: int | None = None,
     time_limit: float | None = 60.0,
+    memory_limit_mb: float | None = None,
     grid_shape: tuple[int, ...] | None = None,
     solver_options: Mapping[str, Any] | None = None,
     ig_batch: int | None = None,
@@ -157,7 +158,8 @@ def explain(
     the largest positive IG attribution (``steps`` points, in batches of ``ig_batch``,
     default sized from the model's memory footprint; ``progress(done, total)`` after
     each) are kept above ``gamma`` times their original pre-activation by a
-    mask of ``cell``-sized cells, solved on ``backend`` within ``time_limit`` seconds.
+    mask of ``cell``-sized cells, solved on ``backend`` within ``time_limit`` seconds and a
+    solver worker's budget of ``memory_limit_mb`` MB (None: the default, :func:`smug_opt.solve`).
     ``x`` has the model's input shape, or holds as many values in the shape the data came
     in (a 28×28 picture for an ``Input(784)`` MLP); the adapter draws the mask grid from
     the model and that shape, unless ``grid_shape`` says it. ``solver_options`` go to
@@ -207,7 +209,8 @@ def explain(
     else:
         from smug_opt.solving import solve
 
-        result = solve(problem, backend, time_limit=time_limit, **dict(solver_options or {}))
+        result = solve(problem, backend, time_limit=time_limit, memory_limit_mb=memory_limit_mb,
+                       **dict(solver_options or {}))
         cell_mask = None if result.x is None else np.round(result.x[: encoding.grid.num_cells])
     explanation = _explanation(p.method.value, attribution, neurons, encoding, cell_scores, cell_mask,
                                result, params, times)

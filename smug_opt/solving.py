@@ -5,6 +5,7 @@ composes the steps — one backend's tightening loop (:mod:`smug_opt.solve_loop`
 
 from __future__ import annotations
 
+import warnings
 from collections.abc import Mapping
 from dataclasses import dataclass, replace
 from typing import Any
@@ -16,6 +17,7 @@ from smug_opt.backend_choice import DEFAULT_BACKEND, BackendChoice
 from smug_opt.bound_by_construction import exact_by_construction, optimal_start
 from smug_opt.claims import OBJECTIVE_TOLERANCE, objective_tolerance
 from smug_opt.deadline import Deadline
+from smug_opt.errors import ParameterError
 from smug_opt.ir import Problem
 from smug_opt.numeric_range import numeric_issues
 from smug_opt.registry import backend_class
@@ -46,11 +48,12 @@ def solve(
     extras: Mapping[str, Any] | None = None,
     isolate: bool = True,
     grace: float = DEFAULT_GRACE,
-    memory_limit: float | None = None,
+    memory_limit_mb: float | None = None,
     strengthen: bool | Pieces | None = None,
     certify: bool | None = None,
     start: Any = PROBLEM_START,
     workers: int | None = None,
+    memory_limit: float | None = None,
 ) -> SolveResult:
     """Minimise ``problem`` on ``backend`` and return a verified :class:`SolveResult`.
 
@@ -58,7 +61,7 @@ def solve(
     budget this solve is part of) bounds the whole solve: a worker that has not answered
     ``grace`` seconds after it is killed and replaced. ``isolate=False`` runs the solver in
     this process (no hard kill; used inside the benchmark's own worker processes).
-    ``memory_limit`` (MB) is the worker's budget: None gives the default
+    ``memory_limit_mb`` is the worker's budget in MB: None gives the default
     (:func:`smug_opt.spawn.default_memory_limit_mb`, 1/8 of the machine's RAM), ``math.inf``
     none. A worker that passes it is killed; the result is then ERROR with a message saying
     "memory limit", or FEASIBLE when a verified incumbent was in hand (as for a time-out).
@@ -87,7 +90,10 @@ def solve(
     proof ends the race and ``result.race`` says what each backend contributed. Each raced
     backend gets the ``extras`` it declares; a key none of them declares raises ValueError.
     ``backend`` may be a parsed :class:`~smug_opt.backend_choice.BackendChoice`.
+    ``memory_limit`` is ``memory_limit_mb``'s old name (deprecated; a DeprecationWarning).
     """
+    if memory_limit is not None:
+        memory_limit_mb = _renamed_memory_limit(memory_limit, memory_limit_mb)
     choice = BackendChoice.parse(backend)
     if not isinstance(problem, Problem):
         raise TypeError(f"problem must be a smug_opt.Problem, got {type(problem).__name__}")
@@ -98,7 +104,7 @@ def solve(
     settings = WorkerSettings(
         SolveOptions(time_limit=seconds, threads=threads, seed=seed, relative_gap=relative_gap,
                      verbose=verbose, extras=dict(extras or {})),
-        isolate=isolate, grace=grace, memory_limit_mb=resolve_memory_limit(memory_limit),
+        isolate=isolate, grace=grace, memory_limit_mb=resolve_memory_limit(memory_limit_mb),
         race_workers=workers)
     if deadline is None:  # the one place a solve's time limit in seconds becomes a deadline
         deadline = Deadline.after(seconds)
@@ -114,6 +120,15 @@ def solve(
         exact = replace(settings, options=exact_options(settings.options))
         step = Certify(step, questions=_Solve(exact, None))
     return replace(step(problem, choice, deadline, start_x), time_limit=seconds)
+
+
+def _renamed_memory_limit(memory_limit: float, memory_limit_mb: float | None) -> float:
+    """``solve(memory_limit=...)``, deprecated: the keyword is ``memory_limit_mb`` now."""
+    if memory_limit_mb is not None:
+        raise ParameterError("memory_limit", "is memory_limit_mb's deprecated old name: give memory_limit_mb only")
+    warnings.warn("solve(memory_limit=...) is deprecated: pass memory_limit_mb=... (the same "
+                  "megabytes)", DeprecationWarning, stacklevel=3)
+    return memory_limit
 
 
 def _float_solver(choice: BackendChoice) -> bool:

@@ -69,16 +69,16 @@ def default_memory_limit_mb() -> float:
     return max(_MIN_DEFAULT_MB, round(total / _SHARE_OF_RAM))
 
 
-def resolve_memory_limit(memory_limit: float | None) -> float | None:
+def resolve_memory_limit(memory_limit_mb: float | None) -> float | None:
     """MB as given; None: the default budget; ``math.inf``: no budget (returns None)."""
-    if memory_limit is None:
+    if memory_limit_mb is None:
         return default_memory_limit_mb()
-    if isinstance(memory_limit, bool) or not isinstance(memory_limit, (int, float)) \
-            or math.isnan(memory_limit) or memory_limit <= 0:
-        raise ParameterError("memory_limit", f"must be positive megabytes, None (the default budget, "
-                                             f"{default_memory_limit_mb():g} MB here) or math.inf (no "
-                                             f"budget); got {memory_limit!r}")
-    return None if math.isinf(memory_limit) else float(memory_limit)
+    if isinstance(memory_limit_mb, bool) or not isinstance(memory_limit_mb, (int, float)) \
+            or math.isnan(memory_limit_mb) or memory_limit_mb <= 0:
+        raise ParameterError("memory_limit_mb", f"must be positive megabytes, None (the default budget, "
+                                                f"{default_memory_limit_mb():g} MB here) or math.inf (no "
+                                                f"budget); got {memory_limit_mb!r}")
+    return None if math.isinf(memory_limit_mb) else float(memory_limit_mb)
 
 
 def resident_mb(pid: int | None = None) -> float:

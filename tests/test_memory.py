@@ -30,13 +30,13 @@ def test_default_budget_follows_the_machine() -> None:
     assert resolve_memory_limit(500) == 500.0
     assert resolve_memory_limit(math.inf) is None
     for bad in (0, -1.0, float("nan"), "1G", True):
-        with pytest.raises(ValueError, match="memory_limit must be positive megabytes"):
+        with pytest.raises(ValueError, match="memory_limit_mb must be positive megabytes"):
             resolve_memory_limit(bad)  # type: ignore[arg-type]
 
 
 def test_over_budget_worker_is_killed_and_its_incumbent_kept(toy_plugin: str) -> None:
     start = time.monotonic()
-    result = solve(PROBLEM, "toy-hog", time_limit=60, memory_limit=300)
+    result = solve(PROBLEM, "toy-hog", time_limit=60, memory_limit_mb=300)
     assert time.monotonic() - start < 30, "the hog should be killed long before its time limit"
     assert result.status is Status.FEASIBLE and result.objective == 2 and result.killed
     assert "memory limit of 300 MB exceeded" in result.message
@@ -44,17 +44,17 @@ def test_over_budget_worker_is_killed_and_its_incumbent_kept(toy_plugin: str) ->
 
 
 def test_over_budget_worker_without_incumbent_is_an_error(toy_plugin: str) -> None:
-    result = solve(PROBLEM, "toy-hog", time_limit=60, memory_limit=300, extras={"incumbent": False})
+    result = solve(PROBLEM, "toy-hog", time_limit=60, memory_limit_mb=300, extras={"incumbent": False})
     assert result.status is Status.ERROR and result.x is None
     assert "memory limit" in result.message
-    after = solve(PROBLEM, "toy-hog", time_limit=60, memory_limit=300, extras={"leak_mb": 1})
+    after = solve(PROBLEM, "toy-hog", time_limit=60, memory_limit_mb=300, extras={"leak_mb": 1})
     assert after.status is Status.OPTIMAL, "the killed worker was replaced by a working one"
 
 
 def test_warm_worker_that_keeps_memory_is_recycled(toy_plugin: str) -> None:
-    first = solve(PROBLEM, "toy-hog", time_limit=60, memory_limit=2000, extras={"leak_mb": 400})
-    second = solve(PROBLEM, "toy-hog", time_limit=60, memory_limit=2000, extras={"leak_mb": 1})
-    third = solve(PROBLEM, "toy-hog", time_limit=60, memory_limit=2000, extras={"leak_mb": 1})
+    first = solve(PROBLEM, "toy-hog", time_limit=60, memory_limit_mb=2000, extras={"leak_mb": 400})
+    second = solve(PROBLEM, "toy-hog", time_limit=60, memory_limit_mb=2000, extras={"leak_mb": 1})
+    third = solve(PROBLEM, "toy-hog", time_limit=60, memory_limit_mb=2000, extras={"leak_mb": 1})
     assert first.status is second.status is third.status is Status.OPTIMAL
     assert _process(second) != _process(first), "a worker 400 MB above idle must be replaced"
     assert _process(third) == _process(second), "a worker back near idle stays warm"
@@ -67,7 +67,7 @@ def test_z3_over_budget_is_killed() -> None:
     rng = np.random.default_rng(1)
     A = rng.normal(size=(60, 200))
     problem = Problem.from_arrays(A, ">", A @ rng.integers(0, 2, 200) - 0.3)
-    result = solve(problem, "z3", time_limit=60, memory_limit=400, extras={"encoding": "paper"})
+    result = solve(problem, "z3", time_limit=60, memory_limit_mb=400, extras={"encoding": "paper"})
     assert result.status is Status.ERROR and "memory limit of 400 MB exceeded" in result.message
     assert result.times.total < 40
 
@@ -99,3 +99,38 @@ def test_z3_backend_keeps_no_context_alive_between_solves() -> None:
         gc.collect()  # as the worker does after each solve
     assert len(z3.z3._on_models) == registered
     assert resident_mb() - before < 100
+
+
+def test_memory_limit_mb_is_the_one_name_from_the_flag_to_the_worker(tmp_path) -> None:
+    """``--memory-limit`` becomes ``memory_limit_mb`` once, and explain hands it to the
+    solver worker under that name: a 1 MB budget kills the worker at once."""
+    torch = pytest.importorskip("torch")
+    from smug_opt import explain
+    from smug_opt.cli import build_parser
+    from smug_opt.cli.solve import solver_kwargs
+    from smug_opt.explain_settings import ExplainSettings
+
+    kwargs = solver_kwargs(build_parser().parse_args(["solve", "p.smug", "--memory-limit", "300"]))
+    assert kwargs["memory_limit_mb"] == 300 and "memory_limit" not in kwargs
+    settings = ExplainSettings(memory_limit_mb=1, time_limit=30)
+    assert settings.explain_kwargs()["memory_limit_mb"] == 1
+    torch.manual_seed(0)
+    model = torch.nn.Sequential(torch.nn.Linear(16, 8), torch.nn.ReLU(), torch.nn.Linear(8, 3)).eval()
+    model.input_shape = (16,)
+    x = np.random.default_rng(0).uniform(0, 1, 16)
+    e = explain(model, x, k=2, cell=1, steps=4, **settings.explain_kwargs())
+    assert e.result is not None and "memory limit of 1 MB exceeded" in e.result.message, e.result
+
+
+def test_the_old_memory_limit_keyword_still_works_with_a_deprecation_warning() -> None:
+    from smug_opt.explain_settings import ExplainSettings
+
+    with pytest.warns(DeprecationWarning, match="memory_limit_mb"):
+        result = solve(PROBLEM, "highs", time_limit=30, memory_limit=1)
+    assert "memory limit of 1 MB exceeded" in result.message, result.message
+    with pytest.raises(ValueError, match="memory_limit_mb only"):
+        solve(PROBLEM, "highs", memory_limit=1, memory_limit_mb=2)
+    with pytest.warns(DeprecationWarning, match="memory_limit_mb"):
+        settings = ExplainSettings(solver_options={"memory_limit": 300, "threads": 2})
+    assert settings.memory_limit_mb == 300 and settings.solver_options == {"threads": 2}
+    assert settings.to_dict()["solver_options"] == {"threads": 2, "memory_limit": 300}  # as recorded before

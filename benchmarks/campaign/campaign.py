@@ -72,7 +72,7 @@ def run(args: argparse.Namespace) -> None:
             family, problem = instance(i)
             truth = exact_optimum(problem)
             for backend in todo:
-                r = solve(problem, backend, time_limit=args.time_limit, memory_limit=args.memory_limit,
+                r = solve(problem, backend, time_limit=args.time_limit, memory_limit_mb=args.memory_limit,
                           certify=args.certify)
                 verdict = judge(problem, truth, r)
                 rec = {"i": i, "family": family, "backend": backend, "status": r.status.name,

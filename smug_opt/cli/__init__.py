@@ -92,7 +92,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         return EXIT_ERROR
 
 
-_FLAGS = {"relative_gap": "--gap", "mlp_layers": "--model (its layers)", "grid_shape": "--grid"}
+_FLAGS = {"relative_gap": "--gap", "memory_limit_mb": "--memory-limit", "mlp_layers": "--model (its layers)",
+          "grid_shape": "--grid"}
 """The flags whose names are not the parameter's with dashes."""
 
 

@@ -204,9 +204,11 @@ def _settings(args: argparse.Namespace, name: str) -> ExplainSettings:
     kwargs = solver_kwargs(args)
     backend = kwargs.pop("backend")
     time_limit = float(kwargs.pop("time_limit"))  # type: ignore[arg-type]
+    memory_limit_mb = kwargs.pop("memory_limit_mb")
     return ExplainSettings.for_model(
         name, method=args.method, k=args.k, gamma=args.gamma, cell=args.cell, steps=args.steps,
         baseline=args.baseline, backend=backend, target=args.target, time_limit=time_limit,
+        memory_limit_mb=memory_limit_mb,
         grid_shape=_grid(args.grid),
         solver_options=kwargs, pixel_scale=args.pixel_scale,
         preprocessing=args.preprocess or describe(name).image_preprocessing,

@@ -85,7 +85,7 @@ def solver_kwargs(args: argparse.Namespace) -> dict[str, object]:
         extras[key.strip()] = _parse_value(value.strip())
     return {"backend": BackendChoice.parse(args.backend), "time_limit": args.time_limit,
             "threads": args.threads, "seed": args.seed, "relative_gap": args.gap, "extras": extras,
-            "memory_limit": args.memory_limit, "strengthen": strengthen_setting(args),
+            "memory_limit_mb": args.memory_limit, "strengthen": strengthen_setting(args),
             "workers": args.race_workers}
 
 

@@ -99,7 +99,7 @@ def decide(query: RobustnessQuery, *, time_limit: float = 60.0, backend: str = D
     """Answer ``query`` within ``time_limit`` seconds (see the module docstring).
 
     ``references`` evaluate the original model for the confirmation of a counterexample;
-    ``solve_options`` go to :func:`smug_opt.solve` (threads, extras, memory_limit, ...).
+    ``solve_options`` go to :func:`smug_opt.solve` (threads, extras, memory_limit_mb, ...).
     """
     from smug_opt.solving import solve
 
