@@ -125,7 +125,8 @@ def solve(
 def _renamed_memory_limit(memory_limit: float, memory_limit_mb: float | None) -> float:
     """``solve(memory_limit=...)``, deprecated: the keyword is ``memory_limit_mb`` now."""
     if memory_limit_mb is not None:
-        raise ParameterError("memory_limit", "is memory_limit_mb's deprecated old name: give memory_limit_mb only")
+        raise ParameterError("memory_limit", "is memory_limit_mb's deprecated old name: give "
+                                             "memory_limit_mb only")
     warnings.warn("solve(memory_limit=...) is deprecated: pass memory_limit_mb=... (the same "
                   "megabytes)", DeprecationWarning, stacklevel=3)
     return memory_limit

@@ -106,12 +106,16 @@ def test_memory_limit_mb_is_the_one_name_from_the_flag_to_the_worker(tmp_path) -
     solver worker under that name: a 1 MB budget kills the worker at once."""
     torch = pytest.importorskip("torch")
     from smug_opt import explain
-    from smug_opt.cli import build_parser
+    from smug_opt.cli import build_parser, flag_for
     from smug_opt.cli.solve import solver_kwargs
+    from smug_opt.errors import ParameterError
     from smug_opt.explain_settings import ExplainSettings
 
     kwargs = solver_kwargs(build_parser().parse_args(["solve", "p.smug", "--memory-limit", "300"]))
     assert kwargs["memory_limit_mb"] == 300 and "memory_limit" not in kwargs
+    with pytest.raises(ParameterError) as bad:
+        resolve_memory_limit(-1)
+    assert bad.value.named(flag_for(bad.value.parameter)).startswith("--memory-limit must be positive")
     settings = ExplainSettings(memory_limit_mb=1, time_limit=30)
     assert settings.explain_kwargs()["memory_limit_mb"] == 1
     torch.manual_seed(0)
