@@ -319,3 +319,11 @@ def test_a_mutated_certificate_is_accepted_or_refused_in_one_error(tmp_path, tex
         check(tmp_path, " ".join(tokens), max_work=10**6)
     except ValueError as exc:
         assert str(exc) and "\n" not in str(exc)
+
+
+def test_a_certificate_on_one_line_longer_than_a_read_block_is_read_whole(tmp_path):
+    """Reading goes a megabyte at a time and cuts at line breaks: a 3 MB line is gathered."""
+    tokens = [t for line in PAPER_EG3.splitlines() if not line.startswith("%") for t in line.split()]
+    middle = len(tokens) // 2
+    text = " ".join(tokens[:middle]) + " " * (3 << 20) + " ".join(tokens[middle:])
+    assert check(tmp_path, text, max_bytes=4 << 20).infeasible

@@ -13,7 +13,7 @@ from smug_opt.check_certificate.vipr_reader import read_header
 __all__ = ["DEFAULT_MAX_BYTES", "check_certificate"]
 
 DEFAULT_MAX_BYTES = 256 * 2**20
-"""The largest certificate read (its derivations are kept in memory, about 20 times its size)."""
+"""The largest certificate read (its derivations stay in memory: three to ten times its size)."""
 
 
 def check_certificate(problem_path: str | os.PathLike[str], certificate_path: str | os.PathLike[str],

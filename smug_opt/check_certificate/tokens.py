@@ -63,22 +63,19 @@ def _index(token: str, limit: int) -> int | None:
 
 
 def _chunks(path: Path) -> Iterator[str]:
-    """The file's text in pieces that end at a line break (comments removed)."""
+    """The file's text in pieces that end at a line break (comments removed); a long line
+    is gathered block by block, never copied once per block."""
     with open(path, "rb") as handle:
-        carry = b""
-        while True:
-            block = handle.read(_CHUNK)
-            data = carry + block
-            if not block:
-                if data:
-                    yield _text(path, data)
-                return
-            cut = data.rfind(b"\n")
+        parts: list[bytes] = []
+        while block := handle.read(_CHUNK):
+            cut = block.rfind(b"\n")
             if cut < 0:
-                carry = data
+                parts.append(block)
                 continue
-            carry = data[cut + 1:]
-            yield _text(path, data[: cut + 1])
+            yield _text(path, b"".join([*parts, block[: cut + 1]]))
+            parts = [block[cut + 1:]]
+        if any(parts):
+            yield _text(path, b"".join(parts))
 
 
 def _text(path: Path, data: bytes) -> str:
