@@ -108,7 +108,8 @@ def propagate(network: FlatNetwork, domain: Domain, *, method: str = "crown",
         raise ValueError(f"the domain has {domain.size} inputs but the network takes {network.num_inputs}")
     t0 = time.perf_counter()
     layers = network.layers
-    lo, hi = [None] * len(layers), [None] * len(layers)
+    unset = np.empty(0)  # each layer's interval is set before any layer reads it
+    lo, hi = [unset] * len(layers), [unset] * len(layers)
     lo[0], hi[0] = domain.interval()
     refine = _rows_to_refine(network) if method == "crown" else {}
     matrices = _Matrices(domain.support)
@@ -145,12 +146,19 @@ def _rows_to_refine(network: FlatNetwork) -> dict[int, RowChoice]:
         if layer.kind not in ("linear", "add"):
             continue
         if k == last or layer.inputs == (0,):  # the first layers' are cheap: no product
-            refine[k] = lambda low, high: np.ones(low.shape, dtype=bool)
+            refine[k] = _every_row
         elif k in consumers:
             readers = consumers[k]
-            refine[k] = lambda low, high, readers=readers: np.logical_or.reduce(
-                [is_unstable(r, low, high) for r in readers])
+            refine[k] = _unstable_for_any(readers)
     return refine
+
+
+def _unstable_for_any(readers: list[FlatLayer]) -> RowChoice:
+    return lambda low, high: np.logical_or.reduce([is_unstable(r, low, high) for r in readers])
+
+
+def _every_row(low: np.ndarray, high: np.ndarray) -> np.ndarray:
+    return np.ones(low.shape, dtype=bool)
 
 
 def _interval(layer: FlatLayer, lo: list, hi: list, matrices: _Matrices) -> tuple[np.ndarray, np.ndarray]:
@@ -158,13 +166,13 @@ def _interval(layer: FlatLayer, lo: list, hi: list, matrices: _Matrices) -> tupl
     low_in, high_in = lo[layer.inputs[0]], hi[layer.inputs[0]]
     with np.errstate(invalid="ignore", over="ignore"):
         if layer.kind == "linear":
-            W = matrices[layer]
+            W, bias = matrices[layer], layer.affine[1]
             if layer.inputs[0] == 0:
                 low_in, high_in = low_in[matrices.support], high_in[matrices.support]
-            low = W.pos @ low_in + W.neg @ high_in + layer.bias
-            high = W.pos @ high_in + W.neg @ low_in + layer.bias
+            low = W.pos @ low_in + W.neg @ high_in + bias
+            high = W.pos @ high_in + W.neg @ low_in + bias
             m = np.maximum(np.abs(low_in), np.abs(high_in))
-            err = slack(W.matrix.shape[1] + 1, W.abs @ m + np.abs(layer.bias))
+            err = slack(W.matrix.shape[1] + 1, W.abs @ m + np.abs(bias))
             return low - err, high + err
         if layer.kind == "relu":
             return np.maximum(low_in, 0.0), np.maximum(high_in, 0.0)
@@ -207,7 +215,7 @@ class _Matrices:
     def __getitem__(self, layer: FlatLayer) -> _Matrix:
         key = id(layer)
         if key not in self._cache:
-            W = layer.matrix
+            W = layer.affine[0]
             if layer.inputs[0] == 0:
                 W = W[:, self.support]
             if W.nnz > _DENSE_ABOVE * W.shape[0] * W.shape[1]:
@@ -246,13 +254,15 @@ class _BackSubstitution:
             part = rows[begin:begin + chunk]
             r = part.size
             if layer.kind == "linear" and layer.inputs[0] == 0:  # the domain takes the rows as they are
-                coeff = layer.matrix[part][:, self.support]
+                matrix, bias = layer.affine
+                coeff = matrix[part][:, self.support]
                 lower = self.lower(0, sp.vstack([coeff, -coeff]).tocsr(),
-                                   np.concatenate([layer.bias[part], -layer.bias[part]]), start_at=0)
+                                   np.concatenate([bias[part], -bias[part]]), start_at=0)
             elif layer.kind == "linear":  # start below the layer: its rows are exact coefficients
-                coeff = layer.matrix[part].toarray()
+                matrix, bias = layer.affine
+                coeff = matrix[part].toarray()
                 lower = self.lower(layer.inputs[0], np.vstack([coeff, -coeff]),
-                                   np.concatenate([layer.bias[part], -layer.bias[part]]),
+                                   np.concatenate([bias[part], -bias[part]]),
                                    start_at=layer.inputs[0])
             else:
                 eye = np.zeros((r, layer.size))
@@ -291,12 +301,12 @@ class _BackSubstitution:
                     push(layer.inputs[1], L)
                     continue
                 if layer.kind == "linear":
-                    W = self.matrices[layer]
+                    W, (matrix, bias) = self.matrices[layer], layer.affine
                     push(src, np.asarray(L @ W.matrix))
-                    t = L @ layer.bias
+                    t = L @ bias
                     m = self._magnitude(src)
-                    e = (slack(layer.size + 1, np.abs(L) @ (W.abs @ m + np.abs(layer.bias)))
-                         + TINY * (layer.matrix.nnz + m.size) * m.max(initial=0.0))
+                    e = (slack(layer.size + 1, np.abs(L) @ (W.abs @ m + np.abs(bias)))
+                         + TINY * (matrix.nnz + m.size) * m.max(initial=0.0))
                 elif layer.kind == "maxpool":
                     t, e = self._maxpool(layer, L, push)
                 else:
@@ -324,7 +334,7 @@ class _BackSubstitution:
         """``y >= v[choice]`` for positive coefficients; for negative ones ``y <= v[choice]``
         where that input dominates its window, else ``y <=`` the window's largest upper bound."""
         src = layer.inputs[0]
-        choice, dominates, top = maxpool_choice(layer.windows, self.lo[src], self.hi[src])
+        choice, dominates, top = maxpool_choice(layer.pool_windows, self.lo[src], self.hi[src])
         pos, neg = np.maximum(L, 0.0), np.minimum(L, 0.0)
         on_input = pos + np.where(dominates, neg, 0.0)  # disjoint supports: exact
         n_src = self.layers[src].size

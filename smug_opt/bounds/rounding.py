@@ -9,6 +9,8 @@ operations that produced it (a result of one operation on exact floats errs by a
 
 from __future__ import annotations
 
+from typing import cast
+
 import numpy as np
 
 from smug_opt.exact import TINY, UNIT_ROUNDOFF, dot_error_bound
@@ -36,7 +38,7 @@ def slack(terms: int, magnitude: np.ndarray) -> np.ndarray:
     """A bound on the rounding error of sums of at most ``terms`` products whose absolute
     values total ``magnitude`` (computed in float64: the factor 2 of
     :func:`~smug_opt.exact.dot_error_bound` covers its own rounding)."""
-    return dot_error_bound(int(terms), magnitude)
+    return cast(np.ndarray, dot_error_bound(int(terms), magnitude))  # an array for an array
 
 
 def upper_chord(x1: np.ndarray, y1: np.ndarray, x2: np.ndarray, y2: np.ndarray

@@ -140,7 +140,8 @@ def crown_bounds(A1: np.ndarray, b1: np.ndarray, layers: Sequence[tuple[np.ndarr
                               bias=np.asarray(b, dtype=np.float64)))
     known = None
     if prior is not None:
-        known = tuple({2 * k + 1: v for k, v in enumerate(side)} for side in prior)
+        low, high = ({2 * k + 1: v for k, v in enumerate(side)} for side in prior)
+        known = (low, high)
     bounds = propagate(FlatNetwork(tuple(flat), (n,)), Masks(np.ones(n), np.arange(n), max_cells=max_ones),
                        prior=known)
     return ([bounds.lo[2 * k + 1].copy() for k in range(len(layers) + 1)],

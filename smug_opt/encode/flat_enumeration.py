@@ -70,13 +70,16 @@ def _values_and_errors(network: MaskedNetwork, masks: np.ndarray
     for layer, matrix in zip(layers[1:], network.linear_matrices, strict=True):
         v, e = values[layer.inputs[0]], errors[layer.inputs[0]]
         if layer.kind == "linear":
+            assert matrix is not None  # linear_matrices holds one for every linear layer
+            bias = layer.affine[1]
             if layer.inputs[0] == 0:
                 v, e = masks, np.zeros_like(masks)
             absolute = abs(matrix) if sp.issparse(matrix) else np.abs(matrix)
-            terms = (np.diff(matrix.indptr) if sp.issparse(matrix)
+            # scipy.sparse is untyped: issparse does not narrow matrix to a sparse one
+            terms = (np.diff(matrix.indptr) if sp.issparse(matrix)  # type: ignore[union-attr]
                      else np.full(matrix.shape[0], matrix.shape[1]))
-            out = np.asarray(matrix @ v.T).T + layer.bias
-            magnitude = np.asarray(absolute @ np.abs(v).T).T + np.abs(layer.bias)
+            out = np.asarray(matrix @ v.T).T + bias
+            magnitude = np.asarray(absolute @ np.abs(v).T).T + np.abs(bias)
             err = np.asarray(absolute @ e.T).T + dot_error_bound(terms + 1, magnitude)
         elif layer.kind == "add":
             w, f = values[layer.inputs[1]], errors[layer.inputs[1]]

@@ -101,7 +101,7 @@ def full_network(model_or_layers: Any, x: np.ndarray, label: int | None = None, 
     greedy = greedy_mask(network) if max_cells == "greedy" else None
     cap = min(MAX_ENUMERATED_MASKS, network.affordable_masks(ENUMERATION_WORK))
     candidates = [] if greedy is None else [fewer_cells(network, greedy, cap, seconds=SEARCH_SECONDS)]
-    if candidates and candidates[0].sum() < greedy.sum():
+    if greedy is not None and candidates[0].sum() < greedy.sum():
         candidates.append(greedy)  # the greedy mask, should exact arithmetic reject the smaller
     start = None
     for mask in candidates:  # the first mask exact arithmetic accepts is the start and cut-off
@@ -175,7 +175,8 @@ def _subject(model: Any, x: np.ndarray, cell: int, shape: tuple[int, int] | None
     xa = mlp.dense_input(x)
     grid = mlp.mask_grid(cell, np.shape(x), shape)
     net = flat_mlp(mlp.layers, mlp.output)
-    return _Subject(net, xa, grid.cell_of, tuple(grid.spatial_shape[:2]), mlp.name, mlp.digest,
+    height, width = grid.spatial_shape[:2]
+    return _Subject(net, xa, grid.cell_of, (height, width), mlp.name, mlp.digest,
                     [mlp.num_inputs, *(int(W.shape[1]) for W, _ in mlp.layers)])
 
 

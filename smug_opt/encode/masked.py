@@ -62,12 +62,12 @@ class MaskedNetwork:
         (:meth:`FlatNetwork.forward`'s arithmetic, with linear layers that read the input
         applied to the cells directly and dense-enough matrices as dense arrays)."""
         masks = np.asarray(masks, dtype=np.float64)
-        values: list[np.ndarray | None] = [None]
+        values: list[np.ndarray] = [masks]  # never read: a layer reading the input uses the cells
         for layer, matrix in zip(self.net.layers[1:], self.linear_matrices, strict=True):
             source = layer.inputs[0]
             if layer.kind == "linear":
                 v = masks if source == 0 else values[source]
-                values.append(np.asarray(matrix @ v.T).T + layer.bias)
+                values.append(np.asarray(matrix @ v.T).T + layer.affine[1])
                 continue
             v = values[source] if source else np.asarray(self.inputs @ masks.T).T
             if layer.kind == "add":
@@ -89,7 +89,8 @@ class MaskedNetwork:
             if layer.kind != "linear":
                 out.append(None)
                 continue
-            matrix = sp.csr_matrix(layer.matrix @ self.inputs) if layer.inputs[0] == 0 else layer.matrix
+            weights = layer.affine[0]
+            matrix = sp.csr_matrix(weights @ self.inputs) if layer.inputs[0] == 0 else weights
             rows, cols = matrix.shape
             dense = matrix.nnz > 0.1 * rows * cols and rows * cols <= 50_000_000
             out.append(matrix.toarray() if dense else matrix)
@@ -144,7 +145,7 @@ def mlp_form(net: FlatNetwork) -> list[tuple[sp.csr_matrix, np.ndarray]] | None:
     for k, layer in enumerate(layers):
         if layer.inputs != (k,) or layer.kind != ("linear" if k % 2 == 0 else "relu"):
             return None
-    return [(layer.matrix, layer.bias) for layer in layers[::2]]
+    return [layer.affine for layer in layers[::2]]
 
 
 def flat_digest(net: FlatNetwork) -> str:

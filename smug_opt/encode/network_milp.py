@@ -84,18 +84,18 @@ class _Encoder:
         # a row of zero magnitude is exact (a constant, or terms that are all 0)
         slack = np.where(magnitude > 0, dot_error_bound(terms + 1, magnitude), 0.0)
         if cardinality and self.max_ones is not None and self.max_ones < self.n_cells:
-            lo, hi = self._cardinality(expr.coef, lo, hi)
+            lo, hi = self._cardinality(expr.coef, lo, hi, self.max_ones)
             slack = 4.0 * slack  # three sums of terms of at most that magnitude, and two subtractions
         return lo - slack, hi + slack
 
-    def _cardinality(self, coef: sp.csr_matrix, lo: np.ndarray, hi: np.ndarray
+    def _cardinality(self, coef: sp.csr_matrix, lo: np.ndarray, hi: np.ndarray, max_ones: int
                      ) -> tuple[np.ndarray, np.ndarray]:
         """Replace the cell binaries' part of the bounds by the sum of each row's
         ``max_ones`` largest (smallest) coefficients on them."""
         coo = coef.tocoo()
         on_cells = coo.col < self.n_cells
         rows, data = coo.row[on_cells], coo.data[on_cells]
-        k = int(self.max_ones)
+        k = int(max_ones)
         for sign, bound in ((1.0, hi), (-1.0, lo)):
             values = np.maximum(sign * data, 0.0)
             order = np.lexsort((-values, rows))
@@ -146,7 +146,7 @@ class _Encoder:
             elif layer.kind == "clip":
                 out = self._clip(layer.inputs[0], src, float(layer.lo), float(layer.hi), index)
             elif layer.kind == "maxpool":
-                out = self._maxpool(layer.inputs[0], src, layer.windows, index)
+                out = self._maxpool(layer.inputs[0], src, layer.pool_windows, index)
             elif layer.kind == "add":
                 other = values[layer.inputs[1]]
                 width = max(src.coef.shape[1], other.coef.shape[1])

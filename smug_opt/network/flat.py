@@ -46,6 +46,20 @@ class FlatLayer:
     hi: float = float("inf")
     windows: np.ndarray | None = None
 
+    @property
+    def affine(self) -> tuple[sp.csr_matrix, np.ndarray]:
+        """A linear layer's ``(matrix, bias)``; ValueError for a layer that has none."""
+        if self.matrix is None or self.bias is None:
+            raise ValueError(f"{self.kind} layer {self.name!r} has no matrix and bias")
+        return self.matrix, self.bias
+
+    @property
+    def pool_windows(self) -> np.ndarray:
+        """A max-pooling layer's ``windows``; ValueError for a layer that has none."""
+        if self.windows is None:
+            raise ValueError(f"{self.kind} layer {self.name!r} has no pooling windows")
+        return self.windows
+
 
 @dataclass(frozen=True, eq=False)
 class Preprocess:

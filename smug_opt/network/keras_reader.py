@@ -164,8 +164,8 @@ class _Reader:
             pool = MaxPool if kind == "MaxPooling2D" else AvgPool
             return self._add(layer, pool(tuple(layer.pool_size), tuple(layer.strides), pads), (x,))
         if kind in ("GlobalAveragePooling2D", "GlobalMaxPooling2D"):
-            pool = (AvgPool if kind == "GlobalAveragePooling2D" else MaxPool)(tuple(shape[1:]), (1, 1))
-            index = self._add(layer, pool, (x,))
+            whole = (AvgPool if kind == "GlobalAveragePooling2D" else MaxPool)((shape[1], shape[2]), (1, 1))
+            index = self._add(layer, whole, (x,))
             return index if layer.keepdims else self._add(layer, Reshape(), (index,), "/flatten", (shape[0],))
         if kind in ("Flatten", "Reshape"):
             target = (int(np.prod(shape)),) if kind == "Flatten" else tuple(layer.target_shape)

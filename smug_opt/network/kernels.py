@@ -109,7 +109,7 @@ def output_shape(op: Op, shapes: list[tuple[int, ...]], target: tuple[int, ...] 
 
 
 def _windows(x: np.ndarray, kernel: tuple[int, int], strides: tuple[int, int],
-             dilations: tuple[int, int], out: tuple[int, int]) -> np.ndarray:
+             dilations: tuple[int, int], out: tuple[int, ...]) -> np.ndarray:
     """``(B, C, kh, kw, OH, OW)``: the input cells every window tap reads (x already padded)."""
     (kh, kw), (sh, sw), (dh, dw), (oh, ow) = kernel, strides, dilations, out
     taps = [[x[:, :, i * dh: i * dh + sh * (oh - 1) + 1: sh, j * dw: j * dw + sw * (ow - 1) + 1: sw]

@@ -10,6 +10,8 @@ windows, Add an ``add`` layer, activations their own kinds.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 import numpy as np
 import scipy.sparse as sp
 
@@ -78,18 +80,19 @@ def lower(network: Network) -> tuple[Preprocess, FlatNetwork]:
     return pre, flat
 
 
-def _preprocess(chain: list[Node]) -> Preprocess:
+def _preprocess(chain: Sequence[Node]) -> Preprocess:
     """The elementwise map of a Scale/Reshape/Transpose chain from the input."""
     shape = chain[0].shape
-    index = np.arange(int(np.prod(shape))).reshape(shape)
-    scale, shift = np.ones(shape), np.zeros(shape)
+    index: np.ndarray = np.arange(int(np.prod(shape))).reshape(shape)
+    scale: np.ndarray = np.ones(shape)
+    shift: np.ndarray = np.zeros(shape)
     for node in chain[1:]:
         op = node.op
         if isinstance(op, Scale):
             scale, shift = scale * op.scale, shift * op.scale + op.shift
         elif isinstance(op, Reshape):
             index, scale, shift = (a.reshape(node.shape) for a in (index, scale, shift))
-        else:
+        elif isinstance(op, Transpose):  # the chain holds only _PREPROCESS ops
             index, scale, shift = (np.transpose(a, op.perm) for a in (index, scale, shift))
     return Preprocess(index.ravel().copy(), scale.ravel().copy(), shift.ravel().copy())
 

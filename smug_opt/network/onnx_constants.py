@@ -6,6 +6,7 @@ is its shape for batch 1: the reader treats the batch axis of a Reshape target a
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
@@ -55,7 +56,10 @@ def fold(op: str, inputs: list, attrs: dict[str, Any],
     if op == "Gather":
         return [np.take(x, np.asarray(inputs[1]), axis=attrs.get("axis", 0))]
     if op == "Unsqueeze":
-        return [np.expand_dims(x, _axes(inputs, attrs, 1))]
+        axes = _axes(inputs, attrs, 1)
+        if axes is None:
+            raise ValueError("an Unsqueeze of a constant names no axes (neither an input nor an attribute)")
+        return [np.expand_dims(x, axes)]
     if op == "Squeeze":
         axes = _axes(inputs, attrs, 1)
         return [np.squeeze(x) if axes is None else np.squeeze(x, axes)]
@@ -88,7 +92,9 @@ def fold(op: str, inputs: list, attrs: dict[str, Any],
     if op == "Neg":
         return [-x]
     a, b = inputs
-    return [{"Add": np.add, "Sub": np.subtract, "Mul": np.multiply, "Div": _divide}[op](a, b)]
+    arithmetic: dict[str, Callable[[np.ndarray, np.ndarray], np.ndarray]] = {
+        "Add": np.add, "Sub": np.subtract, "Mul": np.multiply, "Div": _divide}
+    return [arithmetic[op](a, b)]
 
 
 def _divide(a: np.ndarray, b: np.ndarray) -> np.ndarray:

@@ -242,6 +242,8 @@ def _squeeze(r: _Reader, name: str, inputs: list, attrs: dict, op: str) -> int:
         axes = [int(v) for v in np.asarray(inputs[1]).reshape(-1)]
     dummy = np.empty((1, *r.shape(x)))
     if op == "Unsqueeze":
+        if axes is None:
+            raise ValueError("Unsqueeze names no axes (neither an input nor an attribute)")
         result = np.expand_dims(dummy, tuple(axes))
     else:
         result = dummy.squeeze(tuple(axes)) if axes is not None else dummy[0].squeeze()[None]
@@ -273,6 +275,8 @@ def _pad(r: _Reader, name: str, inputs: list, attrs: dict) -> int:
             for k, axis in enumerate(axes):
                 full[axis], full[rank + axis] = pads[k], pads[len(axes) + k]
             pads = full
+    if pads is None:
+        raise ValueError("Pad names no pads (neither an input nor an attribute)")
     if rank != 4 or any(pads[i] for i in (0, 1, 4, 5)):
         raise ValueError(f"pads {pads}: only padding of the spatial axes of an NCHW tensor is read")
     if min(pads) < 0:

@@ -94,7 +94,7 @@ class _Reader:
         if len(dims) < 2 or any(d is None or d < 1 for d in dims[1:]):
             raise ValueError(f"ONNX input {inputs[0].name!r} has shape {dims}; smug-opt needs a batch "
                              "axis first and a fixed size for every other axis")
-        self.builder = GraphBuilder(inputs[0].name, tuple(dims[1:]))
+        self.builder = GraphBuilder(inputs[0].name, tuple(d for d in dims[1:] if d is not None))
         self.values[inputs[0].name] = 0
         self.output_kind = "logits"
 
@@ -133,10 +133,10 @@ class _Reader:
             if node.output[0] != self.graph.output[0].name:
                 raise ValueError(f"{op} is read only as the network's last operation")
             self.output_kind = op.lower()
-            self.values[node.output[0]] = inputs[0]
+            self.values[node.output[0]] = _first(inputs, op)
             return
         if op in ("Identity", "Dropout"):
-            self.values[node.output[0]] = inputs[0]
+            self.values[node.output[0]] = _first(inputs, op)
             return
         self.values[node.output[0]] = TRANSLATE[op](self, self._node_name(node), inputs, attrs)
 
@@ -146,3 +146,10 @@ class _Reader:
 
     def shape(self, value: int) -> tuple[int, ...]:
         return self.builder.shape(value)
+
+
+def _first(inputs: list[Value | None], op: str) -> Value:
+    """The first input of an ``op`` that passes it on."""
+    if inputs[0] is None:
+        raise ValueError(f"{op} has no input")
+    return inputs[0]
