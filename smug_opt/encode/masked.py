@@ -106,7 +106,7 @@ class MaskedNetwork:
         """How many masks to evaluate at once so that their values and error bounds at
         every layer (a max pool's window gather counted whole) take about ``memory_bytes``:
         at most 4096, at least 1."""
-        per_mask = sum(layer.size * (layer.windows.shape[1] if layer.kind == "maxpool" else 1)
+        per_mask = sum(layer.size * (layer.pool_windows.shape[1] if layer.kind == "maxpool" else 1)
                        for layer in self.net.layers)
         return int(min(4096, max(1, memory_bytes // (2 * 8 * max(per_mask, 1)))))
 
