@@ -327,3 +327,23 @@ def test_a_certificate_on_one_line_longer_than_a_read_block_is_read_whole(tmp_pa
     middle = len(tokens) // 2
     text = " ".join(tokens[:middle]) + " " * (3 << 20) + " ".join(tokens[middle:])
     assert check(tmp_path, text, max_bytes=4 << 20).infeasible
+
+
+def test_the_checker_shares_no_code_with_the_certificate_writer_or_the_solvers():
+    """Its modules import the standard library, numpy, each other, and the problem's
+    reading (smug_opt.ir, smug_opt.problem_file) only; smug_opt.cli's module imports only
+    the checker."""
+    import ast
+
+    root = Path(__file__).resolve().parents[1] / "smug_opt"
+    allowed = {"__future__", "dataclasses", "fractions", "math", "re", "itertools", "os",
+               "pathlib", "collections", "numpy", "argparse", "sys", "time",
+               "smug_opt.check_certificate", "smug_opt.ir", "smug_opt.problem_file"}
+    files = [*(root / "check_certificate").glob("*.py"), root / "cli" / "check_certificate.py"]
+    for path in files:
+        for node in ast.walk(ast.parse(path.read_text())):
+            names = ([alias.name for alias in node.names] if isinstance(node, ast.Import)
+                     else [node.module] if isinstance(node, ast.ImportFrom) else [])
+            for name in names:
+                assert any(name == a or name.startswith(a + ".") for a in allowed), (
+                    f"{path.name} imports {name}")
