@@ -174,6 +174,9 @@ def explain(
     from smug_opt.models.resolve import as_adapter
 
     p = smug_parameters(model, params, method=method, k=k, gamma=gamma, cell=cell, steps=steps)
+    if p.method is Method.ROBUST:
+        raise ValueError("method robust is a verified explanation with its own parameters (eps): "
+                         "call smug_opt.robustness.explain_robust(model, x, eps=...)")
     adapter = as_adapter(model)
     data_shape = np.shape(x)
     picture = np.asarray(x)

@@ -10,7 +10,7 @@ from pathlib import Path
 __all__ = ["SINGLE_RUN_FILES", "check_out_dir", "check_out_file", "replace_run_files"]
 
 SINGLE_RUN_FILES = ("record.json", "mask.npy", "saliency.npy", "cell_mask.npy", "overlay.png",
-                    "explanation.html")
+                    "explanation.html", "fixed.npy")
 """What a single explain writes: a rerun into the same folder replaces all of them, and a
 batch over a folder never takes them as inputs."""
 

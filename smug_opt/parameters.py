@@ -19,12 +19,16 @@ __all__ = ["PAPER_PARAMETERS", "Baseline", "Method", "SmugParameters"]
 
 @enum.unique
 class Method(str, enum.Enum):
-    """How the mask is found: the solver's minimal mask, or every cell the neurons see."""
+    """How the mask is found: the solver's minimal mask, every cell the neurons see, or the
+    pixels that provably fix the prediction."""
 
     SMUG = "smug"
     """The smallest mask that keeps the selected neurons active (a solver call)."""
     SMUG_BASE = "smug_base"
     """No solver: every cell in the selected neurons' receptive fields."""
+    ROBUST = "robust"
+    """A verified explanation: pixels that, fixed, keep the label while every other pixel
+    moves within ε (:func:`smug_opt.robustness.model_explanation.explain_robust`)."""
 
     def __str__(self) -> str:
         return self.value

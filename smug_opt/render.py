@@ -39,11 +39,12 @@ def overlay_title(e: Any, model: str = "") -> str:
 
 
 def overlay_png(image: np.ndarray, saliency: np.ndarray, path: str | Path, *, zoom: int = 0,
-                title: str = "") -> Path:
+                title: str = "", legend: str = LEGEND) -> Path:
     """Write the input (grey) beside the input with the saliency in red over it, under a
     ``title`` line and above a legend saying what red means.
 
-    ``zoom`` repeats pixels so small inputs are visible (0: chosen so the image is ≥ 224 px).
+    ``zoom`` repeats pixels so small inputs are visible (0: chosen so the image is ≥ 224 px);
+    ``legend`` says what red means.
     """
     from PIL import Image, ImageDraw
 
@@ -58,14 +59,14 @@ def overlay_png(image: np.ndarray, saliency: np.ndarray, path: str | Path, *, zo
     picture = np.repeat(np.repeat(picture, zoom, axis=0), zoom, axis=1)
     pixels = (picture * 255).round().astype(np.uint8)
     band = 16
-    lines = [t for t in (title, LEGEND) if t]
+    lines = [t for t in (title, legend) if t]
     width = max(pixels.shape[1], 6 * max(len(t) for t in lines) + 8)
     canvas = Image.new("RGB", (width, pixels.shape[0] + band * len(lines)), "white")
     canvas.paste(Image.fromarray(pixels), (0, band if title else 0))
     draw = ImageDraw.Draw(canvas)
     if title:
         draw.text((4, 2), title, fill="black")
-    draw.text((4, canvas.height - band + 2), LEGEND, fill=(90, 0, 0))
+    draw.text((4, canvas.height - band + 2), legend, fill=(90, 0, 0))
     out = Path(path)
     canvas.save(out, format="PNG")
     return out

@@ -19,6 +19,7 @@ import numpy as np
 from smug_opt.backend_choice import BackendChoice
 from smug_opt.batch import ExplainSettings
 from smug_opt.cli.explain_output import certificate_beside, ig_progress, render_explanation
+from smug_opt.cli.explain_robust import add_robust_options, check_robust_args, run_robust
 from smug_opt.cli.options import (
     add_executor_options,
     add_model_input_options,
@@ -96,6 +97,7 @@ def add_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParse
     smug.add_argument("--target", type=int, help="class to explain (default: the prediction)")
     smug.add_argument("--ig-batch", type=int, help="Integrated Gradients points per batch "
                       "(default: sized from the model's memory footprint)")
+    add_robust_options(p)
     add_solver_options(p)
     add_certificate_options(p, extra="; the problem it is about is written beside it (FILE with "
                                      "the suffix .smug). Single inputs only")
@@ -178,7 +180,8 @@ def _check_args(args: argparse.Namespace) -> None:
     for bad, message in checks:
         if bad:
             raise ValueError(message)
-    if args.method in (None, Method.SMUG.value):
+    check_robust_args(args)
+    if args.method in (None, Method.SMUG.value, Method.ROBUST.value):
         BackendChoice.parse(args.backend)  # an unknown or unusable backend: the installed ones are named
     check_executor_options(args)
     args.input_range = input_range_arg(args.input_range)
@@ -246,6 +249,8 @@ def run(args: argparse.Namespace) -> int:
     from smug_opt.models.zoo import DEFAULT_IMAGE_MODEL, DEFAULT_TEXT_MODEL
 
     name = args.model or (DEFAULT_TEXT_MODEL if args.tokens else DEFAULT_IMAGE_MODEL)
+    if args.method == Method.ROBUST.value:
+        return run_robust(args, name)
     settings = _settings(args, name)
     if args.input is not None and args.input.is_dir():
         return _run_batch(args, name, settings, args.input)

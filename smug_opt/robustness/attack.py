@@ -98,10 +98,11 @@ def _dense_where_it_pays(net: FlatNetwork) -> FlatNetwork:
 
 def attack(net: FlatNetwork, preprocess: Preprocess, lo: np.ndarray, hi: np.ndarray,
            disjuncts: tuple[Conjunct, ...], *, steps: int = 200, restarts: int = 16,
-           seed: int = 0, start: np.ndarray | None = None) -> AttackResult:
+           seed: int = 0, start: np.ndarray | None = None, until: float = 0.0) -> AttackResult:
     """PGD over the box ``[lo, hi]`` (model input units, flat) for ``steps`` steps with a
-    step size decaying from a quarter of the box's width; stops early once a point is
-    inside the unsafe region. ``start`` adds a starting point."""
+    step size decaying from a quarter of the box's width; stops early once a point's loss
+    is below ``until`` (0: inside the unsafe region; -inf: never, to go deep inside).
+    ``start`` adds a starting point."""
     rng = np.random.default_rng(seed)
     net = _dense_where_it_pays(net)
     lo, hi = np.asarray(lo, dtype=np.float64), np.asarray(hi, dtype=np.float64)
@@ -119,7 +120,7 @@ def attack(net: FlatNetwork, preprocess: Preprocess, lo: np.ndarray, hi: np.ndar
         i = int(loss.argmin())
         if loss[i] < best_loss:
             best_x, best_loss = x[i].copy(), float(loss[i])
-        if best_loss < 0 or step == steps:
+        if best_loss < until or step == steps:
             break
         g_affine = flat_gradient(net, values, g_scores)
         g_model = np.zeros_like(x)

@@ -7,13 +7,17 @@ with binary search on failure (as VeriX+ does), each step one robustness query
 values only adds counterexamples, so a value whose freeing gave a confirmed counterexample
 is necessary in the final set: when every rejection was such a counterexample the set is
 subset-minimal (no value can be dropped). A query left ``unknown`` keeps its values fixed
-(the guarantee still holds; minimality is then not claimed for them).
+(the guarantee still holds; minimality is then not claimed for them), and so does every
+value not reached when the overall ``time_limit`` runs out. The confirmed counterexamples
+are kept: :mod:`smug_opt.robustness.minimum` starts its hitting sets from them.
 """
 
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
 
@@ -24,7 +28,7 @@ from smug_opt.robustness.decide import decide
 from smug_opt.robustness.query import RobustnessQuery
 from smug_opt.vnnlib import Conjunct
 
-__all__ = ["RobustExplanation", "label_changes", "robust_explanation"]
+__all__ = ["RobustExplanation", "by_sensitivity", "label_changes", "robust_explanation"]
 
 
 @dataclass(frozen=True)
@@ -34,7 +38,9 @@ class RobustExplanation:
     ``label``, proven (``proof``: ``"exact"`` when every query was settled by bounds or
     exact proofs, ``"solver"`` when some rest on a floating-point solver's word).
     ``necessary`` counts fixed values shown necessary by a counterexample, ``undecided``
-    those kept because a query ran out of time; ``subset_minimal`` when none was."""
+    those kept because a query (or the overall time limit) ran out; ``subset_minimal``
+    when none was. ``counterexamples``: the confirmed counterexamples met on the way (model
+    inputs, flat), each breaking the label with the set fixed at that point."""
 
     fixed: np.ndarray
     label: int
@@ -44,6 +50,7 @@ class RobustExplanation:
     undecided: int
     queries: int
     seconds: float
+    counterexamples: tuple[np.ndarray, ...] = field(default=(), repr=False)
 
     @property
     def size(self) -> int:
@@ -67,13 +74,17 @@ def label_changes(num_outputs: int, label: int) -> tuple[Conjunct, ...]:
 
 def robust_explanation(net: FlatNetwork, preprocess: Preprocess, x: np.ndarray, *, eps: float,
                        valid_range: tuple[float, float] = (0.0, 1.0), label: int | None = None,
-                       query_time: float = 5.0, backend: str = DEFAULT_BACKEND, batch: int | None = None
+                       query_time: float = 5.0, backend: str = DEFAULT_BACKEND, batch: int | None = None,
+                       time_limit: float | None = None, solve_options: Mapping[str, Any] | None = None
                        ) -> RobustExplanation:
     """The explanation of ``net``'s label on ``x`` (model input units, flat) at ``eps``.
 
     ``query_time``: seconds per robustness query; ``batch``: values freed at once at first
-    (default: a sixteenth of the inputs)."""
+    (default: a sixteenth of the inputs); ``time_limit``: seconds for the whole traversal
+    (values not reached by then stay fixed, counted ``undecided``); ``solve_options`` go
+    to each query's :func:`smug_opt.solve`."""
     start = time.monotonic()
+    deadline = None if time_limit is None else start + time_limit
     x = np.asarray(x, dtype=np.float64).reshape(-1)
     if not eps > 0:
         raise ValueError(f"eps must be positive, got {eps!r}")
@@ -85,20 +96,29 @@ def robust_explanation(net: FlatNetwork, preprocess: Preprocess, x: np.ndarray, 
     free = np.zeros(x.size, dtype=bool)
     necessary = undecided = queries = 0
     proofs: set[str] = set()
+    counterexamples: list[np.ndarray] = []
 
     def robust_with(extra: np.ndarray) -> str:
         nonlocal queries
+        remaining = query_time if deadline is None else min(query_time, deadline - time.monotonic())
+        if remaining <= 0:
+            return "unknown"
         queries += 1
         freed = free.copy()
         freed[extra] = True
         query = RobustnessQuery(net, preprocess, np.where(freed, low, x), np.where(freed, high, x), region)
-        verdict = decide(query, time_limit=query_time, backend=backend)
+        verdict = decide(query, time_limit=remaining, backend=backend, solve_options=solve_options)
         if verdict.answer == "unsat":
             proofs.add(verdict.proof or "solver")
+        elif verdict.answer == "sat" and verdict.x is not None:
+            counterexamples.append(verdict.x)
         return verdict.answer
 
     def try_free(chunk: np.ndarray) -> None:
         nonlocal necessary, undecided
+        if deadline is not None and time.monotonic() >= deadline:
+            undecided += chunk.size
+            return
         answer = robust_with(chunk)
         if answer == "unsat":
             free[chunk] = True
@@ -111,16 +131,16 @@ def robust_explanation(net: FlatNetwork, preprocess: Preprocess, x: np.ndarray, 
             try_free(chunk[half:])
 
     batch = batch or max(1, x.size // 16)
-    order = _by_sensitivity(net, preprocess, x, label, high - low)
+    order = by_sensitivity(net, preprocess, x, label, high - low)
     for s in range(0, x.size, batch):
         try_free(order[s:s + batch])
     return RobustExplanation(fixed=~free, label=label, eps=float(eps),
                              proof="exact" if proofs <= {"exact"} else "solver",
                              necessary=necessary, undecided=undecided, queries=queries,
-                             seconds=time.monotonic() - start)
+                             seconds=time.monotonic() - start, counterexamples=tuple(counterexamples))
 
 
-def _by_sensitivity(net: FlatNetwork, preprocess: Preprocess, x: np.ndarray, label: int,
+def by_sensitivity(net: FlatNetwork, preprocess: Preprocess, x: np.ndarray, label: int,
                     width: np.ndarray) -> np.ndarray:
     """Inputs ordered from least to most sensitive: |∂(margin)/∂x|·(range it may move)."""
     values = net.forward(preprocess(x[None]))
