@@ -393,3 +393,30 @@ def test_infeasibility_without_a_farkas_ray_and_lone_equalities(tmp_path: Path) 
     lone = Problem.from_arrays([[2.0, 0.0], [1.0, 1.0]], ["==", ">="], [1.0, 1.0])
     write_certificate(lone, "INFEASIBLE", None, tmp_path / "l.vipr", seconds=10)
     assert recheck((tmp_path / "l.vipr").read_text()) == ("infeas", None)
+
+
+def test_explain_refuses_a_certificate_for_a_batch(tmp_path: Path, capsys) -> None:
+    from smug_opt.cli import main
+
+    (tmp_path / "inputs").mkdir()
+    code = main(["explain", "--input", str(tmp_path / "inputs"), "--out", str(tmp_path / "out"),
+                 "--certificate", str(tmp_path / "c.vipr")])
+    assert code != 0
+    assert "--certificate is for a single input" in capsys.readouterr().err
+
+
+@pytest.mark.slow
+def test_explain_writes_the_problem_beside_its_certificate(tmp_path: Path) -> None:
+    """`explain --certificate` writes out.smug beside out.vipr, and the checker accepts them."""
+    import subprocess
+    import sys
+
+    out = tmp_path / "out.vipr"
+    proc = subprocess.run([sys.executable, "-m", "smug_opt", "explain", "--index", "3", "--quiet",
+                           "--time-limit", "60", "--out", str(tmp_path / "res"), "--certificate", str(out)],
+                          capture_output=True, text=True, timeout=600)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    assert f"certificate {out}: optimum" in proc.stdout
+    check = subprocess.run([sys.executable, "-m", "smug_opt", "check-certificate", str(tmp_path / "out.smug"),
+                            str(out)], capture_output=True, text=True, timeout=600)
+    assert check.returncode == 0, check.stdout + check.stderr

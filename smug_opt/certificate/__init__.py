@@ -18,7 +18,7 @@ from pathlib import Path
 import numpy as np
 
 from smug_opt.certificate.cuts import cardinality_cuts
-from smug_opt.certificate.fixings import forced_binaries
+from smug_opt.certificate.fixings import forced_binaries, rows_of_columns
 from smug_opt.certificate.milp import CertificateError, exact_milp, violated_row
 from smug_opt.certificate.search import prove
 from smug_opt.certificate.vipr import Derivations, number, write_vipr
@@ -72,11 +72,13 @@ def write_certificate(problem: Problem, claim: str, x: np.ndarray | None,
             raise CertificateError(f"the solution violates {bad} of the stated MILP exactly")
         optimum = sum((c * solution.get(j, 0) for j, c in milp.objective.items()), Fraction(0))
     derivations = Derivations(len(milp.rows))
-    fixings = forced_binaries(milp, derivations)
+    rows_of = rows_of_columns(milp)
+    fixings = forced_binaries(milp, derivations, rows_of)
     cuts = cardinality_cuts(milp, derivations)
     first = milp.num_bound_rows
-    rows = [(first + i, milp.rows[first + i]) for i in range(len(milp.rows) - first)] + fixings + cuts
-    stats = prove(milp, rows, derivations, optimum,
+    rows = [(first + i, milp.rows[first + i]) for i in range(len(milp.rows) - first)] + cuts
+    fixed = {row.cols[0]: (1 if row.sense == "G" else 0, index) for index, row in fixings}
+    stats = prove(milp, rows, derivations, optimum, fixed=fixed, rows_of=rows_of,
                   seconds=max(seconds - (time.monotonic() - start), 0.0))
     comments = [f"smug-opt certificate: {claim}" + (f" of {source}" if source else ""),
                 "MILP stated as docs/certificates.md describes"]

@@ -1,4 +1,5 @@
-"""Binaries a single row forces, as ``rnd`` derivations, propagated until nothing changes.
+"""Binaries a single row forces, as ``rnd`` derivations, propagated until nothing changes
+(at the root, and at each branch-and-bound node from the binary it fixed).
 
 Write a row as ``a·x >= β`` (an ``L`` row negated; an ``E`` row both ways). When the most
 the other variables can contribute (each at the bound its sign favours: the bound rows
@@ -10,38 +11,71 @@ gives ``x_m >= 1`` (``x_m <= 0``). The LP relaxation sees these only fractionall
 
 from __future__ import annotations
 
+from collections import deque
 from fractions import Fraction
 
 from smug_opt.certificate.milp import ExactMilp, ExactRow
 from smug_opt.certificate.vipr import Derivations
 
-__all__ = ["forced_binaries"]
+__all__ = ["Bounds", "forced_binaries", "propagate", "rows_of_columns"]
 
-_MAX_PASSES = 20
+_MAX_VISITS = 20
+"""Times each row may be re-examined in one propagation (a guard, not a tuning knob)."""
+
+Bounds = list[tuple[int, Fraction]]
+"""Per variable: (index of the constraint stating the bound, its value)."""
 
 
-def forced_binaries(milp: ExactMilp, derivations: Derivations) -> list[tuple[int, ExactRow]]:
-    """Derive every fixing found into ``derivations``; the fixing rows by index."""
+def rows_of_columns(milp: ExactMilp) -> list[list[int]]:
+    """Per variable, the problem rows a fixing can come from (lone equalities excluded)."""
+    rows_of: list[list[int]] = [[] for _ in range(milp.num_vars)]
+    for index in range(milp.num_bound_rows, len(milp.rows)):
+        row = milp.rows[index]
+        if row.sense == "E" and len(row.cols) < 2:
+            continue  # an equality alone cannot be rounded (VIPR rounds <= and >= only)
+        for j in row.cols:
+            rows_of[j].append(index)
+    return rows_of
+
+
+def forced_binaries(milp: ExactMilp, derivations: Derivations,
+                    rows_of: list[list[int]]) -> list[tuple[int, ExactRow]]:
+    """Derive every fixing the rows imply at the root into ``derivations``; the fixing
+    rows (``x_j >= 1`` or ``x_j <= 0``) by index."""
     n = milp.num_vars
-    lower = [(2 * j, milp.rows[2 * j].rhs) for j in range(n)]  # (constraint index, value)
+    lower = [(2 * j, milp.rows[2 * j].rhs) for j in range(n)]
     upper = [(2 * j + 1, milp.rows[2 * j + 1].rhs) for j in range(n)]
+    queue = sorted({index for rows in rows_of for index in rows})
+    return propagate(milp, derivations, lower, upper, queue, rows_of)
+
+
+def propagate(milp: ExactMilp, derivations: Derivations, lower: Bounds, upper: Bounds,
+              queue: list[int], rows_of: list[list[int]]) -> list[tuple[int, ExactRow]]:
+    """Examine the rows in ``queue`` (and, as binaries get fixed, the rows they appear in):
+    each fixing found is derived, recorded in ``lower``/``upper`` and returned."""
+    pending = deque(queue)
+    waiting = set(queue)
+    visits: dict[int, int] = {}
     fixings: list[tuple[int, ExactRow]] = []
-    first = milp.num_bound_rows
-    for _ in range(_MAX_PASSES):
-        found = len(fixings)
-        for index in range(first, len(milp.rows)):
-            row = milp.rows[index]
-            if row.sense == "E" and len(row.cols) < 2:
-                continue  # an equality alone cannot be rounded (VIPR rounds <= and >= only)
-            for sign in {"G": (1,), "L": (-1,), "E": (1, -1)}[row.sense]:
-                fixings += _fix_row(milp, index, sign, lower, upper, derivations)
-        if len(fixings) == found:
-            break
+    while pending:
+        index = pending.popleft()
+        waiting.discard(index)
+        visits[index] = visits.get(index, 0) + 1
+        if visits[index] > _MAX_VISITS:
+            continue
+        for sign in {"G": (1,), "L": (-1,), "E": (1, -1)}[milp.rows[index].sense]:
+            found = _fix_row(milp, index, sign, lower, upper, derivations)
+            fixings += found
+            for _, fixing in found:
+                for other in rows_of[fixing.cols[0]]:
+                    if other not in waiting:
+                        pending.append(other)
+                        waiting.add(other)
     return fixings
 
 
-def _fix_row(milp: ExactMilp, index: int, sign: int, lower: list[tuple[int, Fraction]],
-             upper: list[tuple[int, Fraction]], derivations: Derivations) -> list[tuple[int, ExactRow]]:
+def _fix_row(milp: ExactMilp, index: int, sign: int, lower: Bounds, upper: Bounds,
+             derivations: Derivations) -> list[tuple[int, ExactRow]]:
     row = milp.rows[index]
     coefs = [sign * a for a in row.coefs]
     goal = sign * row.rhs

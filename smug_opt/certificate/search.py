@@ -20,6 +20,7 @@ from fractions import Fraction
 
 import numpy as np
 
+from smug_opt.certificate.fixings import propagate
 from smug_opt.certificate.milp import CertificateError, ExactMilp, ExactRow
 from smug_opt.certificate.node_lp import NodeLp
 from smug_opt.certificate.vipr import OBJECTIVE, Derivations
@@ -47,8 +48,8 @@ class SearchStats:
 
 class _Prover:
     def __init__(self, milp: ExactMilp, rows: Sequence[tuple[int, ExactRow]], derivations: Derivations,
-                 target: Fraction | None, deadline: float, max_nodes: int) -> None:
-        self.milp, self.der, self.target = milp, derivations, target
+                 target: Fraction | None, deadline: float, max_nodes: int, rows_of: list[list[int]]) -> None:
+        self.milp, self.der, self.target, self.rows_of = milp, derivations, target, rows_of
         self.row_index = [index for index, _ in rows]
         self.rows = [row for _, row in rows]
         self.row_den = [math.lcm(*(a.denominator for a in row.coefs)) for row in self.rows]
@@ -124,9 +125,26 @@ class _Prover:
         sense, rhs, lhs = self._goal()
         return self.der.combine(f"n{self.nodes}", sense, rhs, lhs, multipliers, rounded=rounded)
 
-    def node(self, fixed: dict[int, tuple[int, int]]) -> int:
-        """Derive the goal under ``fixed`` (binary -> (value, its asm's index)); its index."""
+    def _propagated(self, fixed: dict[int, tuple[int, int]], changed: int) -> dict[int, tuple[int, int]]:
+        """``fixed`` with the binaries that fixing ``changed`` forces (derived in ``der``)."""
+        lower, upper = list(self.lower), list(self.upper)
+        for j, (value, index) in fixed.items():
+            if value == 1:
+                lower[j] = (index, Fraction(1))
+            else:
+                upper[j] = (index, Fraction(0))
+        found = propagate(self.milp, self.der, lower, upper, list(self.rows_of[changed]), self.rows_of)
+        if not found:
+            return fixed
+        return {**fixed, **{row.cols[0]: (1 if row.sense == "G" else 0, index) for index, row in found}}
+
+    def node(self, fixed: dict[int, tuple[int, int]], changed: int | None = None) -> int:
+        """Derive the goal under ``fixed`` (binary -> (value, index of the constraint
+        ``x_j <= 0`` or ``x_j >= 1``: an asm or a fixing)); its index. ``changed``: the
+        binary this node's branch fixed (its rows are propagated)."""
         self.nodes += 1
+        if changed is not None:
+            fixed = self._propagated(fixed, changed)
         left = self.deadline - time.monotonic()
         if left <= 0 or self.nodes > self.max_nodes:
             raise CertificateError(f"the certified branch-and-bound did not finish "
@@ -154,13 +172,28 @@ class _Prover:
                 return self._close(multipliers(), rounded=False)
             if self.rounded and bound > self.target - 1:
                 return self._close(multipliers(), rounded=True)
+        if all(j in fixed for j in range(self.milp.num_vars) if self.milp.integer[j]):
+            return self._close_by_one_row(fixed)
         j = self._branch_variable(answer.x, fixed, answer.value)
         sense, rhs, lhs = self._goal()
         down = self.der.assume(f"d{self.nodes}", "L", Fraction(0), [(j, Fraction(1))])
-        proved_down = self.node({**fixed, j: (0, down)})
+        proved_down = self.node({**fixed, j: (0, down)}, j)
         up = self.der.assume(f"u{self.nodes}", "G", Fraction(1), [(j, Fraction(1))])
-        proved_up = self.node({**fixed, j: (1, up)})
+        proved_up = self.node({**fixed, j: (1, up)}, j)
         return self.der.unsplit(f"s{self.nodes}", sense, rhs, lhs, (proved_down, down), (proved_up, up))
+
+    def _close_by_one_row(self, fixed: Mapping[int, tuple[int, int]]) -> int:
+        """Every binary is fixed, yet the LP (within its tolerances) did not close the node:
+        a row the point violates exactly, with the bounds, is an absurdity."""
+        for k, row in enumerate(self.rows):
+            for sign in {"G": (1.0,), "L": (-1.0,), "E": (1.0, -1.0)}[row.sense]:
+                unit = np.zeros(len(self.rows))
+                unit[k] = sign
+                multipliers, rhs = self._combine({}, unit, fixed)
+                if rhs > 0:
+                    return self._close(multipliers(), rounded=False)
+        raise CertificateError("a node with every binary fixed is not closed by its LP bound "
+                               "(the claim does not hold for the stated MILP)")
 
     def _may_close(self, lp_value: float) -> bool:
         """Whether the LP's float value comes near enough the target for its exact bound
@@ -178,9 +211,6 @@ class _Prover:
         objective coefficient."""
         free = np.array([j for j in range(self.milp.num_vars)
                          if self.milp.integer[j] and j not in fixed], dtype=np.int64)
-        if free.size == 0:
-            raise CertificateError("a node with every binary fixed is not closed by its LP bound "
-                                   "(the claim does not hold for the stated MILP)")
         distance = np.minimum(x[free], 1.0 - x[free])
         fractional = free[distance > _FRACTIONAL]
         if fractional.size == 0:
@@ -207,14 +237,17 @@ class _Prover:
 
 
 def prove(milp: ExactMilp, rows: Sequence[tuple[int, ExactRow]], derivations: Derivations,
-          target: Fraction | None, *, seconds: float, max_nodes: int = 100_000) -> SearchStats:
+          target: Fraction | None, *, seconds: float, fixed: dict[int, tuple[int, int]],
+          rows_of: list[list[int]], max_nodes: int = 100_000) -> SearchStats:
     """Append to ``derivations`` a proof that ``min c·x >= target`` (``None``: no feasible
-    point) over ``milp``, using ``rows`` (constraint index, row) in the LP relaxations.
+    point) over ``milp``, using ``rows`` (constraint index, row) in the LP relaxations,
+    from the root's ``fixed`` binaries (value, index of their fixing row) on; ``rows_of``
+    (:func:`~smug_opt.certificate.fixings.rows_of_columns`) for propagation at nodes.
 
     Raises :class:`CertificateError` when the proof does not finish within ``seconds``
     or ``max_nodes`` nodes, or a node cannot be closed.
     """
     start = time.monotonic()
-    prover = _Prover(milp, rows, derivations, target, start + seconds, max_nodes)
-    prover.node({})
+    prover = _Prover(milp, rows, derivations, target, start + seconds, max_nodes, rows_of)
+    prover.node(dict(fixed))
     return SearchStats(prover.nodes, time.monotonic() - start)
