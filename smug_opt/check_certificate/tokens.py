@@ -156,10 +156,11 @@ class TokenStream:
         out: list[tuple[int, int, int]] = []
         while len(out) < count:
             out += self._batch(min(count - len(out), _BATCH), what, limit)
-        if len({j for j, _, _ in out}) != count:
-            seen: set[int] = set()
-            twice = next(j for j, _, _ in out if j in seen or seen.add(j))
-            raise ValueError(f"{self.path}: {what} lists index {twice} twice")
+        seen: set[int] = set()
+        for j, _, _ in out:
+            if j in seen:
+                raise ValueError(f"{self.path}: {what} lists index {j} twice")
+            seen.add(j)
         return out
 
     def _batch(self, count: int, what: str, limit: int) -> list[tuple[int, int, int]]:

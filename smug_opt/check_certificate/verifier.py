@@ -10,6 +10,7 @@ that needs more than its budget is refused, so a hostile file cannot run for hou
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from dataclasses import dataclass
 from fractions import Fraction
 
@@ -304,7 +305,8 @@ class _Verifier:
         bound = h.lower if h.minimize else h.upper
         if bound is None:
             return
-        if self.used_sol and ((bound > self.best) if h.minimize else (bound < self.best)):
+        best = self.best  # set whenever a sol derivation was accepted
+        if self.used_sol and best is not None and (bound > best if h.minimize else bound < best):
             raise CertificateRejected(f"RTP bound {bound} is beyond the best solution's "
                                       f"{self.best}, which sol derivations may not prove")
         goal = with_lhs_of(h.objective, bound, GE if h.minimize else LE)
@@ -312,7 +314,7 @@ class _Verifier:
             return
         self.final(f"OBJ {goal.letter} {bound}", lambda row: row.dominates(goal))
 
-    def final(self, what: str, proves) -> None:
+    def final(self, what: str, proves: Callable[[Row], bool]) -> None:
         if not self.header.derivation_count:
             raise CertificateRejected(f"no derivation proves {what} (DER is empty)")
         last = len(self.rows) - 1
