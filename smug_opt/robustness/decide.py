@@ -22,7 +22,7 @@ from typing import Any
 
 import numpy as np
 
-from smug_opt.backend_choice import DEFAULT_BACKEND
+from smug_opt.backend_choice import DEFAULT_BACKEND, BackendChoice
 from smug_opt.deadline import Deadline
 from smug_opt.robustness.attack import attack
 from smug_opt.robustness.query import RobustnessQuery
@@ -93,7 +93,8 @@ def _excess(query: RobustnessQuery, k: int, scores: np.ndarray) -> float:
     return float(np.max(d.matrix @ scores - d.rhs))
 
 
-def decide(query: RobustnessQuery, *, time_limit: float = 60.0, backend: str = DEFAULT_BACKEND,
+def decide(query: RobustnessQuery, *, time_limit: float = 60.0,
+           backend: str | BackendChoice = DEFAULT_BACKEND,
            references: Mapping[str, Reference] | None = None, attack_steps: int = 200,
            seed: int = 0, solve_options: Mapping[str, Any] | None = None) -> Verdict:
     """Answer ``query`` within ``time_limit`` seconds (see the module docstring).

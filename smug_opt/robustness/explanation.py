@@ -21,7 +21,7 @@ from typing import Any
 
 import numpy as np
 
-from smug_opt.backend_choice import DEFAULT_BACKEND
+from smug_opt.backend_choice import DEFAULT_BACKEND, BackendChoice
 from smug_opt.network.flat import FlatNetwork, Preprocess
 from smug_opt.robustness.attack import flat_gradient
 from smug_opt.robustness.decide import decide
@@ -74,7 +74,8 @@ def label_changes(num_outputs: int, label: int) -> tuple[Conjunct, ...]:
 
 def robust_explanation(net: FlatNetwork, preprocess: Preprocess, x: np.ndarray, *, eps: float,
                        valid_range: tuple[float, float] = (0.0, 1.0), label: int | None = None,
-                       query_time: float = 5.0, backend: str = DEFAULT_BACKEND, batch: int | None = None,
+                       query_time: float = 5.0, backend: str | BackendChoice = DEFAULT_BACKEND,
+                       batch: int | None = None,
                        time_limit: float | None = None, solve_options: Mapping[str, Any] | None = None
                        ) -> RobustExplanation:
     """The explanation of ``net``'s label on ``x`` (model input units, flat) at ``eps``.

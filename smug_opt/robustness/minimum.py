@@ -23,7 +23,7 @@ from typing import Any
 
 import numpy as np
 
-from smug_opt.backend_choice import DEFAULT_BACKEND
+from smug_opt.backend_choice import DEFAULT_BACKEND, BackendChoice
 from smug_opt.network.flat import FlatNetwork, Preprocess
 from smug_opt.robustness.attack import attack, flat_gradient
 from smug_opt.robustness.decide import decide
@@ -87,7 +87,9 @@ def shrink_counterexample(net: FlatNetwork, preprocess: Preprocess, x: np.ndarra
         return None
     cx = _set_back(net, preprocess, x, cx, label)
     region = label_changes(net.num_outputs, label)
-    for _ in range(rounds if low is not None and high is not None else 0):
+    if low is None or high is None:
+        return np.flatnonzero(cx != x)
+    for _ in range(rounds):
         free = cx != x
         if not free.any():
             break
@@ -131,7 +133,7 @@ def _set_back(net: FlatNetwork, preprocess: Preprocess, x: np.ndarray, cx: np.nd
     return cx
 
 
-def _hitting_set(cores: list[np.ndarray], n: int, backend: str, time_limit: float
+def _hitting_set(cores: list[np.ndarray], n: int, backend: str | BackendChoice, time_limit: float
                  ) -> tuple[np.ndarray | None, int, str]:
     """The smallest set of values hitting every core (MILP through :func:`smug_opt.solve`),
     a proven lower bound on its size, and the solve's status."""
@@ -164,7 +166,8 @@ def _hitting_set(cores: list[np.ndarray], n: int, backend: str, time_limit: floa
 
 def minimum_explanation(net: FlatNetwork, preprocess: Preprocess, x: np.ndarray,
                         start: RobustExplanation, *, valid_range: tuple[float, float] = (0.0, 1.0),
-                        time_limit: float = 60.0, query_time: float = 5.0, backend: str = DEFAULT_BACKEND,
+                        time_limit: float = 60.0, query_time: float = 5.0,
+                        backend: str | BackendChoice = DEFAULT_BACKEND,
                         solve_options: Mapping[str, Any] | None = None) -> MinimumExplanation:
     """The smallest explanation of ``start.label`` on ``x`` at ``start.eps`` that the
     hitting sets find within ``time_limit`` seconds (see the module docstring), starting

@@ -14,7 +14,7 @@ from typing import Any
 
 import numpy as np
 
-from smug_opt.backend_choice import DEFAULT_BACKEND
+from smug_opt.backend_choice import DEFAULT_BACKEND, BackendChoice
 from smug_opt.network.graph import Network
 from smug_opt.robustness.check import AttackCheck, attack_check
 from smug_opt.robustness.explanation import RobustExplanation, robust_explanation
@@ -134,7 +134,7 @@ class RobustResult:
         image = np.asarray(picture, dtype=np.float64)
         fixed = self.fixed_view()
         if image.ndim == 3 and fixed.ndim == 3:
-            fixed = fixed.any(axis=-1)
+            fixed = np.asarray(fixed.any(axis=-1))
         fixed = fixed.reshape(image.shape[:2])
         title = title or (f"robust explanation of class {self.label} on {self.network.name}: "
                           f"{self.size}/{self.x.size} values fixed, eps {self.eps:g}")
@@ -142,7 +142,8 @@ class RobustResult:
 
 
 def explain_robust(model: Any, x: np.ndarray, *, eps: float, minimum: bool = False,
-                   time_limit: float = 60.0, query_time: float = 5.0, backend: str = DEFAULT_BACKEND,
+                   time_limit: float = 60.0, query_time: float = 5.0,
+                   backend: str | BackendChoice = DEFAULT_BACKEND,
                    target: int | None = None, input_shape: tuple[int, ...] | None = None,
                    input_layout: str | None = None, input_range: tuple[float, float] | None = None,
                    solve_options: Mapping[str, Any] | None = None) -> RobustResult:
