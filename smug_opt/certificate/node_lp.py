@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 import scipy.sparse as sp
@@ -75,9 +76,9 @@ class NodeLp:
         elastic.a_matrix_.index_ = slack.indices.astype(np.int32)
         elastic.a_matrix_.value_ = slack.data
         self._elastic_lp = elastic
-        self._elastic: object | None = None
+        self._elastic: Any = None
 
-    def _highs(self, lp: object) -> object:
+    def _highs(self, lp: Any) -> Any:
         highspy = self._highspy
         with silenced_stdout():  # HiGHS prints its banner on construction
             h = highspy.Highs()
@@ -87,14 +88,14 @@ class NodeLp:
         h.passModel(lp)
         return h
 
-    def _fix(self, h: object, fixed: Mapping[int, int], seconds: float) -> None:
+    def _fix(self, h: Any, fixed: Mapping[int, int], seconds: float) -> None:
         lb, ub = self._lb[self._binaries].copy(), self._ub[self._binaries].copy()
         if fixed:
             position = {int(j): k for k, j in enumerate(self._binaries)}
             for j, value in fixed.items():
                 lb[position[j]] = ub[position[j]] = float(value)
-        h.changeColsBounds(self._binaries.size, self._binaries, lb, ub)  # type: ignore[attr-defined]
-        h.setOptionValue("time_limit", h.getRunTime() + max(seconds, 0.01))  # type: ignore[attr-defined]
+        h.changeColsBounds(self._binaries.size, self._binaries, lb, ub)
+        h.setOptionValue("time_limit", h.getRunTime() + max(seconds, 0.01))
 
     def elastic_duals(self, fixed: Mapping[int, int], seconds: float) -> np.ndarray | None:
         """Row duals of ``min Σ slack`` over the rows relaxed by slacks (a positive optimum:
@@ -103,10 +104,10 @@ class NodeLp:
             self._elastic = self._highs(self._elastic_lp)
         h = self._elastic
         self._fix(h, fixed, seconds)
-        h.run()  # type: ignore[attr-defined]
-        if h.getModelStatus() != self._highspy.HighsModelStatus.kOptimal:  # type: ignore[attr-defined]
+        h.run()
+        if h.getModelStatus() != self._highspy.HighsModelStatus.kOptimal:
             return None
-        return np.asarray(h.getSolution().row_dual, dtype=np.float64)  # type: ignore[attr-defined]
+        return np.asarray(h.getSolution().row_dual, dtype=np.float64)
 
     def solve(self, fixed: Mapping[int, int], seconds: float) -> LpAnswer:
         """The relaxation with ``x[j] = fixed[j]`` for the fixed binaries."""

@@ -103,14 +103,16 @@ class _Prover:
         for j, numerator in residual.items():
             if numerator == 0:
                 continue
-            value, assumption = fixed.get(j, (None, None))
-            if numerator > 0:
-                index, bound = (assumption, 1) if value == 1 else self.lower[j]
-            else:
-                index, bound = (assumption, 0) if value == 0 else self.upper[j]
+            index, bound = self.lower[j] if numerator > 0 else self.upper[j]
+            if j in fixed:
+                value, assumption = fixed[j]
+                if numerator > 0 and value == 1:
+                    index, bound = assumption, Fraction(1)
+                elif numerator < 0 and value == 0:
+                    index, bound = assumption, Fraction(0)
             leaning.append((index, j, numerator))
             if bound:
-                bound_sum += numerator * bound * (self.bound_den // Fraction(bound).denominator)
+                bound_sum += numerator * bound.numerator * (self.bound_den // bound.denominator)
         rhs += Fraction(bound_sum, common * self.bound_den)
 
         def multipliers() -> dict[int, Fraction]:
@@ -156,7 +158,7 @@ class _Prover:
             raise CertificateError("HiGHS did not solve a node's LP relaxation (time limit or failure)")
         if answer.status == "infeasible":
             values = {j: v for j, (v, _) in fixed.items()}
-            rays = [] if answer.ray is None else [answer.ray, -answer.ray]
+            rays: list[np.ndarray | None] = [] if answer.ray is None else [answer.ray, -answer.ray]
             rays.append(self.lp.elastic_duals(values, self.deadline - time.monotonic()))
             for ray in rays:
                 if ray is None:
@@ -166,7 +168,8 @@ class _Prover:
                     return self._close(multipliers(), rounded=False)
             raise CertificateError("neither HiGHS's Farkas ray nor its elastic LP proves a node "
                                    "infeasible exactly")
-        if self.target is not None and self._may_close(answer.value):
+        assert answer.duals is not None and answer.x is not None  # an optimal LP answer
+        if self.target is not None and self._may_close(answer.value, self.target):
             multipliers, bound = self._combine(self.milp.objective, answer.duals, fixed)
             if bound >= self.target:
                 return self._close(multipliers(), rounded=False)
@@ -195,13 +198,13 @@ class _Prover:
         raise CertificateError("a node with every binary fixed is not closed by its LP bound "
                                "(the claim does not hold for the stated MILP)")
 
-    def _may_close(self, lp_value: float) -> bool:
-        """Whether the LP's float value comes near enough the target for its exact bound
+    def _may_close(self, lp_value: float, target: Fraction) -> bool:
+        """Whether the LP's float value comes near enough ``target`` for its exact bound
         to be worth evaluating (a margin well above the LP solver's tolerances)."""
         if self.rounded:  # the exact bound must pass target − 1: an LP value on it will not
-            needed = float(self.target) - 1
+            needed = float(target) - 1
             return lp_value > needed + 1e-9 * max(1.0, abs(needed))
-        needed = float(self.target)
+        needed = float(target)
         return lp_value >= needed - 1e-6 * max(1.0, abs(needed))
 
     def _branch_variable(self, x: np.ndarray, fixed: Mapping[int, tuple[int, int]], value: float) -> int:
