@@ -347,3 +347,22 @@ def test_the_checker_shares_no_code_with_the_certificate_writer_or_the_solvers()
             for name in names:
                 assert any(name == a or name.startswith(a + ".") for a in allowed), (
                     f"{path.name} imports {name}")
+
+
+def test_denominators_past_the_bit_cap_are_refused_before_they_are_computed(tmp_path):
+    """Pairwise coprime denominators (2^p - 1 for primes p) have a common denominator as long
+    as their sum: a stated row, a solution and a combination each stop at the cap."""
+    primes = [2**p - 1 for p in (4001, 5003, 6007, 7001, 8009, 9001, 10007, 11003, 12007)]
+    row = " ".join(f"{j} 1/{p}" for j, p in enumerate(primes))
+    head = f"VER 1.0\nVAR {len(primes)}\n" + " ".join(f"v{j}" for j in range(len(primes)))
+    head += "\nINT 0\nOBJ min\n0\n"
+    with pytest.raises(ValueError, match="constraint c: a constraint needs a common denominator"):
+        check(tmp_path, head + f"CON 1 0\nc G 0 {len(primes)} {row}\nRTP infeas\nSOL 0\nDER 0\n")
+    singles = "".join(f"c{j} G 0 1 {j} 1/{p}\n" for j, p in enumerate(primes))
+    cons = f"CON {len(primes)} 0\n{singles}"
+    with pytest.raises(ValueError, match="solution s's values need a common denominator"):
+        check(tmp_path, head + cons + f"RTP range -inf inf\nSOL 1\ns {len(primes)} {row}\nDER 0\n")
+    combination = " ".join(f"{j} 1" for j in range(len(primes)))
+    text = head + cons + (f"RTP infeas\nSOL 0\nDER 1\nd G 0 0 {{ lin {len(primes)} "
+                          f"{combination} }} -1\n")
+    assert "common denominator of over 65,536 bits" in rejected(tmp_path, text)

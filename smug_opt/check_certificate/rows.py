@@ -99,11 +99,30 @@ class Row:
         return gap > 0 if strictly else gap >= 0
 
 
+MAX_BITS = 1 << 16
+"""The longest common denominator a row or a combination may need (a float64 needs about
+1,100 bits, a product of two about 2,200): computing a longer one is refused, not done."""
+
+
+def bounded_lcm(values: Iterable[int]) -> int | None:
+    """The least common multiple of ``values``, or None once it passes :data:`MAX_BITS`
+    (checked step by step, so a hostile list costs no more than the cap)."""
+    acc = 1
+    for v in values:
+        if acc % v:
+            acc = acc // math.gcd(acc, v) * v
+            if acc.bit_length() > MAX_BITS:
+                return None
+    return acc
+
+
 def row_from_values(coefs: Iterable[tuple[int, int, int]], rhs: Fraction, sense: int) -> Row:
     """A row from coefficients ``(j, numerator, denominator)`` (zeros dropped) over their
-    least common denominator."""
+    least common denominator; ValueError when that is over :data:`MAX_BITS` long."""
     items = [t for t in coefs if t[1]]
-    den = math.lcm(*(d for _, _, d in items)) if items else 1
+    den = bounded_lcm(d for _, _, d in items)
+    if den is None or rhs.denominator.bit_length() > MAX_BITS:
+        raise ValueError(f"a constraint needs a common denominator of over {MAX_BITS:,} bits")
     return Row({j: p * (den // d) for j, p, d in items}, den, rhs, sense)
 
 
@@ -112,15 +131,18 @@ def with_lhs_of(form: Row, rhs: Fraction, sense: int) -> Row:
     return Row(form.coefs, form.den, rhs, sense)
 
 
-def combine(terms: list[tuple[int, int, Row]]) -> tuple[dict[int, int], int, Fraction]:
+def combine(terms: list[tuple[int, int, Row]]) -> tuple[dict[int, int], int, Fraction] | None:
     """``sum(p/q · row)`` over ``(p, q, row)`` (q > 0) as ``(coefs, den, rhs)`` (zeros
-    dropped); the caller checks the signs and decides the sense. Integer arithmetic only:
-    one common denominator for the left-hand sides, one for the right-hand sides."""
+    dropped), or None when a common denominator would pass :data:`MAX_BITS`; the caller
+    checks the signs and decides the sense. Integer arithmetic only: one common
+    denominator for the left-hand sides, one for the right-hand sides."""
     if not terms:
         return {}, 1, Fraction(0)
-    den = math.lcm(*(q * row.den for _, q, row in terms))
+    den = bounded_lcm(q * row.den for _, q, row in terms)
     rhs_parts = [(p * row.rhs.numerator, q * row.rhs.denominator) for p, q, row in terms]
-    rhs_den = math.lcm(*(d for _, d in rhs_parts))
+    rhs_den = bounded_lcm(d for _, d in rhs_parts)
+    if den is None or rhs_den is None:
+        return None
     rhs = Fraction(sum(n * (rhs_den // d) for n, d in rhs_parts), rhs_den)
     acc: dict[int, int] = {}
     get = acc.get

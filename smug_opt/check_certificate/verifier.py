@@ -14,7 +14,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from fractions import Fraction
 
-from smug_opt.check_certificate.rows import EQ, GE, LE, Row, combine, first_difference, with_lhs_of
+from smug_opt.check_certificate.rows import EQ, GE, LE, MAX_BITS, Row, combine, first_difference, with_lhs_of
 from smug_opt.check_certificate.tokens import TokenStream
 from smug_opt.check_certificate.vipr_reader import Derivation, Header, read_derivation
 
@@ -24,8 +24,6 @@ DEFAULT_MAX_WORK = 2_000_000_000
 """Coefficient operations a certificate may cost (about 20 minutes of this checker)."""
 MAX_ASSUMPTION_ENTRIES = 20_000_000
 """Assumption-set entries kept over all derivations (a B&B tree keeps one per level per node)."""
-_MAX_BITS = 1 << 16
-"""The longest common denominator a combination may need (a float64 needs about 2,100 bits)."""
 
 
 class CertificateRejected(ValueError):
@@ -198,10 +196,11 @@ class _Verifier:
             terms.append((p, q, row))
             resting.append(self.assumptions[i])
         self.charge(len(d.row.coefs) + sum(len(row.coefs) for _, _, row in terms), where)
-        coefs, den, rhs = combine(terms)
-        if den.bit_length() > _MAX_BITS:
+        combined = combine(terms)
+        if combined is None:
             raise CertificateRejected(f"{where}: its multipliers need a common denominator of "
-                                      f"{den.bit_length():,} bits (over {_MAX_BITS:,})")
+                                      f"over {MAX_BITS:,} bits")
+        coefs, den, rhs = combined
         self.charge(len(coefs) * (den.bit_length() // 256), where)
         derived = Row(coefs, den, rhs, direction)
         if rounded:

@@ -11,7 +11,15 @@ from __future__ import annotations
 from dataclasses import dataclass
 from fractions import Fraction
 
-from smug_opt.check_certificate.rows import GE, SENSE_CODES, Row, row_from_values, with_lhs_of
+from smug_opt.check_certificate.rows import (
+    GE,
+    MAX_BITS,
+    SENSE_CODES,
+    Row,
+    bounded_lcm,
+    row_from_values,
+    with_lhs_of,
+)
 from smug_opt.check_certificate.tokens import TokenStream
 
 __all__ = ["Derivation", "Header", "Reason", "read_derivation", "read_header"]
@@ -79,7 +87,11 @@ def read_header(stream: TokenStream) -> Header:
     sense = stream.next("the objective sense")
     if sense not in ("min", "max"):
         raise ValueError(f"{path}: the objective sense must be min or max, found {sense[:40]!r}")
-    objective = row_from_values(_pairs(stream, n, "the objective"), Fraction(0), GE)
+    pairs = _pairs(stream, n, "the objective")
+    try:
+        objective = row_from_values(pairs, Fraction(0), GE)
+    except ValueError as exc:
+        raise ValueError(f"{path}: the objective: {exc}") from None
     stream.keyword("CON")
     m = stream.count("the number of constraints")
     bound_count = stream.count("the number of bound constraints")
@@ -91,7 +103,11 @@ def read_header(stream: TokenStream) -> Header:
     solutions = []
     for _ in range(stream.count("the number of solutions")):
         name = stream.next("a solution's name")
-        solutions.append((name, {j: Fraction(p, q) for j, p, q in _pairs(stream, n, f"solution {name}")}))
+        values = _pairs(stream, n, f"solution {name}")
+        if bounded_lcm(q for _, _, q in values) is None:
+            raise ValueError(f"{path}: solution {name}'s values need a common denominator of "
+                             f"over {MAX_BITS:,} bits")
+        solutions.append((name, {j: Fraction(p, q) for j, p, q in values}))
     stream.keyword("DER")
     return Header(variables, frozenset(integers), sense == "min", objective, constraints,
                   bound_count, infeasible, lower, upper, solutions,
@@ -152,7 +168,11 @@ def _constraint(stream: TokenStream, n: int, objective: Row) -> tuple[str, Row]:
     if token == "OBJ":
         return name, with_lhs_of(objective, rhs, SENSE_CODES[letter])
     stream.push_back(token)
-    return name, row_from_values(_pairs(stream, n, f"constraint {name}"), rhs, SENSE_CODES[letter])
+    pairs = _pairs(stream, n, f"constraint {name}")
+    try:
+        return name, row_from_values(pairs, rhs, SENSE_CODES[letter])
+    except ValueError as exc:
+        raise ValueError(f"{stream.path}: constraint {name}: {exc}") from None
 
 
 def _pairs(stream: TokenStream, n: int, what: str) -> list[tuple[int, int, int]]:
