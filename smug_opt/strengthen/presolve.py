@@ -19,17 +19,18 @@ Pieces (each switchable, see :class:`Pieces`):
 Every cut has integer coefficients and is checked against exact tables or exact knapsack
 sums, so none removes a feasible point that the fixings keep; the optimum is unchanged.
 
-Kept as one module because the pieces share one working state (``_Work``): the fixings
-propagate to a fixpoint that the cuts, the implied rows and the components then read.
+The pieces share one working state (``_Work``): the fixings propagate to a fixpoint that
+the cuts, the implied rows and the components then read. What strengthening takes and
+gives (:class:`Pieces`, :class:`Part`, :class:`Strengthened`) is in
+:mod:`smug_opt.strengthen.outcome`.
 """
 
 from __future__ import annotations
 
 import time
-from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field, fields
+from collections.abc import Sequence
+from dataclasses import dataclass
 from fractions import Fraction
-from typing import Any
 
 import numpy as np
 import scipy.sparse as sp
@@ -37,6 +38,7 @@ from scipy.sparse.csgraph import connected_components
 
 from smug_opt.ir import Problem, ProblemBuilder, Sense
 from smug_opt.strengthen.cuts import clause, describes, lifted_cardinality
+from smug_opt.strengthen.outcome import Part, Pieces, Strengthened
 from smug_opt.strengthen.rows import MAX_TABLE_SUPPORT, knapsack, normal_rows, pattern_bits, tables
 
 __all__ = ["AUTO_SHARE", "MAX_CLAUSES", "Part", "Pieces", "Strengthened", "strengthen",
@@ -60,79 +62,6 @@ def worth_strengthening(problem: Problem) -> bool:
         return False
     strict = (problem.senses == Sense.LT) | (problem.senses == Sense.GT)
     return bool(np.count_nonzero(strict & (problem.rhs == 0)) >= AUTO_SHARE * problem.num_rows)
-
-
-@dataclass(frozen=True)
-class Pieces:
-    """Which pieces of the strengthening run (all by default)."""
-
-    fixings: bool = True
-    cuts: bool = True
-    tables: bool = True
-    implied: bool = True
-    components: bool = True
-
-    @classmethod
-    def names(cls) -> tuple[str, ...]:
-        return tuple(f.name for f in fields(cls))
-
-    @classmethod
-    def parse(cls, text: str) -> Pieces:
-        """``"all"``, ``"none"`` or piece names separated by commas (the ones to run)."""
-        text = text.strip()
-        if text == "all":
-            return cls()
-        chosen = set() if text == "none" else {t.strip() for t in text.split(",") if t.strip()}
-        unknown = chosen - set(cls.names())
-        if unknown:
-            raise ValueError(f"unknown strengthening piece(s) {', '.join(sorted(unknown))}; "
-                             f"choose from {', '.join(cls.names())}, 'all' or 'none'")
-        return cls(**{name: name in chosen for name in cls.names()})
-
-    def enabled(self) -> tuple[str, ...]:
-        return tuple(name for name in self.names() if getattr(self, name))
-
-
-@dataclass(frozen=True)
-class Part:
-    """One independent problem. Its variables are the original variables ``columns``
-    followed by ``carried``: cells fixed on that rows of the part read, kept with a row
-    ``x >= 1`` and cost 0 (moving them into the right-hand side would round it)."""
-
-    problem: Problem
-    columns: np.ndarray
-    carried: np.ndarray
-
-
-@dataclass(frozen=True)
-class Strengthened:
-    """The outcome of :func:`strengthen`: parts to solve and how to put answers together.
-
-    ``fixed[j]`` is -1 for a cell left to the parts, else its fixed value. ``applied``
-    False means the problem is handed on unchanged (one part: the original), with the
-    reason in ``stats["note"]``.
-    """
-
-    original: Problem
-    parts: tuple[Part, ...]
-    fixed: np.ndarray
-    applied: bool
-    stats: Mapping[str, Any] = field(default_factory=dict)
-
-    @property
-    def offset(self) -> Fraction:
-        """The exact cost of the cells fixed on."""
-        return sum((Fraction(float(c)) for c in self.original.objective[self.fixed == 1]),
-                   Fraction(0))
-
-    def expand(self, solutions: Sequence[np.ndarray]) -> np.ndarray:
-        """The original problem's assignment from one solution per part."""
-        if len(solutions) != len(self.parts):
-            raise ValueError(f"got {len(solutions)} part solutions for {len(self.parts)} parts")
-        x = np.where(self.fixed == 1, 1.0, 0.0)
-        for part, values in zip(self.parts, solutions, strict=True):
-            x[part.columns] = np.asarray(values, dtype=np.float64)[:part.columns.size]
-        return x
 
 
 def strengthen(problem: Problem, pieces: Pieces | None = None) -> Strengthened:
