@@ -19,7 +19,9 @@ TOY_SOURCE = Path(__file__).parent / "toy_plugin"
 TOY_DISTRIBUTION = "smug-opt-toy-backend"
 SCIPY_SOURCE = Path(__file__).parent / "scipy_plugin"
 SCIPY_DISTRIBUTION = "smug-opt-scipy-backend"
-FIRST_PARTY = ("highs", "pulp-cbc", "mip-cbc", "z3", "cpsat", "scip")
+FIRST_PARTY = tuple(sorted(ep.name for ep in importlib.metadata.distribution("smug-opt").entry_points
+                           if ep.group == registry.ENTRY_POINT_GROUP))
+"""The backends this project registers (its pyproject's entry points), usable here or not."""
 
 
 def _is_current(source: Path, distribution: str) -> bool:
