@@ -256,7 +256,7 @@ def explain_many(
         raise ValueError("two inputs share a file name; names identify inputs in the run folder")
     folder, note = None, ""
     if out is not None:
-        named = {"model": "<in-memory model>"}
+        named: dict[str, Any] = {"model": "<in-memory model>"}
         if isinstance(ref, ModelRef):
             named = {**model_identity(ref.name), "input_shape": list(ref.input_shape or ()),
                      "input_layout": ref.input_layout}

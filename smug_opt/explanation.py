@@ -199,12 +199,13 @@ def explain(
     t2 = time.perf_counter()
     ig = attribution.values.reshape(-1)[neurons]
     cell_scores = np.asarray(encoding.receptive.T @ ig).ravel()
-    params = {"k": p.k, "gamma": p.gamma, "cell": list(encoding.grid.cell), "steps": p.steps,
-              "baseline": p.baseline.value, "empty_mask_rows": encoding.empty_mask_rows}
+    used = {"k": p.k, "gamma": p.gamma, "cell": list(encoding.grid.cell), "steps": p.steps,
+            "baseline": p.baseline.value, "empty_mask_rows": encoding.empty_mask_rows}
     times = {"ig": t1 - t0, "encode": t2 - t1}
     result = None
     fixed = None if always_keep is None else _fixed_cells(encoding.grid, always_keep)
     problem = encoding.problem if fixed is None else _keep_cells(encoding.problem, fixed)
+    cell_mask: np.ndarray | None
     if p.method is Method.SMUG_BASE:
         cell_mask = (np.asarray(encoding.receptive.sum(axis=0)).ravel() > 0).astype(np.float64)
         if fixed is not None:
@@ -216,7 +217,7 @@ def explain(
                        **dict(solver_options or {}))
         cell_mask = None if result.x is None else np.round(result.x[: encoding.grid.num_cells])
     explanation = _explanation(p.method.value, attribution, neurons, encoding, cell_scores, cell_mask,
-                               result, params, times)
+                               result, used, times)
     return replace(explanation, problem=problem, fixed=fixed)
 
 

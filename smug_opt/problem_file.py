@@ -57,7 +57,8 @@ def save_problem(problem: Problem, path: str | os.PathLike[str]) -> None:
     target = Path(path)
     tmp = target.with_name(target.name + ".tmp")
     with open(tmp, "wb") as fh:
-        np.savez_compressed(fh, **arrays)
+        # numpy's stub takes **arrays as possibly holding allow_pickle (a bool)
+        np.savez_compressed(fh, **arrays)  # type: ignore[arg-type]
     os.replace(tmp, target)
 
 

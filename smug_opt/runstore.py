@@ -226,7 +226,9 @@ class RunFolder:
         if arrays:
             name = f"part-{self._next_part:06d}.npz"
             self._next_part += 1
-            _atomic_write_bytes(self.path / PARTS_DIR / name, lambda f: np.savez(f, **arrays))
+            # numpy's stub takes **arrays as possibly holding allow_pickle (a bool)
+            _atomic_write_bytes(self.path / PARTS_DIR / name,
+                                lambda f: np.savez(f, **arrays))  # type: ignore[arg-type]
             for r in records:
                 r["part"] = name
         text = "".join(json.dumps(r) + "\n" for r in records)

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import math
 import time
+from collections.abc import Sequence
 from dataclasses import fields, replace
 from fractions import Fraction
 
@@ -63,7 +64,7 @@ def solve_strengthened(problem: Problem, pieces: Pieces, solve_part: Step, choic
     return _combine(prepared, results, begun, time_limit, str(choice), solver, notes)
 
 
-def _second_pass(parts: list[Part], results: list[SolveResult], solve_part: Step,
+def _second_pass(parts: Sequence[Part], results: list[SolveResult], solve_part: Step,
                  choice: BackendChoice, deadline: Deadline) -> None:
     """Solve again, from their best solution, the parts that ended FEASIBLE (unproven)
     while time is left: a share can be eaten by a busy machine or a worker's start, or a
@@ -120,7 +121,8 @@ def _combine(prepared: Strengthened, results: list[SolveResult], start: float,
              time_limit: float | None, backend: str, solver: str, notes: list[str]) -> SolveResult:
     original = prepared.original
     messages = notes + [r.message for r in results if r.message]
-    x = objective = None
+    x: np.ndarray | None = None
+    objective: float | None = None
     verified: bool | None = None
     summary = "no solution to verify"
     verify_s = 0.0
@@ -137,7 +139,7 @@ def _combine(prepared: Strengthened, results: list[SolveResult], start: float,
     bound = _bound(prepared, results)
     if any(r.status is Status.INFEASIBLE for r in results):
         status, bound = Status.INFEASIBLE, math.inf
-    elif x is not None:
+    elif x is not None and objective is not None:
         proven = all(r.status is Status.OPTIMAL for r in results)
         status = Status.OPTIMAL if proven else Status.FEASIBLE
         if bound is not None and bound > objective:
