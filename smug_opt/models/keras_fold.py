@@ -12,12 +12,12 @@ import numpy as np
 
 from smug_opt.models._keras import import_keras
 from smug_opt.models.activations import SUPPORTED, Activation
-from smug_opt.models.base import AffineLayer, resolve_padding
+from smug_opt.models.base import AffineLayer, LayerKind, resolve_padding
 
 __all__ = ["ACTIVATION_LAYERS", "AFFINE", "activation_from_function", "describe", "fold_affine",
            "fused_activation", "known_shape", "layer_activation", "layer_class"]
 
-AFFINE = {"Dense": "dense", "Conv1D": "conv1d", "Conv2D": "conv2d",
+AFFINE: dict[str, LayerKind] = {"Dense": "dense", "Conv1D": "conv1d", "Conv2D": "conv2d",
           "DepthwiseConv2D": "conv2d", "SeparableConv2D": "conv2d"}
 """The Keras layers the stem folds, and the kind of affine layer each becomes."""
 ACTIVATION_LAYERS = ("ReLU", "LeakyReLU", "ELU", "Activation")
