@@ -32,6 +32,7 @@ from smug_opt.ir import Problem
 __all__ = [
     "Backend",
     "Capabilities",
+    "Capability",
     "IncumbentCallback",
     "LpSolver",
     "RawResult",
@@ -64,6 +65,25 @@ class Capabilities:
     incumbents: bool = False  # reports improving solutions while it runs
     exact: bool = False  # solutions are exact by construction (still verified)
     lp: bool = False  # provides an LP solver for the core's bound LPs (Backend.lp_solver)
+
+    def declares(self, capability: Capability) -> bool:
+        """Whether the flag ``capability`` names is set."""
+        return bool(getattr(self, Capability(capability).value))
+
+
+@enum.unique
+class Capability(str, enum.Enum):
+    """The name of one :class:`Capabilities` flag (what a conformance check needs, say). A
+    ``str`` enum (compares equal to the field's name)."""
+
+    STRICT_INEQUALITIES = "strict_inequalities"
+    RELU = "relu"
+    INCUMBENTS = "incumbents"
+    EXACT = "exact"
+    LP = "lp"
+
+    def __str__(self) -> str:
+        return self.value
 
 
 @dataclass(frozen=True)

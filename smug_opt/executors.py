@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import concurrent.futures
 import contextlib
+import enum
 import multiprocessing
 import os
 import signal
@@ -40,6 +41,7 @@ __all__ = [
     "EXECUTORS",
     "DaskExecutor",
     "Executor",
+    "ExecutorKind",
     "LocalPoolExecutor",
     "SequentialExecutor",
     "check_executor_args",
@@ -47,7 +49,22 @@ __all__ = [
     "worker_cache",
 ]
 
-EXECUTORS = ("local", "dask")
+
+
+@enum.unique
+class ExecutorKind(str, enum.Enum):
+    """Where tasks run (``--executor``): this machine (in this process, or a pool of
+    ``--workers`` processes) or a Dask cluster. A ``str`` enum (compares equal to its value)."""
+
+    LOCAL = "local"
+    DASK = "dask"
+
+    def __str__(self) -> str:
+        return self.value
+
+
+EXECUTORS = tuple(kind.value for kind in ExecutorKind)
+"""The ``--executor`` choices."""
 
 T = TypeVar("T")
 R = TypeVar("R")
@@ -276,22 +293,27 @@ class DaskExecutor(Executor):
             self.client.close()
 
 
-def check_executor_args(kind: str, workers: int, scheduler: str | None) -> None:
-    """Reject a bad ``--executor/--workers/--scheduler`` combination before any work."""
-    if kind not in EXECUTORS:
-        raise ValueError(f"unknown --executor {kind!r}; expected one of {', '.join(EXECUTORS)}")
+def check_executor_args(kind: ExecutorKind | str, workers: int, scheduler: str | None) -> ExecutorKind:
+    """Reject a bad ``--executor/--workers/--scheduler`` combination before any work;
+    returns the executor's kind."""
+    try:
+        kind = ExecutorKind(kind)
+    except ValueError:
+        raise ValueError(f"unknown --executor {kind!r}; expected one of {', '.join(EXECUTORS)}") from None
     if workers < 1:
         raise ParameterError("workers", f"must be at least 1, got {workers}")
-    if kind == "dask" and not scheduler:
+    if kind is ExecutorKind.DASK and not scheduler:
         raise ValueError("--executor dask needs --scheduler tcp://HOST:PORT (a running Dask scheduler)")
-    if kind == "local" and scheduler:
+    if kind is ExecutorKind.LOCAL and scheduler:
         raise ValueError("--scheduler needs --executor dask")
+    return kind
 
 
-def make_executor(kind: str = "local", *, workers: int = 1, scheduler: Any = None) -> Executor:
-    """``"local"`` (sequential when ``workers`` is 1) or ``"dask"`` (needs ``scheduler``:
-    an address or a ``distributed.Client``)."""
-    check_executor_args(kind, workers, None if scheduler is None else str(scheduler))
-    if kind == "dask":
+def make_executor(kind: ExecutorKind | str = ExecutorKind.LOCAL, *, workers: int = 1,
+                  scheduler: Any = None) -> Executor:
+    """``local`` (sequential when ``workers`` is 1) or ``dask`` (needs ``scheduler``: an
+    address or a ``distributed.Client``)."""
+    kind = check_executor_args(kind, workers, None if scheduler is None else str(scheduler))
+    if kind is ExecutorKind.DASK:
         return DaskExecutor(scheduler)
     return SequentialExecutor() if workers == 1 else LocalPoolExecutor(workers)

@@ -35,6 +35,7 @@ from smug_opt.cli.solve import (
     check_certificate_options,
     solver_kwargs,
 )
+from smug_opt.executors import ExecutorKind
 from smug_opt.inputs import PREPROCESSING
 from smug_opt.models.catalog import describe
 from smug_opt.outputs import SINGLE_RUN_FILES, check_out_dir, replace_run_files
@@ -254,7 +255,8 @@ def run(args: argparse.Namespace) -> int:
     settings = _settings(args, name)
     if args.input is not None and args.input.is_dir():
         return _run_batch(args, name, settings, args.input)
-    if args.resume or args.overwrite or args.overlays or args.workers > 1 or args.executor != "local":
+    batch_only = args.resume or args.overwrite or args.overlays or args.workers > 1
+    if batch_only or args.executor is not ExecutorKind.LOCAL:
         shape = _npy_rows(args.input) if args.input is not None else None
         if shape is None or len(shape) < 2:
             raise ValueError("--resume, --overwrite, --overlays, --workers and --executor are for "

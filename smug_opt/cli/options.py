@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import argparse
 
-from smug_opt.executors import EXECUTORS, Executor, check_executor_args, make_executor
+from smug_opt.executors import EXECUTORS, Executor, ExecutorKind, check_executor_args, make_executor
 
 __all__ = ["add_executor_options", "add_model_input_options", "check_executor_options", "check_model_arg",
            "executor_from_args", "input_range_arg", "input_shape_arg"]
@@ -16,10 +16,16 @@ def add_executor_options(p: argparse.ArgumentParser, *, what: str) -> None:
     g.add_argument("--workers", type=int, default=1,
                    help=f"{what} at once on this machine (default 1: in this process, the "
                         "cleanest timings)")
-    g.add_argument("--executor", choices=EXECUTORS, default="local",
+    g.add_argument("--executor", type=_executor_kind, choices=EXECUTORS, default=ExecutorKind.LOCAL,
                    help="local worker processes (default) or a Dask distributed cluster")
     g.add_argument("--scheduler", default=None, metavar="ADDRESS",
                    help="Dask scheduler address for --executor dask (e.g. tcp://host:8786)")
+
+
+def _executor_kind(text: str) -> ExecutorKind | str:
+    """``--executor``'s value as an :class:`ExecutorKind` (an unknown one is left to
+    argparse's choices, which name the known ones)."""
+    return ExecutorKind(text) if text in EXECUTORS else text
 
 
 def check_executor_options(args: argparse.Namespace) -> None:

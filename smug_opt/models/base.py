@@ -14,6 +14,7 @@ Vocabulary used throughout:
 
 from __future__ import annotations
 
+import enum
 import functools
 import math
 from abc import ABC, abstractmethod
@@ -36,9 +37,23 @@ __all__ = [
     "resolve_padding",
 ]
 
-LayerKind = Literal["dense", "conv1d", "conv2d"]
+
+
+@enum.unique
+class LayerKind(str, enum.Enum):
+    """What the first affine layer is: fully connected, or a 1-D or 2-D convolution. A
+    ``str`` enum (compares equal to its value)."""
+
+    DENSE = "dense"
+    CONV1D = "conv1d"
+    CONV2D = "conv2d"
+
+    def __str__(self) -> str:
+        return self.value
+
+
 OutputKind = Literal["softmax", "sigmoid", "linear"]
-_SPATIAL_RANK = {"dense": 0, "conv1d": 1, "conv2d": 2}
+_SPATIAL_RANK = {LayerKind.DENSE: 0, LayerKind.CONV1D: 1, LayerKind.CONV2D: 2}
 
 
 def resolve_padding(mode: str, size: int, kernel: int, stride: int, dilation: int) -> tuple[int, int]:
@@ -98,7 +113,7 @@ class AffineLayer:
     Arrays are stored read-only as float64.
     """
 
-    kind: LayerKind
+    kind: LayerKind  # a kind's value (``"dense"``) is taken too
     kernel: np.ndarray
     bias: np.ndarray
     strides: tuple[int, ...]
@@ -108,8 +123,10 @@ class AffineLayer:
     output_shape: tuple[int, ...]
 
     def __post_init__(self) -> None:
-        if self.kind not in _SPATIAL_RANK:
-            raise ValueError(f"kind must be 'dense', 'conv1d' or 'conv2d', got {self.kind!r}")
+        try:
+            object.__setattr__(self, "kind", LayerKind(self.kind))
+        except ValueError:
+            raise ValueError(f"kind must be 'dense', 'conv1d' or 'conv2d', got {self.kind!r}") from None
         rank = _SPATIAL_RANK[self.kind]
         kernel = _frozen_float64(self.kernel)
         bias = _frozen_float64(self.bias)
@@ -145,12 +162,12 @@ class AffineLayer:
     @property
     def spatial_shape(self) -> tuple[int, ...]:
         """The affine input's grid: ``(n_in,)``, ``(T,)`` or ``(H, W)``."""
-        return self.input_shape if self.kind == "dense" else self.input_shape[:-1]
+        return self.input_shape if self.kind is LayerKind.DENSE else self.input_shape[:-1]
 
     @property
     def channels(self) -> int:
         """Values per grid point (1 for dense; channels or embedding dimensions)."""
-        return 1 if self.kind == "dense" else self.input_shape[-1]
+        return 1 if self.kind is LayerKind.DENSE else self.input_shape[-1]
 
     @property
     def filters(self) -> int:
@@ -301,7 +318,7 @@ class ModelAdapter(ABC):
         """How a flat dense input is read as an image, given the shape the data came in
         (``(H, W)`` or ``(H, W, C)``); None: the affine input's own grid. The default reads
         a flat dense input as the data's picture when the sizes agree."""
-        if self.affine.kind != "dense":
+        if self.affine.kind is not LayerKind.DENSE:
             return None
         return data_grid(self.affine.input_shape[0], data_shape)
 

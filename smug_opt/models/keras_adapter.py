@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from smug_opt.models._keras import import_keras
-from smug_opt.models.base import ModelAdapter, OutputKind
+from smug_opt.models.base import LayerKind, ModelAdapter, OutputKind
 from smug_opt.models.grid import CellGrid, data_grid, regular_grid
 from smug_opt.models.keras_memory import IG_MEMORY_BUDGET, footprint_batch, head_footprint
 from smug_opt.models.keras_stem import Stem, describe, layer_class, read_stem
@@ -79,7 +79,7 @@ class KerasAdapter(ModelAdapter):
     def grid_shape(self, data_shape: tuple[int, ...] | None = None) -> tuple[int, ...] | None:
         """A flat dense input read as the image it came from: the shape a Flatten made flat,
         else the data's own shape (a 28×28 picture for an ``Input(784)`` MLP)."""
-        if self.affine.kind != "dense":
+        if self.affine.kind is not LayerKind.DENSE:
             return None
         flattened = self._stem.flattened_shape
         if flattened is not None:
@@ -92,7 +92,7 @@ class KerasAdapter(ModelAdapter):
         """As :meth:`ModelAdapter.mask_grid`; token embeddings flattened for a Dense layer
         are cut per token (a token's values share its cell)."""
         flattened = self._stem.flattened_shape
-        if self.affine.kind == "dense" and flattened is not None and self._stem.tokens:
+        if self.affine.kind is LayerKind.DENSE and flattened is not None and self._stem.tokens:
             return regular_grid(flattened[:1], cell, math.prod(flattened[1:]))
         return super().mask_grid(cell, data_shape)
 

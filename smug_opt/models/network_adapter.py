@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, Literal
 
 import numpy as np
 
-from smug_opt.models.base import ModelAdapter, OutputKind
+from smug_opt.models.base import LayerKind, ModelAdapter, OutputKind
 from smug_opt.models.grid import data_grid
 from smug_opt.models.keras_memory import HeadFootprint, footprint_batch
 from smug_opt.models.network_stem import AxisView, channels_last_view, read_network_stem
@@ -77,7 +77,7 @@ class NetworkAdapter(ModelAdapter):
     def grid_shape(self, data_shape: tuple[int, ...] | None = None) -> tuple[int, ...] | None:
         """A Dense layer reading a flattened image reads it on the image's grid (channels of a
         pixel share its cell); a flat input is read as the picture the data came as."""
-        if self.affine.kind != "dense":
+        if self.affine.kind is not LayerKind.DENSE:
             return None
         if self._stem.image_grid is not None:
             return data_grid(self.affine.input_shape[0], self._stem.image_grid)

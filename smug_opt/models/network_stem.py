@@ -23,7 +23,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from smug_opt.models.activations import Activation
-from smug_opt.models.base import AffineLayer
+from smug_opt.models.base import AffineLayer, LayerKind
 from smug_opt.network.graph import (
     Clip,
     Conv,
@@ -293,11 +293,11 @@ def _activation(node: Node) -> Activation:
 def _affine_layer(node: Node, kernel: np.ndarray, bias: np.ndarray, extra: tuple[int, int, int, int],
                   view: AxisView) -> AffineLayer:
     if isinstance(node.op, Dense):
-        return AffineLayer("dense", kernel, bias, (), (), (), view.view_shape, (kernel.shape[-1],))
+        return AffineLayer(LayerKind.DENSE, kernel, bias, (), (), (), view.view_shape, (kernel.shape[-1],))
     op = node.op
     top, left, bottom, right = (a + b for a, b in zip(op.pads, extra, strict=True))
     out_c, out_h, out_w = node.shape
-    return AffineLayer("conv2d", kernel, bias, tuple(op.strides), tuple(op.dilations),
+    return AffineLayer(LayerKind.CONV2D, kernel, bias, tuple(op.strides), tuple(op.dilations),
                        ((top, bottom), (left, right)), view.view_shape, (out_h, out_w, out_c))
 
 

@@ -13,7 +13,7 @@ from fractions import Fraction
 import numpy as np
 import scipy.sparse as sp
 
-from smug_opt.backend import Status
+from smug_opt.backend import Capability, Status
 from smug_opt.claims import objective_tolerance
 from smug_opt.ir import Problem
 from smug_opt.registry import backend_class
@@ -50,14 +50,14 @@ _HARD_LIMIT = 1.5  # seconds for the time-limit check
 class Check:
     name: str
     fn: CheckFn
-    needs: str | None  # a Capabilities field that must be True
+    needs: Capability | None  # a Capabilities flag the backend must declare
 
 
 CHECKS: list[Check] = []
 
 
-def _check(needs: str | None = None) -> Callable[[CheckFn], CheckFn]:
-    """Register a check; ``needs`` names a Capabilities flag the backend must declare."""
+def _check(needs: Capability | None = None) -> Callable[[CheckFn], CheckFn]:
+    """Register a check; ``needs``: the Capabilities flag the backend must declare."""
 
     def register(fn: CheckFn) -> CheckFn:
         CHECKS.append(Check(fn.__name__, fn, needs))
@@ -179,7 +179,7 @@ def check_negative_and_mixed(backend: str) -> None:
         _expect(backend, p, f"mixed seed {seed}", brute_force(p).objective)
 
 
-@_check(needs="relu")
+@_check(needs=Capability.RELU)
 def check_relu_network(backend: str) -> None:
     """A ReLU network instance is solved to its brute-force optimum."""
     for seed in (1, 8, 16):  # optima 2, 3, 3; every hidden neuron ambiguous
@@ -267,7 +267,7 @@ def _with_relus(problem: Problem, binaries: np.ndarray) -> np.ndarray:
     return x
 
 
-@_check(needs="exact")
+@_check(needs=Capability.EXACT)
 def check_exact_never_rejected(backend: str) -> None:
     """An exact backend's answers always survive verification (no rejected attempt)."""
     for label, (problem, _, _) in {**NEAR_TIES, **STRICT}.items():
@@ -276,7 +276,7 @@ def check_exact_never_rejected(backend: str) -> None:
         assert not rejected, f"{label!r}: {len(rejected)} attempt(s) rejected: {rejected[0].message}"
 
 
-@_check(needs="lp")
+@_check(needs=Capability.LP)
 def check_lp_solver(backend: str) -> None:
     """A declared LP solver's multipliers give a rigorous, tight bound (min/max ``v0`` s.t.
     ``v0 + v1 >= 1``, ``v0 <= 1``, ``v1 <= 0.25``, ``v >= 0``: 0.75 and 1)."""

@@ -94,7 +94,7 @@ def _runner(check: Check) -> CheckFn:
     @functools.wraps(check.fn)
     def run(backend: str) -> str | None:
         cls = backend_class(backend)
-        if check.needs is not None and not getattr(cls.capabilities, check.needs):
+        if check.needs is not None and not cls.capabilities.declares(check.needs):
             raise CheckNotApplicable(f"{backend!r} does not declare capabilities.{check.needs}")
         try:
             return check.fn(backend)
