@@ -17,8 +17,9 @@ from smug_opt.models.base import AffineLayer, LayerKind, resolve_padding
 __all__ = ["ACTIVATION_LAYERS", "AFFINE", "activation_from_function", "describe", "fold_affine",
            "fused_activation", "known_shape", "layer_activation", "layer_class"]
 
-AFFINE: dict[str, LayerKind] = {"Dense": "dense", "Conv1D": "conv1d", "Conv2D": "conv2d",
-          "DepthwiseConv2D": "conv2d", "SeparableConv2D": "conv2d"}
+AFFINE: dict[str, LayerKind] = {
+    "Dense": LayerKind.DENSE, "Conv1D": LayerKind.CONV1D, "Conv2D": LayerKind.CONV2D,
+    "DepthwiseConv2D": LayerKind.CONV2D, "SeparableConv2D": LayerKind.CONV2D}
 """The Keras layers the stem folds, and the kind of affine layer each becomes."""
 ACTIVATION_LAYERS = ("ReLU", "LeakyReLU", "ELU", "Activation")
 """The Keras layers that apply an activation on their own."""
@@ -106,7 +107,7 @@ def fold_affine(layer: Any, padding: list, batch_norm: Any | None) -> AffineLaye
         kernel, bias = fold_batch_norm(batch_norm, kernel, bias)
     source = padding[0] if padding else layer
     input_shape = known_shape(source.input.shape[1:], f"the input of {describe(source)}")
-    if kind == "dense":
+    if kind is LayerKind.DENSE:
         if len(input_shape) != 1:
             raise ValueError(
                 f"the first affine layer {describe(layer)} reads per-example inputs of shape "
