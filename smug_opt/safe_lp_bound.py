@@ -14,6 +14,7 @@ the LP bound where it matters (cardinality cuts on strict rows).
 
 from __future__ import annotations
 
+import warnings
 from fractions import Fraction
 
 import numpy as np
@@ -21,6 +22,7 @@ import scipy.sparse as sp
 
 from smug_opt.bounds.lp import lp_solver, safe_min
 from smug_opt.deadline import Deadline
+from smug_opt.errors import ParameterError
 from smug_opt.exact import dot_error_bound, float_down
 from smug_opt.ir import Problem, Sense
 
@@ -56,18 +58,26 @@ def safe_lp_bound(problem: Problem, *, seconds: float, backend: str | None = Non
     return safe_min(objective, At, abs(At).tocsr(), row_lo, row_hi, col_lb, col_ub, y)
 
 
-def strengthened_safe_lp_bound(problem: Problem, *, deadline: Deadline,
-                               backend: str | None = None) -> float | None:
+def strengthened_safe_lp_bound(problem: Problem, *, deadline: Deadline | None = None,
+                               backend: str | None = None, seconds: float | None = None) -> float | None:
     """:func:`safe_lp_bound` of the strengthened problem: the exact cost of the cells it
     fixes on plus each part's bound (None when a part has none by ``deadline``, which
-    must have a limit)."""
+    must have a limit). ``seconds`` is the deprecated old keyword (a DeprecationWarning):
+    pass ``deadline=Deadline.after(seconds)``."""
     from smug_opt.strengthen import strengthen
 
-    if deadline.at is None:
-        raise ValueError("strengthened_safe_lp_bound needs a deadline with a time limit")
+    if seconds is not None:
+        warnings.warn("strengthened_safe_lp_bound(seconds=...) is deprecated: pass "
+                      "deadline=Deadline.after(seconds)", DeprecationWarning, stacklevel=2)
+        if deadline is not None:
+            raise ParameterError("seconds", "is deadline's deprecated old form: give deadline only")
+        deadline = Deadline.after(seconds)
+    if deadline is None or deadline.at is None:
+        raise ParameterError("deadline", "must be a Deadline with a time limit")
+    limit: Deadline = deadline
 
     def left() -> float:
-        seconds = deadline.seconds_left(0.0)
+        seconds = limit.seconds_left(0.0)
         return 0.0 if seconds is None else seconds  # never None: the deadline has a limit
 
     s = strengthen(problem)

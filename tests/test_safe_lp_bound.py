@@ -41,3 +41,12 @@ def test_certify_settles_by_the_lp_bound_before_z3() -> None:
     r = solve(p, "highs", time_limit=30, certify=True)
     assert r.status is Status.OPTIMAL and r.objective == 3.0 and r.proof == "exact"
     assert "the safe LP bound" in r.message and "z3" not in r.message
+
+
+def test_the_old_seconds_keyword_still_works_with_a_deprecation_warning() -> None:
+    problem = Problem.from_arrays([[1.0, 1.0]], ">=", [1.0])
+    with pytest.warns(DeprecationWarning, match="deadline=Deadline.after"):
+        old = strengthened_safe_lp_bound(problem, seconds=5)
+    assert old == strengthened_safe_lp_bound(problem, deadline=Deadline.after(5)) and old is not None
+    with pytest.raises(ValueError, match="deadline must be a Deadline with a time limit"):
+        strengthened_safe_lp_bound(problem, deadline=Deadline.none())
