@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from typing import TypeVar
 
 import numpy as np
 
@@ -39,6 +40,8 @@ from smug_opt.network.graph import (
 )
 
 __all__ = ["AxisView", "NetworkStem", "channels_last_view", "read_network_stem"]
+
+_Op = TypeVar("_Op")
 
 _STEM_HELP = (
     "the input must reach the first affine layer (Dense or Conv) through a chain of Scale "
@@ -124,12 +127,13 @@ def read_network_stem(network: Network) -> NetworkStem:
         preprocessing.append(node)
         affine_input = index
     pads = (0, 0, 0, 0)
-    if isinstance(nodes[index].op, Pad):
-        pad = nodes[index].op
+    pad = nodes[index].op
+    if isinstance(pad, Pad):
         if pad.value != 0:
             raise ValueError(f"{_describe(nodes[index])} pads with {pad.value}; only zero padding "
                              "before the first affine layer can be folded into it")
-        pads = tuple(int(p) for p in pad.pads)
+        top, left, bottom, right = (int(p) for p in pad.pads)
+        pads = (top, left, bottom, right)
         index = _only_consumer(nodes, consumers, index)
         if not isinstance(nodes[index].op, Conv):
             raise ValueError(f"{_describe(nodes[index])} follows a Pad before the first affine "
@@ -222,7 +226,8 @@ def _dense_kernel(node: Node, before: tuple[int, ...], perm: tuple[int, ...] | N
                   ) -> tuple[np.ndarray, np.ndarray, AxisView]:
     """(in, out) kernel, bias and the affine input's view: a flattened image read in
     ``H, W, C`` order (columns permuted), else as it is."""
-    weight, bias = node.op.weight, node.op.bias
+    op = _op(node, Dense)
+    weight, bias = op.weight, op.bias
     n = weight.shape[1]
     if len(before) != 1 or before[0] != n:
         raise ValueError(f"{_describe(node)} has {n} inputs but reads a tensor of shape {before}")
@@ -249,7 +254,7 @@ def _flattened_image(input_view: AxisView, perm: tuple[int, ...] | None, raw: tu
 
 def _conv_kernel(node: Node) -> tuple[np.ndarray, np.ndarray]:
     """OIHW with groups → a full HWIO kernel (each group's filters read its channels only)."""
-    op = node.op
+    op = _op(node, Conv)
     out_channels, per_group, kh, kw = op.weight.shape
     groups = int(op.groups)
     if out_channels % groups:
@@ -265,9 +270,9 @@ def _conv_kernel(node: Node) -> tuple[np.ndarray, np.ndarray]:
 def _fold_scale(node: Node, affine: Node, kernel: np.ndarray, bias: np.ndarray
                 ) -> tuple[np.ndarray, np.ndarray]:
     """A Scale after the affine layer, constant over positions (BatchNorm), folded in."""
-    shape = affine.shape
-    scale = np.broadcast_to(node.op.scale, shape).reshape(shape[0], -1)
-    shift = np.broadcast_to(node.op.shift, shape).reshape(shape[0], -1)
+    shape, op = affine.shape, _op(node, Scale)
+    scale = np.broadcast_to(op.scale, shape).reshape(shape[0], -1)
+    shift = np.broadcast_to(op.shift, shape).reshape(shape[0], -1)
     if len(shape) > 1 and not (np.all(scale == scale[:, :1]) and np.all(shift == shift[:, :1])):
         raise ValueError(f"{_describe(node)} after the first affine layer varies over positions; "
                          "only a per-channel scale (a BatchNorm) can be folded into it")
@@ -281,6 +286,7 @@ def _activation(node: Node) -> Activation:
         return Activation("relu")
     if isinstance(op, LeakyRelu):
         return Activation("leaky_relu", negative_slope=float(op.alpha))
+    op = _op(node, Clip)
     if op.lo != 0 or not op.hi > 0:
         raise ValueError(f"{_describe(node)} clips to [{op.lo:g}, {op.hi:g}]; a first-layer "
                          "activation must be non-decreasing on [0, inf) with 0 at 0: Relu, "
@@ -294,11 +300,18 @@ def _affine_layer(node: Node, kernel: np.ndarray, bias: np.ndarray, extra: tuple
                   view: AxisView) -> AffineLayer:
     if isinstance(node.op, Dense):
         return AffineLayer(LayerKind.DENSE, kernel, bias, (), (), (), view.view_shape, (kernel.shape[-1],))
-    op = node.op
+    op = _op(node, Conv)
     top, left, bottom, right = (a + b for a, b in zip(op.pads, extra, strict=True))
     out_c, out_h, out_w = node.shape
     return AffineLayer(LayerKind.CONV2D, kernel, bias, tuple(op.strides), tuple(op.dilations),
                        ((top, bottom), (left, right)), view.view_shape, (out_h, out_w, out_c))
+
+
+def _op(node: Node, kind: type[_Op]) -> _Op:
+    """``node``'s operation, which the caller knows to be a ``kind``."""
+    if not isinstance(node.op, kind):
+        raise TypeError(f"{_describe(node)} is not a {kind.__name__}")
+    return node.op
 
 
 def _check_head_reads_only(nodes: tuple[Node, ...], last: int) -> None:
