@@ -286,7 +286,7 @@ def _frozen_float64(array: np.ndarray) -> np.ndarray:
     return array
 
 
-def _int_tuple(value: tuple) -> tuple:
+def _int_tuple(value: tuple | list) -> tuple:
     return tuple(_int_tuple(v) if isinstance(v, (tuple, list)) else int(v) for v in value)
 
 

@@ -9,7 +9,7 @@ The embedded models declare theirs in :mod:`smug_opt.models.zoo`; any other mode
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Literal
 
 import numpy as np
 
@@ -50,7 +50,7 @@ class ModelDescription:
     pixel_mean: tuple[float, ...] | None = None
     preprocessing: str | None = None
     image_preprocessing: str = "unit"
-    head_dtype: str = "float64"
+    head_dtype: Literal["float64", "float32"] = "float64"
 
     def class_label(self, target: int) -> str:
         """``target`` with its class name where the model has one: ``1 (positive)``."""

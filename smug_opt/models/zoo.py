@@ -25,7 +25,7 @@ from smug_opt.cache import cache_dir
 from smug_opt.filelock import exclusive_lock
 from smug_opt.models._keras import import_keras
 from smug_opt.models.description import IMAGE_EVALUATION_METHODS, ModelDescription
-from smug_opt.parameters import SmugParameters
+from smug_opt.parameters import Baseline, SmugParameters
 
 if TYPE_CHECKING:
     import keras
@@ -206,7 +206,7 @@ _PRETRAINED_SMUG = {
     # measured on real photos (benchmarks/imagenet/README.md): at gamma = 0 every baseline
     # gives the empty mask on this BatchNorm stem, at 0.5 1 to 108 of 3,136 cells; at 0.9 the
     # blur baseline keeps 248 and 388 cells (black and mean: 1,086 to 1,389)
-    "efficientnet-lite0": SmugParameters(k=3000, gamma=0.9, cell=4, baseline="blur"),
+    "efficientnet-lite0": SmugParameters(k=3000, gamma=0.9, cell=4, baseline=Baseline.BLUR),
 }
 
 
