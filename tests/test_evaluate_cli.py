@@ -26,7 +26,8 @@ def _run(*args: str) -> subprocess.CompletedProcess:
 
 def test_evaluate_mnist_suite(tmp_path):
     proc = _run("--n", "3", "--methods", "smug,smug_base,gradcam,centerbox,maxbox,groundtruth",
-                "--k", "50", "--cell", "4", "--out", str(tmp_path))
+                "--k", "50", "--cell", "4", "--road-levels", "0.2,0.8", "--sanity-stages", "1",
+                "--out", str(tmp_path))
     assert proc.returncode == 0, proc.stderr[-3000:]
     assert "LSC" in proc.stdout and "Win%" in proc.stdout
     table = json.loads((tmp_path / "table.json").read_text())
@@ -34,6 +35,10 @@ def test_evaluate_mnist_suite(tmp_path):
     records = [json.loads(line) for line in (tmp_path / "records.jsonl").read_text().splitlines()]
     assert len(records) == 3 * 6
     assert not [r for r in records if r["method"] in ("smug", "gradcam") and r["error"]]
+    assert all(r["road_morf"] is not None and r["sanity_spearman"] is not None for r in records
+               if r["method"] in ("gradcam", "centerbox"))
+    assert all(len(r["sanity_cascade"]) == 1 for r in records)
+    assert "ROAD MoRF" in proc.stdout and "Randomised-model SSIM" in proc.stdout
     assert (tmp_path / "examples.png").stat().st_size > 0
 
 
@@ -49,3 +54,8 @@ def test_evaluate_text_suite(tmp_path):
 def test_unknown_method_is_a_clear_error(tmp_path):
     proc = _run("--methods", "smug,lime", "--out", str(tmp_path))
     assert proc.returncode == 1 and "unknown method(s) lime" in proc.stderr
+
+
+def test_road_levels_must_be_fractions(tmp_path):
+    proc = _run("--road-levels", "0.5,1.0", "--out", str(tmp_path))
+    assert proc.returncode == 2 and "strictly between 0 and 1" in proc.stderr

@@ -52,6 +52,8 @@ def add_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParse
     p.add_argument("--cell", type=int, help="SMUG cell size, also the deletion/insertion grid "
                    "(default: the model's own)")
     p.add_argument("--time-limit", type=float, default=60.0, help="seconds per solve (default 60)")
+    p.add_argument("--road-levels", type=_fractions, metavar="P,P,...",
+                   help="fractions of pixels ROAD removes (default 0.1,0.2,...,0.9)")
     p.add_argument("--sanity-stages", type=int, default=0, metavar="N",
                    help="run the model-randomisation sanity check (Adebayo et al. 2018) with N "
                         "stages of the top-down cascade (default 0: off)")
@@ -64,6 +66,17 @@ def add_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParse
     add_executor_options(p, what="tasks (chunks of inputs)")
     p.add_argument("--quiet", action="store_true", help="no progress bar")
     return p
+
+
+def _fractions(text: str) -> tuple[float, ...]:
+    """``0.1,0.5,0.9`` → fractions strictly between 0 and 1."""
+    try:
+        values = tuple(float(v) for v in text.split(","))
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected comma-separated fractions, got {text!r}") from None
+    if not values or not all(0 < v < 1 for v in values):
+        raise argparse.ArgumentTypeError(f"every fraction must be strictly between 0 and 1, got {text!r}")
+    return values
 
 
 def _check_args(args: argparse.Namespace) -> None:
@@ -169,6 +182,7 @@ def run(args: argparse.Namespace) -> int:
         result = evaluate(model, inputs, labels, methods, backend=args.backend, k=args.k,
                           gamma=args.gamma, cell=args.cell, time_limit=args.time_limit,
                           sanity_stages=args.sanity_stages,
+                          **({} if args.road_levels is None else {"road_levels": args.road_levels}),
                           executor=executor, chunk_size=args.chunk, out_dir=args.out,
                           resume=args.resume, overwrite=args.overwrite, progress=not args.quiet,
                           **extra)

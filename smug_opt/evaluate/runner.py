@@ -29,6 +29,7 @@ from smug_opt.evaluate.lsc import LSCResult
 from smug_opt.evaluate.methods import Settings, Subject, as_subject, check_methods
 from smug_opt.evaluate.report import plot_examples, table_json, table_markdown
 from smug_opt.evaluate.results import EvaluationResult, MethodOutcome, Modality
+from smug_opt.evaluate.road import ROAD_LEVELS
 from smug_opt.evaluate.scoring import evaluate_input, summarize
 from smug_opt.executors import Executor, SequentialExecutor, worker_cache
 from smug_opt.models.catalog import smug_parameters
@@ -250,6 +251,7 @@ def evaluate(
     ig_steps: int = 64,
     softmax: bool = False,
     sanity_stages: int = 0,
+    road_levels: Sequence[float] = ROAD_LEVELS,
     names: Sequence[str] | None = None,
     executor: Executor | None = None,
     chunk_size: int = 4,
@@ -272,6 +274,7 @@ def evaluate(
     pad/mask token, also the text deletion baseline) are for SIS. ``sanity_stages`` > 0 runs
     the model-randomisation check (:mod:`smug_opt.evaluate.randomisation`) with that many
     stages of the cascade (each method's maps computed again on each randomised model).
+    ``road_levels``: the fractions of pixels ROAD removes.
     ``names`` label the inputs
     in records and figures (default: their indices). ``executor`` runs chunks of
     ``chunk_size`` inputs (default: in this process; worker processes and Dask need the
@@ -310,7 +313,7 @@ def evaluate(
     if sanity_stages < 0:
         raise ValueError(f"sanity_stages must be >= 0; got {sanity_stages}")
     settings = Settings(smug, backend, time_limit, sis_threshold, mask_id, ig_steps, softmax,
-                        sanity_stages=sanity_stages)
+                        road_levels=tuple(float(v) for v in road_levels), sanity_stages=sanity_stages)
     folder = None
     if out_dir is not None:
         named = model_identity(_spec(model)) if _by_reference(model) else {"model": _model_label(model)}
