@@ -52,6 +52,8 @@ class GraphModule(torch.nn.Module):
         self.start = start
         self.output = output
         self.dtype = dtype
+        self._last_use = {j: index for index in range(start + 1, len(self.nodes))
+                          for j in self.nodes[index].inputs}
         for index in range(start + 1, len(self.nodes)):
             node = self.nodes[index]
             early = [j for j in node.inputs if j < start]
@@ -73,10 +75,17 @@ class GraphModule(torch.nn.Module):
             raise ValueError(f"node {keep} is not in this part of the network (nodes {self.start}.."
                              f"{len(self.nodes) - 1})")
         values: dict[int, torch.Tensor] = {self.start: x}
+        kept = values[keep] if keep == self.start else None
         for index in range(self.start + 1, len(self.nodes)):
             node = self.nodes[index]
             values[index] = self._apply(index, node, [values[j] for j in node.inputs])
-        return self._finish(values[len(self.nodes) - 1].reshape(len(x), -1)), values[keep]
+            if index == keep:
+                kept = values[index]
+            for j in set(node.inputs):  # a value no later node reads is let go (memory)
+                if self._last_use[j] == index:
+                    del values[j]
+        assert kept is not None
+        return self._finish(values[len(self.nodes) - 1].reshape(len(x), -1)), kept
 
     def _finish(self, out: torch.Tensor) -> torch.Tensor:
         if self.output == "softmax":
