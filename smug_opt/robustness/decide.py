@@ -102,7 +102,9 @@ def _nudges(query: RobustnessQuery, k: int, x: np.ndarray) -> list[np.ndarray]:
     _, g_scores = unsafe_loss(values[-1], disjunct)
     g_affine = flat_gradient(query.net, values, g_scores)
     g = np.zeros((1, x.size))
-    np.add.at(g, (slice(None), query.preprocess.index), g_affine * query.preprocess.scale)
+    # numpy's stub types ufunc.at's indices as integer arrays only, not a tuple with a slice
+    np.add.at(g, (slice(None), query.preprocess.index),  # type: ignore[arg-type]
+              g_affine * query.preprocess.scale)
     width = query.hi - query.lo
     return [np.clip(x - step * width * np.sign(g[0]), query.lo, query.hi) for step in (1e-6, 1e-4, 1e-2)]
 
