@@ -10,10 +10,14 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from typing import TYPE_CHECKING, cast
 
 import numpy as np
 
 from smug_opt.errors import ParameterError
+
+if TYPE_CHECKING:
+    from smug_opt.models.base import AffineLayer
 
 __all__ = ["CellGrid", "cell_grid", "data_grid", "regular_grid"]
 
@@ -49,7 +53,9 @@ def regular_grid(spatial: tuple[int, ...], cell: int | tuple[int, ...], channels
     """``cell``-sized blocks of a ``spatial`` grid (edge blocks may be smaller), row-major;
     with ``channels > 1`` every grid point stands for that many consecutive flat inputs."""
     spatial = tuple(int(n) for n in spatial)
-    cells = (int(cell),) * len(spatial) if np.isscalar(cell) else tuple(int(c) for c in cell)
+    # np.isscalar does not narrow: cast to the branch's type
+    cells = ((int(cast(int, cell)),) * len(spatial) if np.isscalar(cell)
+             else tuple(int(c) for c in cast(tuple, cell)))
     if len(cells) != len(spatial) or min(cells) < 1:
         raise ParameterError("cell", f"must be a positive int or one per grid axis {spatial}, got {cell!r}")
     if any(c > n for c, n in zip(cells, spatial, strict=True)):
@@ -67,7 +73,7 @@ def regular_grid(spatial: tuple[int, ...], cell: int | tuple[int, ...], channels
 
 
 def cell_grid(
-    affine: object, cell: int | tuple[int, ...], grid_shape: tuple[int, ...] | None = None
+    affine: AffineLayer, cell: int | tuple[int, ...], grid_shape: tuple[int, ...] | None = None
 ) -> CellGrid:
     """Cut an :class:`~smug_opt.models.base.AffineLayer`'s input grid into cells.
 
