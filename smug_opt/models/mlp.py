@@ -74,7 +74,7 @@ class MLP:
         return flat
 
     def mask_grid(self, cell: int, data_shape: tuple[int, ...],
-                  shape: tuple[int, int] | None = None) -> CellGrid:
+                  shape: tuple[int, ...] | None = None) -> CellGrid:
         """``cell``×``cell`` mask cells over the Dense input of data that came as
         ``data_shape``: on ``shape`` (H, W) if given, else the adapter's grid (a Keras
         model), else the data's picture (two or more axes), else one row; channels share
@@ -146,13 +146,13 @@ def mlp_layers(model: keras.Model) -> list[DenseLayer]:
             kernel = np.array(layer.kernel.numpy(), dtype=np.float64)
             stack.append(DenseLayer(kernel, np.array(bias, dtype=np.float64), activation))
             continue
-        activation = _layer_activation(layer)
-        if activation is None or not stack or stack[-1].activation != "linear":
+        separate = _layer_activation(layer)  # an activation layer after a linear Dense
+        if separate is None or not stack or stack[-1].activation != "linear":
             raise ValueError(
                 f"mlp_layers needs a stack of Dense layers (optionally after Flatten, "
                 f"InputLayer or Rescaling), but found {describe(layer)}"
             )
-        stack[-1] = DenseLayer(stack[-1].W, stack[-1].b, activation)
+        stack[-1] = DenseLayer(stack[-1].W, stack[-1].b, separate)
     if not stack:
         raise ParameterError("mlp_layers", "found no Dense layer in the model")
     for layer in stack:
