@@ -306,8 +306,11 @@ class ModelAdapter(ABC):
     output_kind: OutputKind
     num_outputs: int
     activation: Activation = Activation("relu")
-    gradient_batch: int = 512
-    """Rows per :meth:`head_gradient` batch when none is given (bounds its memory)."""
+
+    @property
+    def gradient_batch(self) -> int:
+        """Rows per :meth:`head_gradient` batch when none is given (bounds its memory)."""
+        return 512
 
     @property
     def spatial_shape(self) -> tuple[int, ...]:
