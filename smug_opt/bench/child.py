@@ -97,6 +97,7 @@ def main(fd: int, parent_pid: int) -> None:
         from smug_opt.backend_choice import AUTO
         from smug_opt.portfolio import race_backends
         from smug_opt.registry import backend_class
+        from smug_opt.solving import DEFAULT_GRACE
         from smug_opt.strengthen import Pieces
         from smug_opt.workers import warm_workers
 
@@ -121,7 +122,9 @@ def main(fd: int, parent_pid: int) -> None:
         strengthen = (None if setting == "auto" else False if setting == "off"
                       else Pieces.parse(setting))
         result = solve(problem, backend_name(job.backend), time_limit=job.time_limit,
-                       threads=job.threads, seed=job.seed, isolate=False, grace=job.grace,
+                       threads=job.threads, seed=job.seed, isolate=False,
+                       grace=min(job.grace, DEFAULT_GRACE),  # a race's workers: the rest of
+                       # the job's grace is left for verifying what they found
                        strengthen=strengthen, extras=dict(job.extras))
         conn.send(("solved", time.monotonic()))  # the harness's own checks are not solve time
         if fault == SLOW_CHECK:
