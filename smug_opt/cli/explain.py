@@ -10,7 +10,6 @@ import re
 import shutil
 import sys
 import tempfile
-import warnings
 from pathlib import Path
 from typing import Any
 
@@ -18,6 +17,7 @@ import numpy as np
 
 from smug_opt.backend_choice import BackendChoice
 from smug_opt.batch import ExplainSettings
+from smug_opt.cli.embedded_inputs import embedded_example, say
 from smug_opt.cli.explain_output import certificate_beside, ig_progress, render_explanation
 from smug_opt.cli.explain_robust import add_robust_options, check_robust_args, run_robust
 from smug_opt.cli.options import (
@@ -130,37 +130,6 @@ def _defaults_help() -> tuple[Any, SmugParameters]:
     return own, GENERIC_IMAGE_MODEL.smug
 
 
-def _say(args: argparse.Namespace, message: str) -> None:
-    if not args.quiet:
-        print(f"smug-opt: {message}", file=sys.stderr, flush=True)
-
-
-def _embedded_example(name: str, index: int, tokens: str | None) -> tuple[np.ndarray, dict[str, Any]]:
-    if describe(name).vocabulary:
-        from smug_opt.data.text import UNK_ID, default_vocabulary, load_reviews
-
-        vocab = default_vocabulary()
-        if tokens is not None:
-            ids = vocab.encode(tokens)
-            unknown = [w for w in re.findall(r"[\w']+", tokens.lower()) if vocab.id(w) == UNK_ID]
-            if unknown:
-                warnings.warn(f"{len(unknown)} word(s) not in the vocabulary become <unk>: "
-                              f"{', '.join(dict.fromkeys(unknown))} (see --list-vocab)", stacklevel=2)
-            return ids, {"text": tokens, "unknown_words": unknown}
-        reviews = load_reviews()
-        if not 0 <= index < len(reviews.x_test):
-            raise ValueError(f"--index must be in [0, {len(reviews.x_test)}), got {index}")
-        rationale = np.flatnonzero(reviews.rationale_test[index])
-        return reviews.x_test[index], {"review_index": index, "label": int(reviews.y_test[index]),
-                                       "rationale_positions": rationale.tolist()}
-    from smug_opt.data.mnist import load_digits
-
-    digits = load_digits()
-    if not 0 <= index < len(digits.x_test):
-        raise ValueError(f"--index must be in [0, {len(digits.x_test)}), got {index}")
-    return digits.x_test[index], {"digit_index": index, "label": int(digits.y_test[index])}
-
-
 def _check_args(args: argparse.Namespace) -> None:
     """Reject bad flags before any model loads (a few milliseconds, not seconds)."""
     checks = [
@@ -264,7 +233,7 @@ def run(args: argparse.Namespace) -> int:
     from smug_opt.models import zoo
 
     embedded = name in zoo.available_models()
-    _say(args, f"loading model {name}")
+    say(args, f"loading model {name}")
     if embedded:
         zoo.load(name, progress=not args.quiet)  # trains and caches it on first use, with a bar
     adapter, info = _model_ref(args, name).load()
@@ -295,8 +264,8 @@ def _run_batch(args: argparse.Namespace, name: str, settings: ExplainSettings, s
                            settings=settings, executor=executor, out=args.out, resume=args.resume,
                            overwrite=args.overwrite, overlays=args.overlays, chunk_size=args.chunk)
         if run.note:
-            _say(args, run.note)
-        _say(args, f"batch explain: {run.planned} inputs, {run.skipped} already done, "
+            say(args, run.note)
+        say(args, f"batch explain: {run.planned} inputs, {run.skipped} already done, "
                    f"{executor.describe()}")
         from tqdm import tqdm
 
@@ -332,20 +301,20 @@ def _run_single(args: argparse.Namespace, name: str, settings: ExplainSettings, 
         info["input"] = str(args.input)
         if resized:
             info["resized_from"] = list(resized)
-            _say(args, f"resized {args.input} from {resized[0]}x{resized[1]} to the model's "
+            say(args, f"resized {args.input} from {resized[0]}x{resized[1]} to the model's "
                        f"{adapter.input_shape[0]}x{adapter.input_shape[1]} input")
     elif args.tokens is not None:
         if not describe(name).vocabulary:
             raise ValueError("--tokens needs the embedded text model's vocabulary; for your own "
                              "text model pass token ids with --input ids.npy")
-        x, extra = _embedded_example(name, args.index, args.tokens)
+        x, extra = embedded_example(name, args.index, args.tokens)
         info |= extra
     elif embedded:
-        x, extra = _embedded_example(name, args.index, None)
+        x, extra = embedded_example(name, args.index, None)
         info |= extra
     else:
         raise ValueError("--model was given without --input (or --tokens)")
-    _say(args, s.params.describe() + ("" if s.params.method is Method.SMUG_BASE
+    say(args, s.params.describe() + ("" if s.params.method is Method.SMUG_BASE
                                       else f", backend {s.backend} (limit {s.time_limit:g}s)"))
     padding = None
     pad = describe(name).padding_token
@@ -369,7 +338,7 @@ def _run_single(args: argparse.Namespace, name: str, settings: ExplainSettings, 
         if staged.exists():
             shutil.rmtree(staged)
     if removed:
-        _say(args, f"replaced the previous run's files in {out}/ ({', '.join(removed)})")
+        say(args, f"replaced the previous run's files in {out}/ ({', '.join(removed)})")
     r = e.result
     status = "no solver" if r is None else f"{r.status.name}: {r.exactness('mask')}"
     cells = e.grid.num_cells - (0 if e.fixed is None else int(e.fixed.sum()))

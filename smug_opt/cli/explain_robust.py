@@ -13,6 +13,8 @@ from typing import Any
 
 import numpy as np
 
+from smug_opt.cli.embedded_inputs import embedded_example, say
+
 __all__ = ["add_robust_options", "check_robust_args", "run_robust"]
 
 
@@ -51,7 +53,6 @@ def run_robust(args: argparse.Namespace, name: str) -> int:
     ``record.json``, ``fixed.npy`` and ``overlay.png`` to ``--out``."""
     from smug_opt.backend_choice import BackendChoice
     from smug_opt.cli import EXIT_ERROR
-    from smug_opt.cli.explain import _embedded_example, _say
     from smug_opt.cli.solve import solver_kwargs
     from smug_opt.models.catalog import describe
     from smug_opt.models.network_stem import read_network_stem
@@ -60,7 +61,7 @@ def run_robust(args: argparse.Namespace, name: str) -> int:
     from smug_opt.robustness.model_explanation import explain_robust, network_of
 
     backend = BackendChoice.parse(args.backend)
-    _say(args, f"loading model {name}")
+    say(args, f"loading model {name}")
     network = network_of(name, input_shape=args.input_shape, input_layout=args.input_layout,
                          input_range=args.input_range)
     info: dict[str, Any] = {"model": name}
@@ -72,13 +73,13 @@ def run_robust(args: argparse.Namespace, name: str) -> int:
                           args.preprocess or describe(name).image_preprocessing, args.input_range)
         info["input"] = str(args.input)
     elif name in available_models():
-        x, extra = _embedded_example(name, args.index, None)
+        x, extra = embedded_example(name, args.index, None)
         info |= extra
     else:
         raise ValueError("--model was given without --input")
     kwargs = solver_kwargs(args)
     options = {key: kwargs[key] for key in ("threads", "seed", "extras")}
-    _say(args, f"robust explanation, eps {args.eps:g}{', minimum' if args.minimum else ''}, "
+    say(args, f"robust explanation, eps {args.eps:g}{', minimum' if args.minimum else ''}, "
                f"backend {backend} (limit {args.time_limit:g}s, {args.query_time:g}s per query)")
     result = explain_robust(network, x, eps=args.eps, minimum=args.minimum, time_limit=args.time_limit,
                             query_time=args.query_time, backend=backend, target=args.target,
@@ -97,7 +98,7 @@ def run_robust(args: argparse.Namespace, name: str) -> int:
         if staged.exists():
             shutil.rmtree(staged)
     if removed:
-        _say(args, f"replaced the previous run's files in {out}/ ({', '.join(removed)})")
+        say(args, f"replaced the previous run's files in {out}/ ({', '.join(removed)})")
     print(_summary(result, name))
     print(f"wrote {out}/")
     if not result.check.passed:
