@@ -38,6 +38,12 @@ def test_evaluate_mnist_suite(tmp_path):
     assert all(r["road_morf"] is not None and r["sanity_spearman"] is not None for r in records
                if r["method"] in ("gradcam", "centerbox"))
     assert all(len(r["sanity_cascade"]) == 1 for r in records)
+    for r in records:  # a solver's mask says its status and proof level; other maps have none
+        if r["method"] == "smug":
+            assert r["status"] in ("OPTIMAL", "FEASIBLE") and r["proof"] in ("exact", "solver", None)
+            assert (r["proof"] is not None) == (r["status"] == "OPTIMAL")
+        else:
+            assert r["status"] is None and r["proof"] is None
     assert "ROAD MoRF" in proc.stdout and "Randomised-model SSIM" in proc.stdout
     assert (tmp_path / "examples.png").stat().st_size > 0
 

@@ -155,7 +155,7 @@ def test_text_methods_score_against_rationales():
     [
         (["nope"], r"unknown method\(s\) \['nope'\]; choose from"),
         (["sis"], "do not apply to image inputs"),
-        (["ig"], "need a Keras model"),
+        (["ig"], "need the model.s gradients: a Keras model"),
         ([], "no method given"),
         (["maxbox", "maxbox"], "listed twice"),
     ],

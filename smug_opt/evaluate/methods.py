@@ -63,11 +63,15 @@ class Subject:
 
 @dataclass(frozen=True, eq=False)
 class MethodMap:
-    """A method's map for one input; ``lsc`` when the method already scored its box."""
+    """A method's map for one input; ``lsc`` when the method already scored its box;
+    ``status`` and ``proof`` for a solver's mask (the SMUG methods): its status and whether
+    its minimality is proven exactly (``"exact"``) or rests on the solver (``"solver"``)."""
 
     saliency: np.ndarray
     mask: np.ndarray | None
     lsc: LSCResult | None = None
+    status: str | None = None
+    proof: str | None = None
 
 
 Compute = Callable[[Subject, Settings, np.ndarray, int, Any], MethodMap]
@@ -95,7 +99,10 @@ def _smug(variant: SmugMethod) -> Compute:
         if e.saliency is None or e.mask is None:
             status = "no solver result" if e.result is None else e.result.status.name
             raise ValueError(f"{variant} returned no mask ({status})")
-        return MethodMap(np.asarray(e.saliency, dtype=np.float64), np.asarray(e.mask, dtype=bool))
+        r = e.result
+        return MethodMap(np.asarray(e.saliency, dtype=np.float64), np.asarray(e.mask, dtype=bool),
+                         status=None if r is None else r.status.name,
+                         proof=None if r is None or r.proof is None else str(r.proof.value))
 
     return compute
 

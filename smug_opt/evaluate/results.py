@@ -27,7 +27,8 @@ class MethodOutcome:
     the map's similarity to the map of the fully randomised model (the model-randomisation
     check, :mod:`smug_opt.evaluate.randomisation`), ``None`` when not run;
     ``sanity_cascade`` holds ``(layers randomised, Spearman, SSIM)`` for each stage of the
-    cascade (empty when not run).
+    cascade (empty when not run). ``status``/``proof``: a solver mask's status and proof level
+    (:class:`~smug_opt.evaluate.methods.MethodMap`), ``None`` for other methods.
     """
 
     saliency: np.ndarray | None
@@ -45,6 +46,8 @@ class MethodOutcome:
     sanity_spearman: float | None = None
     sanity_ssim: float | None = None
     sanity_cascade: tuple[tuple[int, float | None, float | None], ...] = ()
+    status: str | None = None
+    proof: str | None = None
 
 
 @dataclass(frozen=True)

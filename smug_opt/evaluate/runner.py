@@ -93,6 +93,8 @@ def _record(index: int, name: str, method: str, o: MethodOutcome) -> dict[str, A
         "sanity_cascade": [list(stage) for stage in o.sanity_cascade],
         "precision": None if o.precision is None or np.isnan(o.precision) else o.precision,
         "recall": None if o.recall is None or np.isnan(o.recall) else o.recall,
+        "status": o.status,
+        "proof": o.proof,
         "seconds": o.seconds,
         "error": o.error,
     }

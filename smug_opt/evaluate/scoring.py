@@ -98,7 +98,8 @@ def evaluate_input(
         seconds = time.perf_counter() - start
         scores = score_map(subject, settings, x, label, note, mm)
         scores |= _sanity(name, randomised, settings, x, label, note, mm.saliency)
-        out[name] = MethodOutcome(saliency=mm.saliency, mask=mm.mask, seconds=seconds, **scores)
+        out[name] = MethodOutcome(saliency=mm.saliency, mask=mm.mask, seconds=seconds, status=mm.status,
+                                  proof=mm.proof, **scores)
     return out
 
 
