@@ -144,8 +144,8 @@ def test_keras_and_network_adapters_give_one_mask_on_the_embedded_cnn():
 
 def test_evaluate_takes_an_onnx_file_by_reference(factory_model, tmp_path):
     """``smug_opt.evaluate`` on a ModelRef to an ONNX file (with its declared input range),
-    SMUG and a box baseline score every digit; IG and Grad-CAM are refused up front (they
-    need a Keras model)."""
+    SMUG and a box baseline score every digit, and so do IG and Grad-CAM (by autodiff
+    through the network adapter's torch module)."""
     from smug_opt.batch import ModelRef
     from smug_opt.data.mnist import load_digits
     from smug_opt.evaluate import evaluate
@@ -159,5 +159,10 @@ def test_evaluate_takes_an_onnx_file_by_reference(factory_model, tmp_path):
                       softmax=True, progress=False)  # the network outputs logits
     assert [s.method for s in result.summaries] == ["smug", "centerbox"]
     assert all(s.n == 2 and s.failures == 0 for s in result.summaries)
-    with pytest.raises(ValueError, match="need a Keras model"):
-        evaluate(ref, digits.x_test[:2], digits.y_test[:2], ["ig"], progress=False)
+    gradients = evaluate(ref, digits.x_test[:2], digits.y_test[:2], ["ig", "gradcam"], softmax=True,
+                         progress=False)
+    assert all(s.n == 2 and s.failures == 0 for s in gradients.summaries)
+    assert all(np.isfinite(o[m].saliency).all() and o[m].saliency.shape == (28, 28)
+               for o in gradients.outcomes for m in ("ig", "gradcam"))
+    # (Grad-CAM's ReLU may zero a whole map; IG never does on these digits)
+    assert all(np.abs(o["ig"].saliency).max() > 0 for o in gradients.outcomes)
