@@ -110,6 +110,12 @@ def _error(what: str, exc: BaseException) -> RawResult:
 
 
 def _peak_rss_mb() -> float:
+    """This process's peak resident memory in MB: Linux's VmHWM, which starts afresh at
+    execve (getrusage's ru_maxrss does not: a worker started by a 1 GB parent would report
+    that parent's size as its own peak)."""
+    unreadable = (OSError, StopIteration, ValueError, IndexError)
+    with contextlib.suppress(*unreadable), open("/proc/self/status") as status:
+        return int(next(line for line in status if line.startswith("VmHWM:")).split()[1]) / 1024.0
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0
 
 
@@ -230,6 +236,10 @@ class _Worker:
             return AttemptOutcome(None, killed=killed, crash=None if killed else failure,
                                   memory_exceeded=watch.peak_mb > (memory_limit_mb or math.inf),
                                   wall_seconds=time.monotonic() - start)
+        if watch.over():  # a warm worker that already holds more than the budget never solves within it
+            self.restart()
+            return AttemptOutcome(None, crash=watch.message(), memory_exceeded=True,
+                                  peak_rss_mb=watch.peak_mb, wall_seconds=time.monotonic() - start)
         payload = problem if self.cached_token != token else None
         outcome = AttemptOutcome(None)
         try:  # a cold start was spent from the solve's own time: the deadline is absolute

@@ -190,8 +190,10 @@ for path in sorted(Path(sys.argv[1]).iterdir()):
         outcomes[path.name] = "ok"
     except ValueError as exc:
         outcomes[path.name] = str(exc)
-import resource
-print(json.dumps({"outcomes": outcomes, "peak": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024}))
+# VmHWM, not getrusage's ru_maxrss: Linux keeps ru_maxrss across execve, so a child forked
+# from a pytest process of 1 GB would report that process's size as its own peak
+peak_kb = next(int(line.split()[1]) for line in open("/proc/self/status") if line.startswith("VmHWM:"))
+print(json.dumps({"outcomes": outcomes, "peak": peak_kb * 1024}))
 """
 
 
