@@ -4,10 +4,11 @@ from __future__ import annotations
 
 import os
 import shutil
-from collections.abc import Iterable
+import tempfile
+from collections.abc import Callable, Iterable
 from pathlib import Path
 
-__all__ = ["SINGLE_RUN_FILES", "check_out_dir", "check_out_file", "replace_run_files"]
+__all__ = ["SINGLE_RUN_FILES", "check_out_dir", "check_out_file", "replace_run_files", "write_single_run"]
 
 SINGLE_RUN_FILES = ("record.json", "mask.npy", "saliency.npy", "cell_mask.npy", "overlay.png",
                     "explanation.html", "fixed.npy")
@@ -62,3 +63,17 @@ def replace_run_files(staged: Path, out: Path, run_files: Iterable[str]) -> list
         os.replace(item, out / item.name)
     staged.rmdir()
     return removed
+
+
+def write_single_run(out: Path, fill: Callable[[Path], object]) -> list[str]:
+    """A single explain's files written by ``fill`` into a staging folder beside ``out``, then
+    moved into ``out`` in place of the previous run's (:func:`replace_run_files`), so an
+    interrupted write leaves the previous run whole. Returns the names of the files removed."""
+    out.parent.mkdir(parents=True, exist_ok=True)
+    staged = Path(tempfile.mkdtemp(prefix=f".{out.name}.", dir=out.parent))
+    try:
+        fill(staged)
+        return replace_run_files(staged, out, SINGLE_RUN_FILES)
+    finally:
+        if staged.exists():
+            shutil.rmtree(staged)

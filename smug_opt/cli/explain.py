@@ -7,9 +7,7 @@ import contextlib
 import json
 import math
 import re
-import shutil
 import sys
-import tempfile
 from pathlib import Path
 from typing import Any
 
@@ -38,7 +36,7 @@ from smug_opt.cli.solve import (
 from smug_opt.executors import ExecutorKind
 from smug_opt.inputs import PREPROCESSING
 from smug_opt.models.catalog import describe
-from smug_opt.outputs import SINGLE_RUN_FILES, check_out_dir, replace_run_files
+from smug_opt.outputs import check_out_dir, write_single_run
 from smug_opt.parameters import Baseline, Method, SmugParameters
 
 __all__ = ["add_parser", "run"]
@@ -326,17 +324,14 @@ def _run_single(args: argparse.Namespace, name: str, settings: ExplainSettings, 
         outputs = adapter.predict(np.asarray(x)[None])[0]
         info["top5"] = describe(name).top_classes(outputs, logits=adapter.output_kind == "linear")
     out = args.out
-    out.parent.mkdir(parents=True, exist_ok=True)
-    staged = Path(tempfile.mkdtemp(prefix=f".{out.name}.", dir=out.parent))
-    try:
+
+    def fill(staged: Path) -> None:
         e.save(staged)
         (staged / "record.json").write_text(json.dumps({**info, **e.record()}, indent=2) + "\n")
         if e.ok:
             render_explanation(e, x, name, info, staged)
-        removed = replace_run_files(staged, out, SINGLE_RUN_FILES)
-    finally:
-        if staged.exists():
-            shutil.rmtree(staged)
+
+    removed = write_single_run(out, fill)
     if removed:
         say(args, f"replaced the previous run's files in {out}/ ({', '.join(removed)})")
     r = e.result

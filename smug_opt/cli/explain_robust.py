@@ -5,10 +5,7 @@ such set and proves a lower bound on its size."""
 from __future__ import annotations
 
 import argparse
-import shutil
 import sys
-import tempfile
-from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -57,7 +54,7 @@ def run_robust(args: argparse.Namespace, name: str) -> int:
     from smug_opt.models.catalog import describe
     from smug_opt.models.network_stem import read_network_stem
     from smug_opt.models.zoo import available_models
-    from smug_opt.outputs import SINGLE_RUN_FILES, replace_run_files
+    from smug_opt.outputs import write_single_run
     from smug_opt.robustness.model_explanation import explain_robust, network_of
 
     backend = BackendChoice.parse(args.backend)
@@ -89,14 +86,8 @@ def run_robust(args: argparse.Namespace, name: str) -> int:
         side = round(picture.size ** 0.5)
         picture = picture.reshape(side, side)
     out = args.out
-    out.parent.mkdir(parents=True, exist_ok=True)
-    staged = Path(tempfile.mkdtemp(prefix=f".{out.name}.", dir=out.parent))
-    try:
-        result.save(staged, picture if picture.ndim >= 2 else None, info=info)
-        removed = replace_run_files(staged, out, SINGLE_RUN_FILES)
-    finally:
-        if staged.exists():
-            shutil.rmtree(staged)
+    shown = picture if picture.ndim >= 2 else None
+    removed = write_single_run(out, lambda staged: result.save(staged, shown, info=info))
     if removed:
         say(args, f"replaced the previous run's files in {out}/ ({', '.join(removed)})")
     print(_summary(result, name))

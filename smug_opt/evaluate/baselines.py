@@ -27,7 +27,7 @@ def _check_image(image: np.ndarray) -> np.ndarray:
     return image
 
 
-def _label_output(out: Any, label: int) -> Any:
+def label_output(out: Any, label: int) -> Any:
     """The model's output for ``label``: a softmax column, or a single sigmoid (1 - p for 0)."""
     if out.shape[-1] == 1:
         if label not in (0, 1):
@@ -67,7 +67,7 @@ def pixel_integrated_gradients(
         path = tf.convert_to_tensor(base + a * (image - base))
         with tf.GradientTape() as tape:
             tape.watch(path)
-            target = _label_output(model(path, training=False), label)
+            target = label_output(model(path, training=False), label)
         total += tape.gradient(target, path).numpy().sum(axis=0)
     return ((image - base) * total / steps).sum(axis=-1)
 
@@ -117,7 +117,7 @@ def token_integrated_gradients(
             value = path
             for layer in rest:
                 value = layer(value, training=False)
-            target = _label_output(value, label)
+            target = label_output(value, label)
         total += tape.gradient(target, path).numpy().sum(axis=0)
     return (embedded * total / steps).sum(axis=-1)
 
@@ -166,7 +166,7 @@ def grad_cam(model: Any, image: np.ndarray, label: int, *, layer_name: str | Non
             out = features
             for part in layers[split:]:
                 out = part(out, training=False)
-            target = _label_output(out, label)
+            target = label_output(out, label)
     else:
         inputs = getattr(model, "inputs", None) or []
         if len(inputs) != 1 or len(model.outputs) != 1:
@@ -177,7 +177,7 @@ def grad_cam(model: Any, image: np.ndarray, label: int, *, layer_name: str | Non
         probe = keras.Model(inputs[0], [layer.output, model.outputs[0]])
         with tf.GradientTape() as tape:
             features, out = probe(image[None], training=False)
-            target = _label_output(out, label)
+            target = label_output(out, label)
     grads = tape.gradient(target, features)
     if grads is None:
         raise ValueError(f"the output of model {model.name!r} does not depend on layer {layer.name!r}")

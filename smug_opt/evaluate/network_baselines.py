@@ -8,19 +8,10 @@ from typing import Any
 
 import numpy as np
 
+from smug_opt.evaluate.baselines import label_output
 from smug_opt.evaluate.boxes import crop_and_resize, max_box
 
 __all__ = ["last_feature_map_node", "network_grad_cam", "network_integrated_gradients"]
-
-
-def _label_output(out: Any, label: int) -> Any:
-    if out.shape[-1] == 1:
-        if label not in (0, 1):
-            raise ValueError(f"label must be 0 or 1 for a single sigmoid output; got {label}")
-        return out[:, 0] if label == 1 else 1.0 - out[:, 0]
-    if not 0 <= label < out.shape[-1]:
-        raise ValueError(f"label {label} is out of range for {out.shape[-1]} model outputs")
-    return out[:, label]
 
 
 def _check_image(adapter: Any, image: np.ndarray) -> np.ndarray:
@@ -66,7 +57,7 @@ def network_integrated_gradients(
     for start in range(0, steps, size):
         a = torch.as_tensor(alphas[start:start + size], dtype=module.dtype).view(-1, 1, 1, 1)
         path = (base_t + a * (x_t - base_t)).requires_grad_(True)
-        target = _label_output(module(view_to_net(path, adapter.input_view)), label)
+        target = label_output(module(view_to_net(path, adapter.input_view)), label)
         (grad,) = torch.autograd.grad(target.sum(), path)
         total += grad.sum(dim=0)
     return ((x_t - base_t) * total / steps).sum(dim=-1).double().numpy()
@@ -98,7 +89,7 @@ def network_grad_cam(adapter: Any, image: np.ndarray, label: int, *, node: int |
                          f"{adapter.network.nodes[keep].shape}")
     x = torch.as_tensor(image[None], dtype=module.dtype).requires_grad_(True)  # builds the graph
     out, features = module.forward_keeping(view_to_net(x, adapter.input_view), keep)
-    (grads,) = torch.autograd.grad(_label_output(out, label).sum(), features)
+    (grads,) = torch.autograd.grad(label_output(out, label).sum(), features)
     weights = grads.mean(dim=(2, 3))  # (1, C)
     cam = torch.relu(torch.einsum("bchw,bc->bhw", features, weights))[0].detach().double().numpy()
     return crop_and_resize(cam[:, :, None], max_box(cam.shape), size=image.shape[:2])[0, :, :, 0]
