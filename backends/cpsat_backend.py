@@ -145,7 +145,7 @@ class CpSatBackend(Backend):
         params.absolute_gap_limit = 0.0
         params.log_search_progress = bool(options.verbose)
         # OR-Tools 9.15's constraint-inclusion presolve proved a wrong optimum (27 for 26)
-        # on a 75-binary strict problem (tests/test_backend_cpsat.py); extras can re-enable it
+        # on a 75-binary strict problem (tests/backends/test_backend_cpsat.py); extras can re-enable it
         params.presolve_inclusion_work_limit = 0
         if options.time_limit is not None:
             params.max_time_in_seconds = float(options.time_limit)

@@ -1,13 +1,32 @@
-"""Small problems with known answers, shared by the backend tests."""
+"""Small problems with known answers and small random ReLU networks, shared by the tests."""
 
 from __future__ import annotations
 
+import itertools
 from fractions import Fraction
 
 import numpy as np
 
 from smug_opt import Problem, ProblemBuilder
 from smug_opt.testing import brute_force
+
+MLP_INPUTS = 16
+
+
+def random_mlp(seed: int, hidden: tuple[int, ...] = (8,), n_in: int = MLP_INPUTS, n_out: int = 3
+               ) -> list[tuple[np.ndarray, np.ndarray]]:
+    """A random dense ReLU network as ``[(W, b), ...]`` with ``W`` of shape (inputs, outputs)."""
+    rng = np.random.default_rng(seed)
+    sizes = [n_in, *hidden, n_out]
+    return [(rng.normal(size=(a, b)), rng.normal(scale=0.5, size=b)) for a, b in itertools.pairwise(sizes)]
+
+
+def random_input(seed: int, n_in: int = MLP_INPUTS) -> np.ndarray:
+    """A random input in [0.1, 1) with three pixels at zero (a zero pixel gets no mask variable)."""
+    rng = np.random.default_rng(1000 + seed)
+    x = rng.uniform(0.1, 1.0, size=n_in)
+    x[rng.choice(n_in, size=3, replace=False)] = 0.0
+    return x
 
 
 def exact_optimum(problem: Problem) -> Fraction | None:

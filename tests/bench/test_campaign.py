@@ -1,0 +1,58 @@
+"""The adversarial campaign (benchmarks/campaign): its families have exact answers, its
+judge catches wrong claims, and a small run finds no wrong answer."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from fractions import Fraction
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from smug_opt import Problem, Status, solve
+from smug_opt.testing import ExactOptimum, exact_optimum
+
+CAMPAIGN = Path(__file__).resolve().parents[2] / "benchmarks" / "campaign"
+sys.path.insert(0, str(CAMPAIGN))
+
+from families import FAMILIES  # noqa: E402
+from judge import judge  # noqa: E402
+
+
+@pytest.mark.parametrize("family", list(FAMILIES))
+def test_every_family_has_an_exact_answer(family: str) -> None:
+    for seed in range(3):
+        problem = FAMILIES[family](np.random.default_rng(seed))
+        assert isinstance(problem, Problem)
+        truth = exact_optimum(problem)
+        assert truth.value is None or isinstance(truth.value, Fraction)
+
+
+def test_judge_calls_a_wrong_claim_wrong_and_a_time_out_weak() -> None:
+    problem = Problem.from_arrays([[1.0, 1.0]], ">", 1.0)  # optimum 2
+    right = solve(problem, "highs", time_limit=10)
+    assert judge(problem, ExactOptimum(Fraction(2), True), right).kind == "right"
+    assert judge(problem, ExactOptimum(Fraction(3), True), right).kind == "wrong"  # below the "optimum"
+    assert judge(problem, ExactOptimum(None, False), right).kind == "wrong"  # a solution when infeasible
+    from dataclasses import replace
+
+    infeasible = replace(right, status=Status.INFEASIBLE, x=None, objective=None, bound=float("inf"))
+    assert "INFEASIBLE, optimum 2.0" in judge(problem, ExactOptimum(Fraction(2), True), infeasible).why
+    timed_out = replace(right, status=Status.NO_SOLUTION, x=None, objective=None, bound=None)
+    assert judge(problem, ExactOptimum(Fraction(2), True), timed_out).kind == "weak"
+    unattained = replace(right, proof="exact")
+    assert judge(problem, ExactOptimum(Fraction(2), False), unattained).kind == "wrong"
+
+
+@pytest.mark.slow
+def test_a_small_campaign_finds_no_wrong_answer(tmp_path: Path) -> None:
+    subprocess.run([sys.executable, str(CAMPAIGN / "campaign.py"), "--per-backend", "30",
+                    "--backends", "highs,z3", "--time-limit", "5", "--out", str(tmp_path)],
+                   check=True, capture_output=True, timeout=900)
+    records = [json.loads(line) for line in (tmp_path / "results.jsonl").read_text().splitlines()]
+    assert len(records) == 60
+    assert not [r for r in records if r["verdict"] == "wrong"]
+    assert "| **all** | highs | 30 | 0 |" in (tmp_path / "TABLE.md").read_text()

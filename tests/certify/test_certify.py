@@ -1,0 +1,168 @@
+"""certify=True: a floating-point solver's claim becomes exact (enumeration or z3 on the
+residual question), is corrected when it was wrong, or is downgraded when time runs out."""
+
+from __future__ import annotations
+
+import time
+from dataclasses import replace
+from fractions import Fraction
+from importlib.metadata import EntryPoint
+from typing import Any, ClassVar
+
+import numpy as np
+import pytest
+from scripted_backend import ScriptedBackend
+
+from smug_opt import Problem, RawResult, Status, registry, solve, verify
+from smug_opt.certify import ENUMERATION_BINARIES, certify
+from smug_opt.deadline import Deadline
+
+pytestmark = pytest.mark.skipif("z3" not in registry.available_backends(), reason="needs z3")
+
+
+class FalseInfeasible(ScriptedBackend):
+    """Says INFEASIBLE about everything."""
+
+    name: ClassVar[str] = "test-false-infeasible"
+
+    def answer(self, problem: Problem) -> RawResult:
+        return RawResult(Status.INFEASIBLE, solver_status="infeasible")
+
+
+class ProudOptimal(ScriptedBackend):
+    """Says all ones is OPTIMAL, with a bound to match."""
+
+    name: ClassVar[str] = "test-proud-optimal"
+
+    def answer(self, problem: Problem) -> RawResult:
+        x = np.ones(problem.num_vars)
+        value = float(problem.objective @ x)
+        return RawResult(Status.OPTIMAL, x, value, value, "optimal")
+
+
+@pytest.fixture
+def liars(monkeypatch: pytest.MonkeyPatch) -> None:
+    found = dict(registry._entry_points())
+    for cls in (FalseInfeasible, ProudOptimal):
+        found[cls.name] = EntryPoint(cls.name, f"{__name__}:{cls.__name__}", registry.ENTRY_POINT_GROUP)
+    registry.refresh()
+    monkeypatch.setattr(registry, "_entry_points", lambda: found)
+    yield
+    registry._load.cache_clear()
+
+
+def _wide(n: int = ENUMERATION_BINARIES + 6, seed: int = 0) -> tuple[Problem, float]:
+    """Too many binaries to enumerate; the optimum is known: weights of the first half
+    reaching the sum of its three largest, and one of the rest."""
+    rng = np.random.default_rng(seed)
+    A = np.zeros((2, n))
+    A[0, : n // 2] = rng.integers(1, 20, n // 2) / 4.0  # exact in binary
+    A[1, n // 2:] = 1.0
+    need = float(np.sort(A[0, : n // 2])[::-1][:3].sum())  # the three largest: optimum 3 + 1
+    return Problem.from_arrays(A, [">=", ">"], [need, 0.0]), 4.0
+
+
+SMALL = Problem.from_arrays([[1.0, 2.0, 0.5], [1.0, 1.0, 0.0]], [">", ">="], [1.0, 1.0])  # optimum 1
+
+
+def test_enumeration_corrects_a_wrong_infeasible(liars: None) -> None:
+    r = solve(SMALL, "test-false-infeasible", isolate=False, certify=True)
+    assert r.status is Status.OPTIMAL and r.objective == 1.0 and r.proof == "exact"
+    assert "claim was wrong" in r.message or "was not optimal" in r.message
+    assert verify(SMALL, r.x).ok
+
+
+def test_z3_proves_the_residual_question() -> None:
+    p, optimum = _wide()
+    p = replace(p, objective=np.full(p.num_vars, 1.1))  # no safe LP bound meets it exactly
+    plain = solve(p, "highs", time_limit=30)
+    assert plain.status is Status.OPTIMAL and plain.proof == "solver"
+    r = solve(p, "highs", time_limit=30, certify=True)
+    assert r.status is Status.OPTIMAL and r.proof == "exact"
+    assert verify(p, r.x).objective == 4 * Fraction(1.1) and r.objective == float(4 * Fraction(1.1))
+    assert "z3 (exact) proved no solution is better" in r.message
+    r = solve(_wide()[0], "highs", time_limit=30, certify=True)  # count of cells: the LP bound
+    assert r.objective == optimum and r.proof == "exact" and "the safe LP bound" in r.message
+
+
+def test_z3_corrects_a_wrong_optimal(liars: None) -> None:
+    p, optimum = _wide()
+    r = solve(p, "test-proud-optimal", isolate=False, time_limit=60, certify=True)
+    assert r.status is Status.OPTIMAL and r.objective == optimum and r.proof == "exact"
+    assert verify(p, r.x).ok
+
+
+def test_z3_certifies_infeasibility() -> None:
+    n = ENUMERATION_BINARIES + 6
+    p = Problem.from_arrays(np.ones((1, n)), ">", [float(n)])
+    r = solve(p, "highs", time_limit=30, certify=True)
+    assert r.status is Status.INFEASIBLE and r.proof == "exact" and "certified INFEASIBLE" in r.message
+
+
+@pytest.mark.parametrize(("status", "downgraded"), [(Status.OPTIMAL, Status.FEASIBLE),
+                                                    (Status.INFEASIBLE, Status.NO_SOLUTION)])
+def test_claims_are_downgraded_when_time_runs_out(status: Status, downgraded: Status) -> None:
+    p, _ = _wide()
+    result = solve(p, "highs", time_limit=30)
+    if status is Status.INFEASIBLE:
+        result = replace(result, status=Status.INFEASIBLE, x=None, objective=None, bound=float("inf"))
+    from smug_opt.backend import SolveOptions
+    from smug_opt.certify import exact_options
+    from smug_opt.strategies import SingleBackend, WorkerSettings
+
+    ask = SingleBackend(WorkerSettings(exact_options(SolveOptions()), isolate=True, grace=1.0,
+                                       memory_limit_mb=None))
+    r = certify(p, result, ask=ask, deadline=Deadline.after(-1.0))
+    assert r.status is downgraded and r.proof is None
+    assert "could not be certified" in r.message and "time limit" in r.message
+
+
+def test_certify_keeps_the_time_limit() -> None:
+    rng = np.random.default_rng(1)
+    A = rng.normal(size=(60, 60))
+    x = (rng.random(60) < 0.5).astype(float)
+    p = Problem.from_arrays(A, ">", A @ x - 0.5)
+    t = time.monotonic()
+    r = solve(p, "highs", time_limit=3.0, certify=True)
+    assert time.monotonic() - t < 3.0 + 1.0 + 1.5  # limit + grace + process hand-off
+    assert r.proof in (None, "exact")
+
+
+def test_cli_certify(tmp_path: Any, capfd: pytest.CaptureFixture[str]) -> None:
+    from smug_opt import save_problem
+    from smug_opt.cli import main
+
+    path = tmp_path / "p.smug"
+    save_problem(SMALL, path)
+    assert main(["solve", str(path), "--backend", "highs", "--certify", "--time-limit", "20"]) == 0
+    out = capfd.readouterr().out
+    assert "OPTIMAL" in out and "proof      optimality proven in exact arithmetic" in out
+
+
+def test_out_of_range_inputs_are_flagged_and_certified_by_default() -> None:
+    from smug_opt.numeric_range import numeric_issues
+
+    p = Problem.from_arrays([[1e-310, 1e-310]], [">="], [1.5e-310])  # R13: optimum 2
+    assert [i.kind for i in numeric_issues(p)] == ["subnormal", "subnormal"]
+    r = solve(p, "highs", time_limit=20)
+    assert r.status is Status.OPTIMAL and r.objective == 2.0 and r.proof == "exact"
+    assert r.numeric_issues and "float-faithful range" in r.message
+    # (R13's row is a cardinality row: its optimum is exact by construction even uncertified)
+    unequal = Problem.from_arrays([[1e-310, 2e-310, 1e-310]], [">="], [2.5e-310])  # optimum 2
+    assert solve(unequal, "highs", time_limit=20).proof == "exact"
+    assert solve(unequal, "highs", time_limit=20, certify=False).proof == "solver"
+    assert solve(p, "z3", time_limit=20).message == ""  # exact backends need no warning
+    costly = Problem.from_arrays([[1.0, 1.0]], ">=", [1.0], objective=[1e15 + 1, 1e15])  # R8
+    assert [i.kind for i in numeric_issues(costly)] == ["cost-scale"]
+    r = solve(costly, "mip-cbc", time_limit=20)
+    assert r.status is Status.OPTIMAL and r.objective == 1e15 and r.proof == "exact"
+
+
+def test_a_wide_row_is_flagged_only() -> None:
+    from smug_opt.numeric_range import numeric_issues
+
+    p = Problem.from_arrays([[1e9, 1.0, 1.0]], ">=", [2.0])
+    (issue,) = numeric_issues(p)
+    assert issue.kind == "row-range" and not issue.certify
+    r = solve(p, "highs", time_limit=20)
+    assert r.proof == "solver" and r.numeric_issues == (str(issue),)
