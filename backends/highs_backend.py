@@ -28,10 +28,11 @@ _INTEGRALITY_TOLERANCE = 1e-9
 
 
 def _stale_start(h: Any, costs: SolverObjective) -> bool:
-    """After ``setSolution`` (a start), HiGHS 1.16 was seen to hand back the start's
-    columns (``getSolution`` and the improving callback alike) with the objective of the
-    better optimum it had found (paper-scale first layer: objective 23, columns of the
-    start's 31). The columns then do not belong to the reported objective."""
+    """Whether the columns HiGHS hands back do not belong to its reported objective.
+
+    After ``setSolution`` (a start), HiGHS 1.16 can return the start's columns
+    (``getSolution`` and the improving callback alike) with the objective of a better
+    optimum it found (on a paper-scale first layer: objective 23, columns of the start's 31)."""
     info = h.getInfo()
     if info.primal_solution_status != 2:
         return False
@@ -161,8 +162,8 @@ class HighsBackend(Backend):
 class HighsLpSolver:
     """HiGHS as the core's bound-LP solver (:class:`smug_opt.backend.LpSolver`): one model,
     only the objective changes, each solve restarts from the last basis (no presolve).
-    Dual simplex: primal simplex was faster on 784-32-10 but stalled for minutes on one
-    784-64-64-10 LP; the time limit per LP is a guard (a miss keeps the bound it had)."""
+    Dual simplex, because primal simplex, though faster on 784-32-10, can stall for minutes
+    (on a 784-64-64-10 LP); the time limit per LP is a guard (a miss keeps the bound it had)."""
 
     def __init__(self) -> None:
         import highspy

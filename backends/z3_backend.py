@@ -41,9 +41,9 @@ needs no-good rounds on ties like 0.1 + 0.2 > 0.3)."""
 _LIMIT_REASONS = ("timeout", "canceled", "resource", "interrupted")
 
 _EXACT_DEFAULTS = {"maxsat_engine": "wmax"}
-"""Measured: on exact rationals from float data z3's default MaxSAT engine (maxres over its
-SAT core) timed out after 8 s on 10-20-input ReLU nets and 30-170-cell first-layer problems
-that ``wmax`` solved in 0.03-2 s; on the pb encoding the default maxres is the faster one."""
+"""``wmax`` for the exact encodings: z3's default MaxSAT engine (maxres) does not finish in 8 s
+on 10-20-input ReLU nets and 30-170-cell first layers in exact rationals that ``wmax`` solves
+in 0.03-2 s; the pb encoding keeps maxres, the faster engine there."""
 
 
 @dataclass(frozen=True)

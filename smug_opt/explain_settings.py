@@ -19,10 +19,10 @@ class ExplainSettings:
     """The arguments of :func:`smug_opt.explain` shared by every input of a batch.
 
     ``params``: the SMUG parameters (:meth:`for_model` fills in a model's own defaults).
-    ``method``, ``k``, ``gamma``, ``cell`` and ``steps`` as keywords are deprecated (they
-    were this class's fields): they still work for one release, on top of the paper's
-    defaults as before, with a :class:`DeprecationWarning`; so does a ``memory_limit`` in
-    ``solver_options`` (now the field ``memory_limit_mb``).
+    ``method``, ``k``, ``gamma``, ``cell`` and ``steps`` as keywords are deprecated in
+    favour of ``params``: for one release they still work, on top of the paper's defaults,
+    with a :class:`DeprecationWarning`; so does a ``memory_limit`` in ``solver_options``
+    (deprecated in favour of the field ``memory_limit_mb``).
     """
 
     params: SmugParameters = PAPER_PARAMETERS

@@ -123,7 +123,7 @@ def solve(
 
 
 def _renamed_memory_limit(memory_limit: float, memory_limit_mb: float | None) -> float:
-    """``solve(memory_limit=...)``, deprecated: the keyword is ``memory_limit_mb`` now."""
+    """``solve(memory_limit=...)``: a deprecated alias of ``memory_limit_mb``."""
     if memory_limit_mb is not None:
         raise ParameterError("memory_limit", "is memory_limit_mb's deprecated old name: give "
                                              "memory_limit_mb only")

@@ -39,8 +39,9 @@ LEVEL0_WIDENING = 1e-7
 big-M ReLU rows included, is widened outward by ``1e-7·(1 + ||a||_1)``, the solvers'
 primal feasibility tolerance: a binary assignment that meets a row exactly (a tie, or a
 ReLU at its bound) is then strictly inside the solver's model rather than on its
-tolerance edge, where HiGHS and CBC were seen to call feasible ties infeasible or cut
-off the optimum (issue 9, R1/R4/R14, campaign F2). Still a relaxation: the exact check
+tolerance edge, where HiGHS and CBC can call a feasible tie infeasible or cut off the
+optimum (cases R1, R4 and R14 of ``tests/wrong_claims.py``, F2 of ``benchmarks/campaign``).
+Still a relaxation: the exact check
 recomputes ReLU outputs from the binaries and decides every assignment returned."""
 
 

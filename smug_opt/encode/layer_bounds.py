@@ -48,8 +48,8 @@ masks took minutes): stopped early, it proves the sizes it finished."""
 FEWEST_WORK = 2e9
 """Multiply-adds that ``"crown"`` may spend on MLPs, when the masks up to the limit are too
 many, evaluating every mask of fewer cells to prove a minimum size (up to 2 of 174 cells of
-784-256-256-10 in about 0.3 s: a cardinality row of 3; measured: 1e11, up to 3 cells, took
-80-130 s per input and proved no greedy mask minimal)."""
+784-256-256-10 in about 0.3 s: a cardinality row of 3). A budget of 1e11, reaching 3
+cells, takes 80-130 s per input and proves no greedy mask minimal."""
 
 PRODUCT_MARGIN = 1e-9
 """Relative widening of propagated bounds (and of enumeration's error bounds) on general

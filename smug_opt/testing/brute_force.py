@@ -1,5 +1,5 @@
-"""Exact optima of small problems by enumeration: the conformance suite's and the
-campaign's ground truth."""
+"""Exact optima of small problems by enumeration: the ground truth of the conformance suite
+and of the adversarial campaign (``benchmarks/campaign``)."""
 
 from __future__ import annotations
 
