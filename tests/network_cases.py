@@ -1,4 +1,5 @@
-"""Small structured networks the network tests share: every graph operation once."""
+"""Small networks the tests share: a structured network with every graph operation once, a
+PyTorch CNN with every layer kind the readers cover, a tiny ONNX MLP."""
 
 from __future__ import annotations
 
@@ -90,3 +91,22 @@ def small_torch_cnn():
             return self.fc2(h)
 
     return SmallCNN()
+
+
+def tiny_onnx(seed: int, n_in: int = 5, hidden: int = 8, n_out: int = 3) -> bytes:
+    """An ONNX model (bytes): x (1, n_in) in [0, 1] → (x − mean)/std → Dense → ReLU → Dense
+    → scores, the normalisation in the graph."""
+    from onnx import TensorProto, helper, numpy_helper
+
+    rng = np.random.default_rng(seed)
+    arrays = {"mean": np.full((1, n_in), 0.5), "std": np.full((1, n_in), 0.25),
+              "w1": rng.normal(size=(n_in, hidden)), "b1": rng.normal(size=hidden) * 0.1,
+              "w2": rng.normal(size=(hidden, n_out)), "b2": rng.normal(size=n_out) * 0.1}
+    nodes = [helper.make_node("Sub", ["x", "mean"], ["c"]), helper.make_node("Div", ["c", "std"], ["n"]),
+             helper.make_node("Gemm", ["n", "w1", "b1"], ["h"]), helper.make_node("Relu", ["h"], ["r"]),
+             helper.make_node("Gemm", ["r", "w2", "b2"], ["out"])]
+    inputs = [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, n_in])]
+    graph = helper.make_graph(nodes, "tiny", inputs,
+                              [helper.make_tensor_value_info("out", TensorProto.FLOAT, [1, n_out])],
+                              [numpy_helper.from_array(v.astype(np.float32), k) for k, v in arrays.items()])
+    return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)]).SerializeToString()

@@ -1,5 +1,6 @@
-"""The built wheel holds every package of the source tree (a hand-written package list
-once left out ``smug_opt.strengthen``, and ``import smug_opt`` failed from a wheel)."""
+"""The built wheel holds every package of the source tree: pyproject.toml lists them by
+hand, and a package left out of the list makes ``import smug_opt`` fail from a wheel while
+every editable install still works."""
 
 from __future__ import annotations
 

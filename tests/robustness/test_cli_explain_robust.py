@@ -9,7 +9,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from test_robust_minimum import tiny_onnx
+from network_cases import tiny_onnx
 
 from smug_opt.cli import main
 from smug_opt.network.lower import lower

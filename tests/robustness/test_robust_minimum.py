@@ -11,7 +11,7 @@ import itertools
 import numpy as np
 import onnxruntime as ort
 import pytest
-from onnx import TensorProto, helper, numpy_helper
+from network_cases import tiny_onnx
 
 from smug_opt.network.lower import lower
 from smug_opt.robustness import RobustnessQuery, decide, explain_robust
@@ -21,22 +21,6 @@ from smug_opt.robustness.minimum import shrink_counterexample
 
 OTHER_BACKEND = "scip"
 IN_PROCESS = {"isolate": False}
-
-
-def tiny_onnx(seed: int, n_in: int = 5, hidden: int = 8, n_out: int = 3) -> bytes:
-    """x (1, n_in) in [0, 1] → (x − mean)/std → Dense → ReLU → Dense → scores."""
-    rng = np.random.default_rng(seed)
-    arrays = {"mean": np.full((1, n_in), 0.5), "std": np.full((1, n_in), 0.25),
-              "w1": rng.normal(size=(n_in, hidden)), "b1": rng.normal(size=hidden) * 0.1,
-              "w2": rng.normal(size=(hidden, n_out)), "b2": rng.normal(size=n_out) * 0.1}
-    nodes = [helper.make_node("Sub", ["x", "mean"], ["c"]), helper.make_node("Div", ["c", "std"], ["n"]),
-             helper.make_node("Gemm", ["n", "w1", "b1"], ["h"]), helper.make_node("Relu", ["h"], ["r"]),
-             helper.make_node("Gemm", ["r", "w2", "b2"], ["out"])]
-    inputs = [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, n_in])]
-    graph = helper.make_graph(nodes, "tiny", inputs,
-                              [helper.make_tensor_value_info("out", TensorProto.FLOAT, [1, n_out])],
-                              [numpy_helper.from_array(v.astype(np.float32), k) for k, v in arrays.items()])
-    return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)]).SerializeToString()
 
 
 def _robust(result, fixed: np.ndarray, backend: str = OTHER_BACKEND) -> str:
