@@ -12,6 +12,7 @@ value is 0 there (the paper's rule: 0 after normalisation).
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import cached_property
 from typing import Literal
 
 import numpy as np
@@ -74,6 +75,22 @@ class Preprocess:
         """Affine inputs ``(batch, len(index))`` of a batch of model inputs."""
         x_batch = np.asarray(x_batch, dtype=np.float64)
         return x_batch.reshape(x_batch.shape[0], -1)[:, self.index] * self.scale + self.shift
+
+    @cached_property
+    def _pull(self) -> sp.csr_matrix:
+        rows = np.arange(self.index.size)
+        size = int(self.index.max()) + 1 if self.index.size else 0
+        return sp.csr_matrix((self.scale * np.ones(self.index.size), (rows, self.index)),
+                             shape=(self.index.size, size))
+
+    def backward(self, g_affine: np.ndarray, size: int) -> np.ndarray:
+        """The gradient ``(batch, size)`` with respect to the model inputs of a function whose
+        gradient with respect to the affine inputs is ``g_affine`` (one sparse product;
+        repeated indices add up)."""
+        pulled = np.asarray(self._pull.T @ np.atleast_2d(g_affine).T).T
+        out = np.zeros((pulled.shape[0], size))
+        out[:, : pulled.shape[1]] = pulled
+        return out
 
 
 @dataclass(frozen=True, eq=False)

@@ -123,8 +123,7 @@ def attack(net: FlatNetwork, preprocess: Preprocess, lo: np.ndarray, hi: np.ndar
         if best_loss < until or step == steps:
             break
         g_affine = flat_gradient(net, values, g_scores)
-        g_model = np.zeros_like(x)
-        np.add.at(g_model, (slice(None), preprocess.index), g_affine * preprocess.scale)
+        g_model = preprocess.backward(g_affine, x.shape[1])
         size = 0.25 * width * (1.0 - step / steps) + 1e-3 * width
         x = np.clip(x - size * np.sign(g_model), lo, hi)
         if step == 0:  # the corner the first gradient points to, as one more restart

@@ -27,7 +27,7 @@ from smug_opt.deadline import Deadline
 from smug_opt.robustness.attack import attack, flat_gradient, unsafe_loss
 from smug_opt.robustness.query import RobustnessQuery
 
-__all__ = ["ANSWERS", "Verdict", "decide"]
+__all__ = ["ANSWERS", "Verdict", "decide", "one_blas_thread"]
 
 ANSWERS = ("unsat", "sat", "unknown")
 """VNN-COMP's words (since 2022): property holds, violated, not decided."""
@@ -75,7 +75,7 @@ def _confirm(query: RobustnessQuery, x: np.ndarray, references: Mapping[str, Ref
 
 
 @contextlib.contextmanager
-def _one_blas_thread() -> Iterator[None]:
+def one_blas_thread() -> Iterator[None]:
     """numpy's BLAS on one thread (with threadpoolctl, when installed): the bounds' and the
     attack's small products ran 9x slower with two BLAS threads on a loaded 2-core machine."""
     try:
@@ -101,10 +101,7 @@ def _nudges(query: RobustnessQuery, k: int, x: np.ndarray) -> list[np.ndarray]:
     values = query.net.forward(query.preprocess(x[None]))
     _, g_scores = unsafe_loss(values[-1], disjunct)
     g_affine = flat_gradient(query.net, values, g_scores)
-    g = np.zeros((1, x.size))
-    # numpy's stub types ufunc.at's indices as integer arrays only, not a tuple with a slice
-    np.add.at(g, (slice(None), query.preprocess.index),  # type: ignore[arg-type]
-              g_affine * query.preprocess.scale)
+    g = query.preprocess.backward(g_affine, x.size)
     width = query.hi - query.lo
     return [np.clip(x - step * width * np.sign(g[0]), query.lo, query.hi) for step in (1e-6, 1e-4, 1e-2)]
 
@@ -128,10 +125,9 @@ def decide(query: RobustnessQuery, *, time_limit: float = 60.0,
     def verdict(answer: str, **kw: Any) -> Verdict:
         return Verdict(answer, time.monotonic() - start, decided_by=tuple(decided), **kw)
 
-    with _one_blas_thread():
-        for k in range(len(query.disjuncts)):
-            if query.refuted(k):
-                decided[k] = "bounds"
+    with one_blas_thread():
+        for k in np.flatnonzero(query.refuted()):
+            decided[k] = "bounds"
         open_ = [k for k, how in enumerate(decided) if how == "open"]
         if not open_:
             return verdict("unsat", proof="exact")

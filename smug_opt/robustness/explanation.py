@@ -2,14 +2,16 @@
 while every other value moves anywhere within ε (L∞, clipped to the valid range).
 
 :func:`robust_explanation` frees values in order of increasing sensitivity, in batches
-with binary search on failure (as VeriX+ does), each step one robustness query
-(:func:`smug_opt.robustness.decide.decide`: bounds, attack, exact solve). Freeing more
-values only adds counterexamples, so a value whose freeing gave a confirmed counterexample
-is necessary in the final set: when every rejection was such a counterexample the set is
-subset-minimal (no value can be dropped). A query left ``unknown`` keeps its values fixed
-(the guarantee still holds; minimality is then not claimed for them), and so does every
-value not reached when the overall ``time_limit`` runs out. The confirmed counterexamples
-are kept: :mod:`smug_opt.robustness.minimum` starts its hitting sets from them.
+with binary search on failure (as VeriX+ does), cheapest evidence first: rigorous bounds
+alone free most values; a batched attack shows which of the rest are necessary; full
+robustness queries (:func:`smug_opt.robustness.decide.decide`: bounds, attack, exact
+solve) settle the others. Freeing more values only adds counterexamples, so a value
+whose freeing gave a confirmed counterexample is necessary in the final set: when every
+value left fixed has such a counterexample the set is subset-minimal (no value can be
+dropped). A query left ``unknown`` keeps its values fixed (the guarantee still holds;
+minimality is then not claimed for them), and so does every value not reached when the
+overall ``time_limit`` runs out. The confirmed counterexamples are kept:
+:mod:`smug_opt.robustness.minimum` starts its hitting sets from them.
 """
 
 from __future__ import annotations
@@ -24,11 +26,16 @@ import numpy as np
 from smug_opt.backend_choice import DEFAULT_BACKEND, BackendChoice
 from smug_opt.network.flat import FlatNetwork, Preprocess
 from smug_opt.robustness.attack import flat_gradient
-from smug_opt.robustness.decide import decide
+from smug_opt.robustness.decide import decide, one_blas_thread
+from smug_opt.robustness.necessity import necessary_by_attack
 from smug_opt.robustness.query import RobustnessQuery
 from smug_opt.vnnlib import Conjunct
 
 __all__ = ["RobustExplanation", "by_sensitivity", "label_changes", "robust_explanation"]
+
+ATTACK_STEPS = 50
+"""PGD steps of each full query's attack: the batched attack has already looked for the
+necessary single values."""
 
 
 @dataclass(frozen=True)
@@ -80,10 +87,16 @@ def robust_explanation(net: FlatNetwork, preprocess: Preprocess, x: np.ndarray, 
                        ) -> RobustExplanation:
     """The explanation of ``net``'s label on ``x`` (model input units, flat) at ``eps``.
 
-    ``query_time``: seconds per robustness query; ``batch``: values freed at once at first
-    (default: a sixteenth of the inputs); ``time_limit``: seconds for the whole traversal
-    (values not reached by then stay fixed, counted ``undecided``); ``solve_options`` go
-    to each query's :func:`smug_opt.solve`."""
+    Three passes, cheapest first: (1) in order of increasing sensitivity, chunks of
+    ``batch`` values (default: a sixteenth of the inputs) are freed where rigorous bounds
+    alone prove the label kept, halving a chunk they do not prove down to single values;
+    (2) a batched attack (:func:`~smug_opt.robustness.necessity.necessary_by_attack`) shows
+    which of the values left are necessary; (3) the others are freed in chunks by full
+    queries (bounds, attack, exact solve; ``query_time`` seconds each), halving on failure.
+
+    ``time_limit``: seconds for the whole traversal (values not reached by then stay fixed,
+    counted ``undecided``, as do values whose query ran out); ``solve_options`` go to each
+    query's :func:`smug_opt.solve`."""
     start = time.monotonic()
     deadline = None if time_limit is None else start + time_limit
     x = np.asarray(x, dtype=np.float64).reshape(-1)
@@ -99,26 +112,59 @@ def robust_explanation(net: FlatNetwork, preprocess: Preprocess, x: np.ndarray, 
     proofs: set[str] = set()
     counterexamples: list[np.ndarray] = []
 
+    def out_of_time() -> bool:
+        return deadline is not None and time.monotonic() >= deadline
+
+    def query_for(extra: np.ndarray) -> RobustnessQuery:
+        freed = free.copy()
+        freed[extra] = True
+        return RobustnessQuery(net, preprocess, np.where(freed, low, x), np.where(freed, high, x), region)
+
+    def bounds_free(chunk: np.ndarray, left: list[int]) -> None:
+        nonlocal queries
+        if out_of_time():
+            left.extend(chunk.tolist())
+            return
+        queries += 1
+        if query_for(chunk).refuted().all():
+            free[chunk] = True
+            proofs.add("exact")
+        elif chunk.size == 1:
+            left.append(int(chunk[0]))
+        else:
+            bounds_free(chunk[: chunk.size // 2], left)
+            bounds_free(chunk[chunk.size // 2:], left)
+
     def robust_with(extra: np.ndarray) -> str:
         nonlocal queries
         remaining = query_time if deadline is None else min(query_time, deadline - time.monotonic())
         if remaining <= 0:
             return "unknown"
         queries += 1
-        freed = free.copy()
-        freed[extra] = True
-        query = RobustnessQuery(net, preprocess, np.where(freed, low, x), np.where(freed, high, x), region)
-        verdict = decide(query, time_limit=remaining, backend=backend, solve_options=solve_options)
+        verdict = decide(query_for(extra), time_limit=remaining, backend=backend,
+                         solve_options=solve_options, attack_steps=ATTACK_STEPS)
         if verdict.answer == "unsat":
             proofs.add(verdict.proof or "solver")
         elif verdict.answer == "sat" and verdict.x is not None:
             counterexamples.append(verdict.x)
         return verdict.answer
 
+    def drop_necessary(chunk: np.ndarray) -> np.ndarray:
+        nonlocal necessary
+        shown = necessary_by_attack(net, preprocess, np.where(free, low, x), np.where(free, high, x),
+                                    low, high, chunk, region)
+        necessary += len(shown)
+        counterexamples.extend(shown.values())
+        return np.array([v for v in chunk if v not in shown], dtype=int)
+
     def try_free(chunk: np.ndarray) -> None:
         nonlocal necessary, undecided
-        if deadline is not None and time.monotonic() >= deadline:
+        if out_of_time():
             undecided += chunk.size
+            return
+        with one_blas_thread():
+            chunk = drop_necessary(chunk)
+        if not chunk.size:
             return
         answer = robust_with(chunk)
         if answer == "unsat":
@@ -132,9 +178,14 @@ def robust_explanation(net: FlatNetwork, preprocess: Preprocess, x: np.ndarray, 
             try_free(chunk[half:])
 
     batch = batch or max(1, x.size // 16)
-    order = by_sensitivity(net, preprocess, x, label, high - low)
-    for s in range(0, x.size, batch):
-        try_free(order[s:s + batch])
+    with one_blas_thread():
+        order = by_sensitivity(net, preprocess, x, label, high - low)
+        left: list[int] = []
+        for s in range(0, x.size, batch):
+            bounds_free(order[s:s + batch], left)
+    rest = np.array(left, dtype=int)
+    for s in range(0, rest.size, batch):
+        try_free(rest[s:s + batch])
     return RobustExplanation(fixed=~free, label=label, eps=float(eps),
                              proof="exact" if proofs <= {"exact"} else "solver",
                              necessary=necessary, undecided=undecided, queries=queries,
@@ -150,6 +201,5 @@ def by_sensitivity(net: FlatNetwork, preprocess: Preprocess, x: np.ndarray, labe
     grad_out[0, label] += 1.0
     grad_out[0, runner_up] -= 1.0
     g_affine = flat_gradient(net, values, grad_out)[0]
-    g = np.zeros(x.size)
-    np.add.at(g, preprocess.index, g_affine * preprocess.scale)
+    g = preprocess.backward(g_affine, x.size)[0]
     return np.argsort(np.abs(g) * width, kind="stable")

@@ -114,8 +114,7 @@ def _set_back(net: FlatNetwork, preprocess: Preprocess, x: np.ndarray, cx: np.nd
     grad_out = np.zeros((1, net.num_outputs))
     grad_out[0, label], grad_out[0, runner_up] = 1.0, -1.0
     g_affine = flat_gradient(net, values, grad_out)[0]
-    g = np.zeros(x.size)
-    np.add.at(g, preprocess.index, g_affine * preprocess.scale)
+    g = preprocess.backward(g_affine, x.size)[0]
     order = moved[np.argsort(np.abs(g[moved] * (cx[moved] - x[moved])), kind="stable")]
     chunk = max(1, order.size // 8)
     while chunk >= 1 and order.size:

@@ -103,11 +103,15 @@ class RobustnessQuery:
         """Rigorous bounds on every layer over the affine box (CROWN)."""
         return propagate(self.net, self.affine_box, method="crown")
 
-    def refuted(self, k: int) -> bool:
-        """Whether the bounds alone prove that no input reaches disjunct ``k``."""
-        d = self.disjuncts[k]
-        low, _ = self.bounds.linear(d.matrix, -d.rhs)
-        return bool(np.any(np.where(d.strict, low >= 0, low > 0)))
+    def refuted(self) -> np.ndarray:
+        """Per disjunct, whether the bounds alone prove that no input reaches it (every
+        disjunct's rows bounded in one back-substitution)."""
+        rows = np.vstack([d.matrix for d in self.disjuncts])
+        low, _ = self.bounds.linear(rows, -np.concatenate([d.rhs for d in self.disjuncts]))
+        strict = np.concatenate([d.strict for d in self.disjuncts])
+        row_refuted = np.where(strict, low >= 0, low > 0)
+        ends = np.cumsum([d.matrix.shape[0] for d in self.disjuncts])
+        return np.array([bool(np.any(part)) for part in np.split(row_refuted, ends[:-1])])
 
     @cached_property
     def _encoding(self) -> tuple[Problem, NetworkEncoding, np.ndarray]:
