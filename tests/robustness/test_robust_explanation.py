@@ -43,7 +43,7 @@ def test_preprocess_backward_is_the_chain_rule_with_repeated_indices():
     pre = Preprocess(np.array([2, 0, 2, 1]), np.array([0.5, 2.0, -1.0, 3.0]), np.zeros(4))
     g_affine = np.array([[1.0, 2.0, 3.0, 4.0], [0.0, 1.0, 0.0, -1.0]])
     expected = np.zeros((2, 5))
-    for j, (i, s) in enumerate(zip(pre.index, pre.scale)):
+    for j, (i, s) in enumerate(zip(pre.index, pre.scale, strict=True)):
         expected[:, i] += g_affine[:, j] * s
     assert np.allclose(pre.backward(g_affine, 5), expected)
 
