@@ -5,11 +5,10 @@ Each layer's float64 values carry a bound ``eps`` on their distance to the exact
 of the problem's network: a linear layer adds its sums' rounding
 (:func:`~smug_opt.exact.dot_error_bound`) to ``|W|·eps``; ReLU, clip and max pooling do
 not enlarge it (they are 1-Lipschitz); leaky ReLU and residual sums add their own
-rounding. The problem's coefficients for layers after the first are sums and products of
-the network's floats (residual sums of coefficients, ``α·W``), which differ from them by
-a few units in the last place: :data:`~smug_opt.encode.layer_bounds.PRODUCT_MARGIN` of
-the magnitudes covers that. A mask is ruled out only when its output rows fail by more
-than all of it.
+rounding. The problem's output rows lie within a given deviation of the network's exact
+ones (its coefficients are float64 sums and products of the network's:
+:attr:`~smug_opt.encode.network_milp.NetworkEncoding.row_deviation`). A mask is ruled out
+only when its output rows fail by more than all of it.
 """
 
 from __future__ import annotations
@@ -20,6 +19,7 @@ import time
 import numpy as np
 import scipy.sparse as sp
 
+from smug_opt.bounds.rounding import ACCUMULATED
 from smug_opt.encode.enumeration import batched_combinations, mask_count
 from smug_opt.encode.masked import MaskedNetwork
 from smug_opt.exact import UNIT_ROUNDOFF, dot_error_bound
@@ -27,12 +27,13 @@ from smug_opt.exact import UNIT_ROUNDOFF, dot_error_bound
 __all__ = ["fewest_cells"]
 
 
-def fewest_cells(network: MaskedNetwork, below: int, max_masks: int, margin: float,
+def fewest_cells(network: MaskedNetwork, below: int, max_masks: int, row_deviation: np.ndarray,
                  seconds: float = math.inf) -> int:
     """A proven lower bound on the cells of any mask the problem accepts: the masks of
     ``0, 1, …, j`` cells are evaluated, ``j < below`` the largest size whose masks number at
     most ``max_masks`` in all; the fewest cells of a mask that may be accepted, else
-    ``j + 1`` (0 when nothing fits). When ``seconds`` run out during size ``k``, the sizes
+    ``j + 1`` (0 when nothing fits). ``row_deviation``: per output row, how far the problem's
+    slack may lie from the network's. When ``seconds`` run out during size ``k``, the sizes
     below ``k`` were all evaluated: ``k``."""
     n = network.num_cells
     j = min(below - 1, n)
@@ -46,19 +47,19 @@ def fewest_cells(network: MaskedNetwork, below: int, max_masks: int, margin: flo
                 return k
             masks = np.zeros((idx.shape[0], n))
             np.put_along_axis(masks, idx, 1.0, axis=1)
-            if _may_accept(network, masks, margin).any():
+            if _may_accept(network, masks, row_deviation).any():
                 return k
     return max(j + 1, 0)
 
 
-def _may_accept(network: MaskedNetwork, masks: np.ndarray, margin: float) -> np.ndarray:
+def _may_accept(network: MaskedNetwork, masks: np.ndarray, row_deviation: np.ndarray) -> np.ndarray:
     """Whether each mask may satisfy the output rows, given its values' error bounds."""
     values, errors = _values_and_errors(network, masks)
     scores, eps = values[-1], errors[-1]
     D = network.out_rows
     magnitude = np.abs(scores) @ np.abs(D).T + np.abs(network.out_rhs)
     slack = scores @ D.T - network.out_rhs
-    bound = eps @ np.abs(D).T + dot_error_bound(D.shape[1], magnitude) + margin * (1.0 + magnitude)
+    bound = (eps @ np.abs(D).T + dot_error_bound(D.shape[1], magnitude) + row_deviation) * ACCUMULATED
     return np.all(slack >= -bound, axis=1)
 
 

@@ -19,7 +19,13 @@ from typing import Any
 import numpy as np
 
 from smug_opt.encode.enumeration import MAX_ENUMERATED_MASKS
-from smug_opt.encode.layer_bounds import BOUND_METHODS, DEFAULT_BOUNDS, LayerBounds, layer_bounds
+from smug_opt.encode.layer_bounds import (
+    BOUND_METHODS,
+    DEFAULT_BOUNDS,
+    LayerBounds,
+    layer_bounds,
+    minimum_size,
+)
 from smug_opt.encode.masked import MaskedNetwork, flat_digest, flat_mlp
 from smug_opt.encode.masks import fewer_cells, greedy_mask
 from smug_opt.encode.network_milp import NetworkEncoding, encode_network
@@ -29,12 +35,13 @@ from smug_opt.models.grid import regular_grid
 from smug_opt.network.flat import FlatNetwork, Preprocess
 from smug_opt.verification import verify
 
-ENCODING_VERSION = 5
+ENCODING_VERSION = 6
 """Bumped whenever :func:`full_network` builds other problems from the same inputs (2:
 masks of fewer cells than the greedy one tried, ``min_cells`` from the affordable sizes;
 3: one encoder over flat networks, layer values as expressions over the variables;
 4: propagated bounds on the network on its cells, proven minimum sizes on any network;
-5: crown proves minimum sizes on MLPs too, the searches over small masks have time budgets);
+5: crown proves minimum sizes on MLPs too, the searches over small masks have time budgets;
+6: bounds widened by the coefficients' proven rounding instead of a relative margin);
 cached suites of its problems carry it in their version, so they are rebuilt."""
 
 ENUMERATION_WORK = 5e10
@@ -158,6 +165,8 @@ def _build(network: MaskedNetwork, bounds: str, limit: int | None, strengthen: b
     lb = layer_bounds(network, bounds, max_ones=limit)
     encoding = encode_network(builder, network, lb, declare=lb.declared, strengthen=strengthen,
                               max_ones=limit)
+    assert encoding.row_deviation is not None  # encode_network states its output rows
+    lb = minimum_size(network, lb, limit, encoding.row_deviation)
     if lb.min_ones > 0 and lb.declared:  # enumeration proved smaller masks fail
         builder.add_constraints(np.ones((1, n)), binaries, ">=", float(lb.min_ones))
     return builder, lb, encoding

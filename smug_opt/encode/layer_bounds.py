@@ -17,13 +17,16 @@ over the methods that compute them.
 
 On MLPs the methods are :func:`smug_opt.encode.bounds.network_bounds`'s. Every bound is
 rigorous (outward-rounded); ``lo``/``hi`` hold for every mask that satisfies the problem
-(its output rows and mask-size limit), ``global_lo``/``global_hi`` for every mask.
+(its output rows and mask-size limit), ``global_lo``/``global_hi`` for every mask. On other
+networks the bounds are the network's on its cells (:func:`smug_opt.bounds.cells.on_cells`),
+which the encoder widens by its coefficients' rounding, and the proven minimum mask size
+comes after the encoding (:func:`minimum_size`), from the problem's own output rows.
 """
 
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 import numpy as np
 
@@ -31,7 +34,7 @@ from smug_opt.encode.bounds import network_bounds
 from smug_opt.encode.enumeration import MAX_ENUMERATED_MASKS, enumerated_bounds, fewest_ones, mask_count
 from smug_opt.encode.masked import MaskedNetwork, mlp_form
 
-__all__ = ["BOUND_METHODS", "DEFAULT_BOUNDS", "LayerBounds", "layer_bounds"]
+__all__ = ["BOUND_METHODS", "DEFAULT_BOUNDS", "LayerBounds", "layer_bounds", "minimum_size"]
 
 BOUND_METHODS = ("crown", "crown+lp", "lp", "interval", "none")
 DEFAULT_BOUNDS = "crown"
@@ -50,13 +53,6 @@ FEWEST_WORK = 2e9
 many, evaluating every mask of fewer cells to prove a minimum size (up to 2 of 174 cells of
 784-256-256-10 in about 0.3 s: a cardinality row of 3). A budget of 1e11, reaching 3
 cells, takes 80-130 s per input and proves no greedy mask minimal."""
-
-PRODUCT_MARGIN = 1e-9
-"""Relative widening of propagated bounds (and of enumeration's error bounds) on general
-networks: they hold for the network on its cells (the problem's own first-layer
-coefficients, :func:`smug_opt.bounds.cells.on_cells`); the problem's later coefficients are
-float64 sums and products of the network's (residual sums, ``α·W``, clip's shifts), which
-differ by a few units in the last place."""
 
 
 @dataclass(frozen=True, eq=False)
@@ -133,22 +129,33 @@ def _mask_work(A1: np.ndarray, hidden: list[tuple[np.ndarray, np.ndarray]], max_
 
 
 def _propagated(network: MaskedNetwork, method: str, max_ones: int | None) -> LayerBounds:
-    """Linear bound propagation over the masks, every layer, widened by
-    :data:`PRODUCT_MARGIN`."""
+    """Linear bound propagation over the masks, every layer, on the network on its cells."""
     from smug_opt.bounds import propagate
     from smug_opt.bounds.cells import cell_domain, on_cells
-    from smug_opt.encode.flat_enumeration import fewest_cells
 
     start = time.perf_counter()
     found = propagate(on_cells(network.net, network.inputs), cell_domain(network.num_cells, max_ones),
                       method="crown")
-    lo, hi = {}, {}
-    for k in range(1, len(found.lo)):
-        margin = PRODUCT_MARGIN * (1.0 + np.abs(found.lo[k]) + np.abs(found.hi[k]))
-        lo[k], hi[k] = found.lo[k] - margin, found.hi[k] + margin
-    min_ones = 0
-    if max_ones is not None:  # every smaller mask that fits evaluated, with error bounds
-        cap = min(MAX_ENUMERATED_MASKS, network.affordable_masks(ENUMERATION_WORK))
-        min_ones = fewest_cells(network, max_ones, cap, PRODUCT_MARGIN, seconds=ENUMERATION_SECONDS)
-    return LayerBounds(method, lo, hi, min_ones=min_ones, seconds=time.perf_counter() - start,
-                       source="crown" + (f", sizes below {min_ones} ruled out" if min_ones else ""))
+    lo = {k: found.lo[k] for k in range(1, len(found.lo))}
+    hi = {k: found.hi[k] for k in range(1, len(found.hi))}
+    return LayerBounds(method, lo, hi, seconds=time.perf_counter() - start, source="crown")
+
+
+def minimum_size(network: MaskedNetwork, bounds: LayerBounds, max_ones: int | None,
+                 row_deviation: np.ndarray) -> LayerBounds:
+    """``bounds`` with a proven minimum mask size on a network that is not a plain MLP (whose
+    bounds prove it themselves): every mask of fewer than ``max_ones`` cells that fits the
+    budgets evaluated with error bounds, against the problem's output rows, which lie within
+    ``row_deviation`` of the network's (:attr:`NetworkEncoding.row_deviation
+    <smug_opt.encode.network_milp.NetworkEncoding.row_deviation>`)."""
+    from smug_opt.encode.flat_enumeration import fewest_cells
+
+    if max_ones is None or bounds.method in ("none", "interval") or mlp_form(network.net) is not None:
+        return bounds
+    start = time.perf_counter()
+    cap = min(MAX_ENUMERATED_MASKS, network.affordable_masks(ENUMERATION_WORK))
+    min_ones = fewest_cells(network, max_ones, cap, row_deviation, seconds=ENUMERATION_SECONDS)
+    if not min_ones:
+        return bounds
+    return replace(bounds, min_ones=min_ones, seconds=bounds.seconds + time.perf_counter() - start,
+                   source=f"{bounds.source}, sizes below {min_ones} ruled out")

@@ -11,6 +11,13 @@ survivor taken as it is). Every continuous variable is a ReLU output, so the bin
 determine everything and exact verification recomputes it. Bounds on each value are interval arithmetic over
 the variables' boxes (widened past float64 rounding, the mask-size limit counted on the
 binaries), intersected with the bounds given per layer (:mod:`smug_opt.encode.layer_bounds`).
+
+The given bounds are about the network whose linear layers that read the input have the
+matrices ``matrix @ inputs.coef`` as float64 computes them (what
+:func:`smug_opt.bounds.cells.on_cells` builds; an identity input: the network itself).
+Later coefficients are float64 products and sums too, so each layer's expression carries a
+rigorous bound on its distance to the network's exact values
+(:mod:`smug_opt.encode.deviation`), by which the given bounds are widened.
 """
 
 from __future__ import annotations
@@ -21,9 +28,17 @@ from typing import Any
 import numpy as np
 import scipy.sparse as sp
 
+from smug_opt.bounds.rounding import ACCUMULATED, up
+from smug_opt.encode.deviation import (
+    carried,
+    constant_shift_deviation,
+    product_deviation,
+    sum_deviation,
+    widen,
+)
 from smug_opt.encode.layer_bounds import LayerBounds
 from smug_opt.encode.masked import MaskedNetwork
-from smug_opt.exact import dot_error_bound
+from smug_opt.exact import TINY, dot_error_bound
 from smug_opt.ir import ProblemBuilder
 from smug_opt.network.flat import FlatNetwork
 
@@ -32,10 +47,18 @@ __all__ = ["Expression", "NetworkEncoding", "encode_layers", "encode_network"]
 
 @dataclass(frozen=True, eq=False)
 class Expression:
-    """Values ``coef @ x[:width] + const`` of a layer, one row per value."""
+    """Values ``coef @ x[:width] + const`` of a layer, one row per value; ``deviation``
+    bounds, per row, how far they may lie from the network's exact values of that layer
+    (the float64 rounding of the coefficients, :mod:`smug_opt.encode.deviation`; None: 0)."""
 
     coef: sp.csr_matrix
     const: np.ndarray
+    deviation: np.ndarray | None = None
+
+    @property
+    def off(self) -> np.ndarray:
+        """:attr:`deviation` as an array (zeros for None)."""
+        return np.zeros(self.const.size) if self.deviation is None else self.deviation
 
     def widened(self, width: int) -> sp.csr_matrix:
         coef = self.coef.copy()
@@ -51,6 +74,9 @@ class NetworkEncoding:
     scores: Expression
     neurons: list[dict[str, Any]] = field(default_factory=list)
     maxpools: list[dict[str, Any]] = field(default_factory=list)
+    row_deviation: np.ndarray | None = None
+    """Per output row (:func:`encode_network`), a bound on how far its slack may lie from
+    the network's exact ``out_rows·scores − out_rhs``."""
 
 
 class _Encoder:
@@ -70,6 +96,18 @@ class _Encoder:
         self.lb.append(np.asarray(lb, dtype=np.float64))
         self.ub.append(np.asarray(ub, dtype=np.float64))
         return idx
+
+    def _reach(self, width: int) -> np.ndarray:
+        """``max(|lb|, |ub|)`` of the first ``width`` variables."""
+        return np.maximum(np.abs(np.concatenate(self.lb)[:width]), np.abs(np.concatenate(self.ub)[:width]))
+
+    def deviation_of_rows(self, rows: np.ndarray, rhs: np.ndarray, expr: Expression) -> np.ndarray:
+        """Per row of ``rows·expr >= rhs`` as the problem states it (``rows @ coef`` and
+        ``rhs − rows @ const`` in float64), a bound on its slack's distance to the network's."""
+        reach = self._reach(expr.coef.shape[1])
+        local = product_deviation(sp.csr_matrix(rows), expr.coef, reach, expr.const, rhs)
+        through = carried(sp.csr_matrix(rows), expr.deviation)
+        return local if through is None else local + through
 
     def _interval(self, expr: Expression, *, cardinality: bool) -> tuple[np.ndarray, np.ndarray]:
         """Rigorous bounds on each value of ``expr`` over the variables' boxes (and, with
@@ -120,6 +158,8 @@ class _Encoder:
                 continue
             low = np.nextafter(given_lo[index] - shift, -np.inf) if shift else given_lo[index]
             high = np.nextafter(given_hi[index] - shift, np.inf) if shift else given_hi[index]
+            if expr.deviation is not None:  # the network's bounds, for the problem's values
+                low, high = widen(low, high, expr.deviation)
             if which == "global":
                 g_lo, g_hi = np.maximum(g_lo, low), np.minimum(g_hi, high)
             else:
@@ -135,14 +175,16 @@ class _Encoder:
             src = values[layer.inputs[0]]
             if layer.kind == "linear":
                 out = Expression(sp.csr_matrix(layer.matrix @ src.coef),
-                                 layer.matrix @ src.const + layer.bias)
+                                 layer.matrix @ src.const + layer.bias,
+                                 None if layer.inputs[0] == 0 else self._linear_deviation(layer.affine, src))
             elif layer.kind == "relu":
                 out = self._relu(layer.inputs[0], src, str(index))
             elif layer.kind == "leaky_relu":
                 rect = self._relu(layer.inputs[0], src, str(index))
                 alpha = float(layer.alpha)
                 out = Expression(sp.csr_matrix(alpha * src.widened(rect.coef.shape[1])
-                                               + (1.0 - alpha) * rect.coef), alpha * src.const)
+                                               + (1.0 - alpha) * rect.coef), alpha * src.const,
+                                 self._leaky_deviation(alpha, src, rect))
             elif layer.kind == "clip":
                 out = self._clip(layer.inputs[0], src, float(layer.lo), float(layer.hi), index)
             elif layer.kind == "maxpool":
@@ -150,8 +192,10 @@ class _Encoder:
             elif layer.kind == "add":
                 other = values[layer.inputs[1]]
                 width = max(src.coef.shape[1], other.coef.shape[1])
+                local = sum_deviation(src.widened(width), other.widened(width), src.const, other.const,
+                                      self._reach(width))
                 out = Expression(sp.csr_matrix(src.widened(width) + other.widened(width)),
-                                 src.const + other.const)
+                                 src.const + other.const, _nonzero(src.off + other.off + local))
             else:
                 raise ValueError(f"the encoder has no rule for flat layer {index} of kind {layer.kind!r}")
             values.append(out)
@@ -162,7 +206,8 @@ class _Encoder:
         """``relu(src − shift)`` as an expression over new ReLU outputs (dead neurons: 0);
         ``src`` holds the values of layer ``index``, whose given bounds apply."""
         if shift:
-            src = Expression(src.coef, src.const - shift)
+            src = Expression(src.coef, src.const - shift,
+                             _nonzero(src.off + constant_shift_deviation(src.const, shift)))
         lo, hi, _, g_hi = self._layer_bounds(index, src, shift)
         dead, active = hi <= 0, lo >= 0
         kept = ~dead if self.declare else np.ones(lo.size, dtype=bool)
@@ -182,7 +227,7 @@ class _Encoder:
             "unstable": int((~dead & ~active).sum()), "kept": np.flatnonzero(kept).tolist()})
         rows = np.flatnonzero(kept)
         unit = sp.csr_matrix((np.ones(rows.size), (rows, out)), shape=(lo.size, self.builder.num_vars))
-        return Expression(unit, np.zeros(lo.size))
+        return Expression(unit, np.zeros(lo.size), src.deviation)  # a ReLU is 1-Lipschitz
 
     def _upper_cuts(self, outputs: np.ndarray, coef: sp.csr_matrix, const: np.ndarray) -> None:
         """Rows ``h_j − Σ_i max(0, w_ij)·v_i <= max(0, b_j)`` for ReLUs whose inputs are all
@@ -206,17 +251,20 @@ class _Encoder:
         """``lo + relu(v − lo) − relu(v − hi)`` (one part when a side is infinite)."""
         parts: list[tuple[float, Expression]] = []
         base = np.zeros(src.const.size)
+        deviation = src.off.copy()  # clip is 1-Lipschitz; each shifted constant may round
         if np.isfinite(lo):
             parts.append((1.0, self._relu(index, src, f"{layer}.lo", shift=lo)))
             base += lo
+            deviation += constant_shift_deviation(src.const, lo)
         else:
             parts.append((1.0, src))
         if np.isfinite(hi):
             parts.append((-1.0, self._relu(index, src, f"{layer}.hi", shift=hi)))
+            deviation += constant_shift_deviation(src.const, hi)
         width = self.builder.num_vars
-        coef = sum(sign * part.widened(width) for sign, part in parts)
-        const = base + sum(sign * part.const for sign, part in parts)
-        return Expression(sp.csr_matrix(coef), const)
+        coef = sum(sign * part.widened(width) for sign, part in parts)  # distinct variables: exact
+        const = base + sum(sign * part.const for sign, part in parts)  # one nonzero term: exact
+        return Expression(sp.csr_matrix(coef), const, _nonzero(deviation))
 
     def _maxpool(self, index: int, src: Expression, windows: np.ndarray, layer: int) -> Expression:
         """The exact max of each window as a chain ``m ← m + relu(v_k − m)``, starting from
@@ -233,6 +281,8 @@ class _Encoder:
             survivors.append([int(best), *rest[np.argsort(-hi[rest], kind="stable")].tolist()])
         n_out = windows.shape[0]
         firsts = np.array([w[0] for w in survivors])
+        padded = np.concatenate([src.off, [0.0]])  # the max is 1-Lipschitz in each input
+        deviation = padded[windows].max(axis=1)
         current = Expression(src.coef[firsts], src.const[firsts])
         stats = {"flat_layer": layer, "n": n_out, "identity": sum(len(w) == 1 for w in survivors),
                  "inputs": sum(len(w) for w in survivors)}
@@ -244,12 +294,39 @@ class _Encoder:
                                    shape=(rows.size, n_out))
             diff = Expression(sp.csr_matrix(src.widened(width)[picked] - gather @ current.widened(width)),
                               src.const[picked] - current.const[rows])
+            # each step is max(m, v) up to its difference's rounding, which adds up along the chain
+            deviation[rows] += sum_deviation(src.widened(width)[picked], -(gather @ current.widened(width)),
+                                             src.const[picked], -current.const[rows], self._reach(width))
             step_relu = self._relu(-1, diff, f"{layer}.max{step}")
             width = self.builder.num_vars
             current = Expression(sp.csr_matrix(current.widened(width) + gather.T @ step_relu.widened(width)),
                                  current.const)
         self.result.maxpools.append(stats)
-        return current
+        return Expression(current.coef, current.const, _nonzero(deviation))
+
+    def _linear_deviation(self, affine: tuple[sp.csr_matrix, np.ndarray], src: Expression
+                          ) -> np.ndarray | None:
+        """The deviation of ``matrix @ src + bias``: its own rounding and ``src``'s, carried."""
+        matrix, bias = affine
+        local = product_deviation(matrix, src.coef, self._reach(src.coef.shape[1]), src.const, bias)
+        through = carried(matrix, src.deviation)
+        return _nonzero(local if through is None else local + through)
+
+    def _leaky_deviation(self, alpha: float, src: Expression, rect: Expression) -> np.ndarray | None:
+        """The deviation of ``α·src + (1−α)·relu(src)``: leaky ReLU is max(1, |α|)-Lipschitz;
+        the products ``α·coef``, ``α·const`` and ``(1−α)`` each round once."""
+        width = rect.coef.shape[1]
+        reach = self._reach(width)
+        magnitude = (abs(alpha) * (abs(src.coef) @ reach[:src.coef.shape[1]] + np.abs(src.const))
+                     + abs(1.0 - alpha) * (abs(rect.coef) @ reach))
+        local = dot_error_bound(1, magnitude) + TINY * float(reach.sum())
+        return _nonzero(up(max(1.0, abs(alpha)) * src.off, ops=2) + local)
+
+
+def _nonzero(deviation: np.ndarray) -> np.ndarray | None:
+    """A deviation total (sums of fewer than 2**20 nonnegative float64 terms) raised past
+    its own rounding, or None when it is 0 everywhere."""
+    return deviation * ACCUMULATED if np.any(deviation) else None
 
 
 def encode_layers(builder: ProblemBuilder, net: FlatNetwork, inputs: Expression, lb: np.ndarray,
@@ -274,10 +351,12 @@ def encode_network(builder: ProblemBuilder, network: MaskedNetwork, bounds: Laye
     ``max_ones``: the mask-size limit the problem imposes, counted in the bounds."""
     n = builder.num_vars
     inputs = Expression(network.inputs.tocsr(), np.zeros(network.net.num_inputs))
-    result = _Encoder(builder, network.net, inputs, np.zeros(n), np.ones(n), bounds, declare=declare,
-                      strengthen=strengthen, max_ones=max_ones, n_cells=network.num_cells).run()
+    encoder = _Encoder(builder, network.net, inputs, np.zeros(n), np.ones(n), bounds, declare=declare,
+                       strengthen=strengthen, max_ones=max_ones, n_cells=network.num_cells)
+    result = encoder.run()
     scores = result.scores
     rows = sp.csr_matrix(network.out_rows) @ scores.coef
     rhs = network.out_rhs - network.out_rows @ scores.const
     builder.add_constraints(rows, np.arange(rows.shape[1]), ">", rhs)
+    result.row_deviation = encoder.deviation_of_rows(network.out_rows, network.out_rhs, scores)
     return result

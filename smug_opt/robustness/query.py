@@ -22,7 +22,8 @@ import scipy.sparse as sp
 
 from smug_opt.bounds.domain import Box
 from smug_opt.bounds.propagation import FlatBounds, propagate
-from smug_opt.encode.layer_bounds import PRODUCT_MARGIN, LayerBounds
+from smug_opt.bounds.rounding import ACCUMULATED, up
+from smug_opt.encode.layer_bounds import LayerBounds
 from smug_opt.encode.network_milp import Expression, NetworkEncoding, encode_layers
 from smug_opt.exact import dot_error_bound
 from smug_opt.ir import Problem, ProblemBuilder
@@ -121,11 +122,6 @@ class RobustnessQuery:
         inputs = builder.add_continuous(box.size, box.lo, box.hi)
         fb = self.bounds
         given = {k: (fb.lo[k], fb.hi[k]) for k in range(1, len(fb.lo))}
-        if any(layer.kind in ("leaky_relu", "clip") for layer in self.net.layers):
-            # the encoding's coefficients are then float64 products (α·W, shifted constants):
-            # widen as the encoder does for its own products
-            margins = {k: PRODUCT_MARGIN * (1.0 + np.abs(lo) + np.abs(hi)) for k, (lo, hi) in given.items()}
-            given = {k: (lo - margins[k], hi + margins[k]) for k, (lo, hi) in given.items()}
         layer_bounds = LayerBounds("crown", lo={k: v[0] for k, v in given.items()},
                                    hi={k: v[1] for k, v in given.items()},
                                    global_lo={k: v[0] for k, v in given.items()},
@@ -152,7 +148,7 @@ class RobustnessQuery:
         rows = sp.csr_matrix(d.matrix) @ coef
         rhs = d.rhs - d.matrix @ scores.const
         single = np.count_nonzero(d.matrix, axis=1) == 1
-        exact = bool(np.all(single & (np.abs(d.matrix).max(axis=1) == 1.0)))
+        exact = bool(np.all(single & (np.abs(d.matrix).max(axis=1) == 1.0))) and scores.deviation is None
         if exact:
             senses = np.where(d.strict, "<", "<=").tolist()
         else:
@@ -160,6 +156,8 @@ class RobustnessQuery:
             magnitude = np.abs(d.matrix) @ (abs(coef) @ reach + np.abs(scores.const)) + np.abs(d.rhs)
             terms = np.count_nonzero(d.matrix, axis=1) + 1
             rhs = rhs + 2.0 * dot_error_bound(terms, magnitude)  # D's and rhs's rounding, outward
+            if scores.deviation is not None:  # the problem's scores lie within it of the network's
+                rhs = up(rhs + np.abs(d.matrix) @ scores.deviation * ACCUMULATED)
             senses = "<"
         return base.with_constraints(rows, senses, rhs).with_metadata(disjunct=k, rows_exact=exact)
 
