@@ -117,9 +117,13 @@ def _how(record: dict) -> str:
         by = set(record.get("decided_by", []))
         if by == {"bounds"}:
             return "unsat by bounds alone"
+        if by <= {"bounds", "bab"}:
+            return "unsat by bounds and branch and bound"
         return f"unsat with solves (proof {record.get('proof')})"
     if record["answer"] == "sat":
-        return "sat by the attack" if "attack" in record.get("decided_by", []) else "sat by a solve"
+        by = record.get("decided_by", [])
+        return ("sat by the attack" if "attack" in by else
+                "sat by branch and bound" if "bab" in by else "sat by a solve")
     return record["answer"]
 
 

@@ -3,7 +3,10 @@
 
 In order: rigorous bounds refute the disjuncts they can (no solver: a proof in exact
 terms, the bounds being outward-rounded); a PGD attack looks for a counterexample in the
-others; each disjunct still open is solved as a :class:`~smug_opt.ir.Problem` through
+others, then one attack per open disjunct; on a fully connected ReLU network, branch and
+bound with α/β-CROWN bounds (:mod:`smug_opt.robustness.bab`, rigorous too: ``"bab"``)
+decides the disjuncts it can in the time left; each disjunct still open is solved as a
+:class:`~smug_opt.ir.Problem` through
 :func:`smug_opt.solve` (so backends, races and exact verification apply), and an
 INFEASIBLE answer refutes it with that solve's ``proof``. A counterexample, whoever found
 it, is confirmed before ``sat`` is said: the float64 forward pass of the flat network
@@ -25,6 +28,7 @@ import numpy as np
 from smug_opt.backend_choice import DEFAULT_BACKEND, BackendChoice
 from smug_opt.deadline import Deadline
 from smug_opt.robustness.attack import attack, flat_gradient, unsafe_loss
+from smug_opt.robustness.bab import branch_and_bound
 from smug_opt.robustness.query import RobustnessQuery
 
 __all__ = ["ANSWERS", "Verdict", "decide", "one_blas_thread"]
@@ -42,8 +46,8 @@ class Verdict:
     """The answer, the counterexample (model input, flat) and its outputs by each check for
     ``sat``, how an ``unsat`` was proven (``"exact"``: bounds or exact solver proofs
     only; ``"solver"``: some disjunct rests on a floating-point solver's word), and per
-    disjunct what decided it (``"bounds"``, ``"infeasible"``, ``"attack"``, ``"solver"``,
-    ``"open"``)."""
+    disjunct what decided it (``"bounds"``, ``"infeasible"``, ``"attack"``, ``"bab"``,
+    ``"solver"``, ``"open"``)."""
 
     answer: str
     seconds: float
@@ -85,6 +89,19 @@ def one_blas_thread() -> Iterator[None]:
         return
     with threadpool_limits(1):
         yield
+
+
+@contextlib.contextmanager
+def _one_torch_thread() -> Iterator[None]:
+    """torch on one thread for the branch and bound's small products (restored after)."""
+    import torch
+
+    before = torch.get_num_threads()
+    torch.set_num_threads(1)
+    try:
+        yield
+    finally:
+        torch.set_num_threads(before)
 
 
 def _excess(query: RobustnessQuery, k: int, scores: np.ndarray) -> float:
@@ -139,10 +156,47 @@ def decide(query: RobustnessQuery, *, time_limit: float = 60.0,
             hit = next(k for k in open_ if query.disjuncts[k].holds(np.array(outputs["flat-float64"])))
             decided[hit] = "attack"
             return verdict("sat", x=found.x, outputs=outputs, proof="exact")
-    proofs: list[str] = []
-    solves: list[dict[str, Any]] = []
     closest = query.net.forward(query.preprocess(found.x[None]))[-1][0]
-    for k in sorted(open_, key=lambda k: _excess(query, k, closest)):  # the attack's nearest first
+    open_.sort(key=lambda k: _excess(query, k, closest))  # the attack's nearest first
+    with one_blas_thread():
+        for k in open_:  # one attack per disjunct, aimed at it alone
+            if deadline.passed(0.5):
+                break
+            near = attack(query.net, query.preprocess, query.lo, query.hi, (query.disjuncts[k],),
+                          steps=attack_steps, restarts=8, seed=seed + 1 + k)
+            if near.loss < 0:
+                ok, outputs, _ = _confirm(query, near.x, references)
+                if ok:
+                    decided[k] = "attack"
+                    return verdict("sat", x=near.x, outputs=outputs, proof="exact")
+    bab_log: list[dict[str, Any]] = []
+    with one_blas_thread(), _one_torch_thread():
+        chain = query.chain_bounds(deadline)
+        for k in (open_ if chain is not None else []):
+            if deadline.passed(0.5):
+                return verdict("unknown", message="time limit", solves=tuple(bab_log))
+            d = query.disjuncts[k]
+            result = branch_and_bound(chain, d.matrix, d.rhs, d.strict, deadline)
+            bab_log.append({"disjunct": k, "status": result.status, "domains": result.domains,
+                            "seconds": round(result.seconds, 3), "solver": "bab", "message": result.message})
+            if result.status == "unsat":
+                decided[k] = "bab"
+            elif result.status == "candidate" and result.x is not None:
+                x = query.model_input(result.x)
+                ok, outputs, _ = _confirm(query, x, references)
+                if not ok:
+                    near = attack(query.net, query.preprocess, query.lo, query.hi, (d,),
+                                  steps=attack_steps, restarts=2, seed=seed, start=x)
+                    x = near.x
+                    ok, outputs, _ = _confirm(query, x, references)
+                if ok:
+                    decided[k] = "bab"
+                    return verdict("sat", x=x, outputs=outputs, proof="exact", solves=tuple(bab_log))
+            elif deadline.passed(0.5):
+                return verdict("unknown", message=f"disjunct {k}: {result.message}", solves=tuple(bab_log))
+    proofs: list[str] = []
+    solves: list[dict[str, Any]] = list(bab_log)
+    for k in (k for k in open_ if decided[k] == "open"):
         if deadline.passed(0.5):
             return verdict("unknown", message="time limit", solves=tuple(solves))
         result = solve(query.problem(k), backend, time_limit=deadline, start=None,

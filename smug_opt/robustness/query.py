@@ -20,9 +20,12 @@ from functools import cached_property
 import numpy as np
 import scipy.sparse as sp
 
+from smug_opt.bounds.alpha_crown import tighten
 from smug_opt.bounds.domain import Box
 from smug_opt.bounds.propagation import FlatBounds, propagate
+from smug_opt.bounds.relu_chain import ChainBounds, ReluChain
 from smug_opt.bounds.rounding import ACCUMULATED, up
+from smug_opt.deadline import Deadline
 from smug_opt.encode.layer_bounds import LayerBounds
 from smug_opt.encode.network_milp import Expression, NetworkEncoding, encode_layers
 from smug_opt.exact import dot_error_bound
@@ -103,6 +106,21 @@ class RobustnessQuery:
     def bounds(self) -> FlatBounds:
         """Rigorous bounds on every layer over the affine box (CROWN)."""
         return propagate(self.net, self.affine_box, method="crown")
+
+    def chain_bounds(self, deadline: Deadline | None = None) -> ChainBounds | None:
+        """For a fully connected ReLU network (:class:`~smug_opt.bounds.relu_chain.ReluChain`):
+        its ReLU inputs' intervals over the affine box, CROWN's tightened by α-CROWN (until
+        ``deadline``), ready for :func:`~smug_opt.robustness.bab.branch_and_bound`; None for
+        any other network. Computed once per query."""
+        if "_chain_bounds" not in self.__dict__:
+            chain = ReluChain.from_flat(self.net)
+            found = None
+            if chain is not None:
+                fb, box, relus = self.bounds, self.affine_box, range(len(chain.widths))
+                found = tighten(ChainBounds.of(chain, box.lo, box.hi, [fb.lo[2 * i + 1] for i in relus],
+                                               [fb.hi[2 * i + 1] for i in relus]), deadline=deadline)
+            self.__dict__["_chain_bounds"] = found
+        return self.__dict__["_chain_bounds"]
 
     def refuted(self) -> np.ndarray:
         """Per disjunct, whether the bounds alone prove that no input reaches it (every

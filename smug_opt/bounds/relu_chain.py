@@ -1,0 +1,227 @@
+"""Rigorous α-CROWN and β-CROWN bounds on a chain of dense layers with ReLUs, in batches.
+
+A :class:`ReluChain` is a :class:`~smug_opt.network.flat.FlatNetwork` of the form
+``linear, relu, linear, relu, ..., linear`` (the fully connected nets of VNN-COMP's
+``mnistfc``), held as dense float64 torch tensors. :class:`ChainBounds` adds an input box
+and rigorous intervals of every ReLU's input (pre-activation) over it, and bounds linear
+functions ``C·z_top − rhs`` of a linear layer's output by back-substitution (CROWN, Zhang
+et al. 2018) with, per domain, row and neuron:
+
+- **α**: the lower slope of each unstable ReLU, any value in ``[0, 1]`` (``α·z <= relu(z)``
+  for every ``z``); α-CROWN (Xu et al. 2021) picks them by gradient ascent on the bound;
+- **splits**: a neuron fixed active (``z >= 0``: ``relu(z) = z``) or inactive (``z <= 0``:
+  ``relu(z) = 0``) on a subdomain of branch and bound;
+- **β >= 0**: the Lagrangian of each split's constraint (β-CROWN, Wang et al. 2021): on the
+  subdomain ``f >= f − β·z`` for an active split and ``f >= f + β·z`` for an inactive one, so
+  the bound of the right side bounds ``f`` there.
+
+Whatever α (clamped to ``[0, 1]``) and β (clamped to ``>= 0``) the optimiser found, the
+bound computed with them is rigorous: the arithmetic is float64 with the same error
+allowance as :mod:`smug_opt.bounds.propagation` (every product and sum ``Λ·W``, ``Λ·b``, the
+relaxation steps and the β additions add ``γ·|Λ|·(|W|·m + |b|)``-type terms, ``m`` the
+magnitude of the layer's values over the box; the total scaled by
+:data:`~smug_opt.bounds.rounding.ACCUMULATED` and subtracted, and the result rounded down),
+and the upper chords of unstable ReLUs are rounded outward. Gradients flow through the
+same computation (the allowance is a smooth function of the coefficients).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+import torch
+
+from smug_opt.bounds.rounding import ACCUMULATED, upper_chord
+from smug_opt.exact import TINY, UNIT_ROUNDOFF
+from smug_opt.network.flat import FlatNetwork
+
+__all__ = ["ChainBounds", "ReluChain"]
+
+MAX_DENSE_ENTRIES = 2**24
+"""A chain is held dense only up to this many weights (128 MiB in float64)."""
+
+
+def _slack(terms: int, magnitude: torch.Tensor) -> torch.Tensor:
+    """:func:`~smug_opt.exact.dot_error_bound` on tensors."""
+    return 2.0 * (terms + 3) * UNIT_ROUNDOFF * magnitude + (terms + 1) * TINY
+
+
+@dataclass(frozen=True, eq=False)
+class ReluChain:
+    """``z_0 = W_0·x + b_0``, ``z_j = W_j·relu(z_{j−1}) + b_j``; the last ``z`` is the output."""
+
+    weights: tuple[torch.Tensor, ...]
+    biases: tuple[torch.Tensor, ...]
+
+    @classmethod
+    def from_flat(cls, net: FlatNetwork) -> ReluChain | None:
+        """The chain of ``net``, or None when ``net`` is not one (or too large to hold dense)."""
+        layers = net.layers[1:]
+        if not layers or len(layers) % 2 == 0:
+            return None
+        for k, layer in enumerate(layers, start=1):
+            if layer.inputs != (k - 1,) or layer.kind != ("linear" if k % 2 else "relu"):
+                return None
+        linear = [layer.affine for layer in layers[::2]]
+        if sum(W.shape[0] * W.shape[1] for W, _ in linear) > MAX_DENSE_ENTRIES:
+            return None
+        return cls(tuple(torch.from_numpy(W.toarray()) for W, _ in linear),
+                   tuple(torch.from_numpy(np.array(b, dtype=np.float64)) for _, b in linear))
+
+    @property
+    def widths(self) -> list[int]:
+        """The sizes of the ReLU layers."""
+        return [w.shape[0] for w in self.weights[:-1]]
+
+
+@dataclass(frozen=True, eq=False)
+class ChainBounds:
+    """A chain over the box ``[x_lo, x_hi]`` with rigorous intervals ``[lo[i], hi[i]]`` of
+    the input of ReLU layer ``i`` over the box (see the module docstring)."""
+
+    chain: ReluChain
+    x_lo: torch.Tensor
+    x_hi: torch.Tensor
+    lo: tuple[torch.Tensor, ...]
+    hi: tuple[torch.Tensor, ...]
+
+    @classmethod
+    def of(cls, chain: ReluChain, x_lo: np.ndarray, x_hi: np.ndarray,
+           lo: list[np.ndarray], hi: list[np.ndarray]) -> ChainBounds:
+        """From numpy arrays (e.g. a :class:`~smug_opt.bounds.propagation.FlatBounds`' linear
+        layers' intervals)."""
+        if len(lo) != len(chain.widths) or len(hi) != len(lo):
+            raise ValueError(f"the chain has {len(chain.widths)} ReLU layers, got {len(lo)} intervals")
+        t = lambda a: torch.from_numpy(np.array(a, dtype=np.float64))  # noqa: E731
+        return cls(chain, t(x_lo), t(x_hi), tuple(t(v) for v in lo), tuple(t(v) for v in hi))
+
+    # ----------------------------------------------------------- fixed per box and bounds
+    def __post_init__(self) -> None:
+        chord_s, chord_t = [], []
+        for lo, hi in zip(self.lo, self.hi, strict=True):
+            unstable = (lo < 0) & (hi > 0)
+            l_np = np.where(unstable, lo.numpy(), -1.0)
+            h_np = np.where(unstable, hi.numpy(), 1.0)
+            s, b = upper_chord(l_np, np.zeros_like(l_np), h_np, h_np)
+            chord_s.append(torch.from_numpy(np.where(unstable, s, 0.0)))
+            chord_t.append(torch.from_numpy(np.where(unstable, b, 0.0)))
+        object.__setattr__(self, "_chord", (chord_s, chord_t))
+        m_in = torch.maximum(self.x_lo.abs(), self.x_hi.abs())
+        mags = [m_in] + [torch.clamp(hi, min=0.0) for hi in self.hi]  # each linear layer's input
+        linear_err = []
+        for W, b, m in zip(self.chain.weights, self.chain.biases, mags, strict=True):
+            linear_err.append(W.abs() @ m + b.abs())
+        object.__setattr__(self, "_mags", mags)
+        object.__setattr__(self, "_linear_err", linear_err)
+        object.__setattr__(self, "_tiny", [TINY * (W.numel() + m.numel()) * float(m.max())
+                                           for W, m in zip(self.chain.weights, mags, strict=True)])
+        pre = [torch.maximum(lo.abs(), hi.abs()) for lo, hi in zip(self.lo, self.hi, strict=True)]
+        object.__setattr__(self, "_pre_mags", pre)
+        object.__setattr__(self, "_relu_err", [torch.clamp(s, min=1.0) * m + t
+                                               for s, t, m in zip(chord_s, chord_t, pre, strict=True)])
+
+    def unstable(self, i: int) -> torch.Tensor:
+        """Which neurons of ReLU layer ``i`` straddle 0 over the box."""
+        return (self.lo[i] < 0) & (self.hi[i] > 0)
+
+    def initial_alpha(self, i: int, batch: int, rows: int) -> torch.Tensor:
+        """CROWN's lower slopes for ReLU layer ``i``: 1 where the interval is mostly positive."""
+        a = (self.hi[i] >= -self.lo[i]).to(torch.float64)
+        return a.expand(batch, rows, -1).clone()
+
+    # ------------------------------------------------------------------ the bound
+    def lower(self, top: int, C: torch.Tensor, rhs: torch.Tensor, alphas: list[torch.Tensor],
+              betas: list[torch.Tensor] | None = None, splits: list[torch.Tensor] | None = None
+              ) -> tuple[torch.Tensor, list[torch.Tensor]]:
+        """A rigorous lower bound, per domain and row, of ``C·z_top − rhs`` over the box
+        (and the subdomain of ``splits``), and the coefficients ``Λ_i`` the back-substitution
+        put on each ReLU layer's output (before its relaxation; for branching).
+
+        ``C``: ``(B, R, n_top)`` or ``(R, n_top)``; ``rhs``: ``(R,)`` or ``(B, R)``;
+        ``alphas[i]``: ``(B, R, n_i)`` (clamped to [0, 1] here); ``splits[i]``: ``(B, n_i)``
+        in {-1, 0, 1}; ``betas[i]``: ``(B, R, n_i)`` or ``(B, 1, n_i)`` (clamped to >= 0),
+        for the ReLU layers below ``top``."""
+        chain = self.chain
+        lam = C if C.dim() == 3 else C.unsqueeze(0)
+        if alphas:
+            lam = lam.expand(alphas[0].shape[0], -1, -1)
+        const = -rhs.expand(lam.shape[0], lam.shape[1]).clone()
+        err = torch.zeros_like(const)
+        coefficients: list[torch.Tensor] = [torch.empty(0)] * top
+        s_chord, t_chord = self._chord
+        for j in range(top, -1, -1):
+            W, b = chain.weights[j], chain.biases[j]
+            const = const + lam @ b
+            err = err + _slack(W.shape[1] + 1, lam.abs() @ self._linear_err[j]) + self._tiny[j]
+            err = err + 2.0 * UNIT_ROUNDOFF * const.abs() + TINY
+            lam = lam @ W
+            if j == 0:
+                break
+            i = j - 1  # the ReLU below linear layer j
+            coefficients[i] = lam
+            lo, hi = self.lo[i], self.hi[i]
+            active, inactive = lo >= 0, hi <= 0
+            if splits is not None:
+                active = active | (splits[i] > 0).unsqueeze(1)
+                inactive = inactive | (splits[i] < 0).unsqueeze(1)
+            else:
+                active, inactive = active.expand_as(lam), inactive.expand_as(lam)
+            free = ~(active | inactive)
+            alpha = alphas[i].clamp(0.0, 1.0)
+            ones = torch.ones((), dtype=torch.float64)
+            a_lo = torch.where(active, ones, torch.where(inactive, 0.0 * ones, alpha))
+            a_hi = torch.where(active, ones, torch.where(inactive, 0.0 * ones, s_chord[i]))
+            t_hi = torch.where(free, t_chord[i], 0.0 * ones)
+            pos, neg = lam.clamp(min=0.0), lam.clamp(max=0.0)
+            const = const + (neg * t_hi).sum(-1)
+            err = err + _slack(2 * lam.shape[-1] + 2, lam.abs() @ self._relu_err[i])
+            err = err + 2.0 * UNIT_ROUNDOFF * const.abs() + TINY
+            lam = pos * a_lo + neg * a_hi
+            if betas is not None and splits is not None:
+                lam = lam - splits[i].unsqueeze(1).to(torch.float64) * betas[i].clamp(min=0.0)
+                err = err + 2.0 * UNIT_ROUNDOFF * (lam.abs() @ self._pre_mags[i]) + TINY
+        value = lam.clamp(min=0.0) @ self.x_lo + lam.clamp(max=0.0) @ self.x_hi
+        e0 = _slack(self.x_lo.numel(), lam.abs() @ self._mags[0])
+        total = const + value
+        rounding = 2.0 * UNIT_ROUNDOFF * (const.abs() + value.abs())
+        allowance = (err + e0 + rounding) * ACCUMULATED + TINY
+        result = total - allowance
+        result = result - 2.0 * UNIT_ROUNDOFF * result.abs() - TINY  # the subtraction's rounding
+        result = torch.where(torch.isnan(result), torch.full_like(result, -torch.inf), result)
+        return result, coefficients
+
+    def minimiser(self, top: int, C: torch.Tensor, alphas: list[torch.Tensor],
+                  betas: list[torch.Tensor] | None = None, splits: list[torch.Tensor] | None = None
+                  ) -> torch.Tensor:
+        """Per domain and row, the box corner minimising the bound's linear function of the
+        input (a candidate counterexample to try): ``(B, R, n_in)``."""
+        chain = self.chain
+        with torch.no_grad():
+            lam = C if C.dim() == 3 else C.unsqueeze(0)
+            for j in range(top, -1, -1):
+                lam = lam @ chain.weights[j]
+                if j == 0:
+                    break
+                i = j - 1
+                lo, hi = self.lo[i], self.hi[i]
+                active, inactive = lo >= 0, hi <= 0
+                if splits is not None:
+                    active = active | (splits[i] > 0).unsqueeze(1)
+                    inactive = inactive | (splits[i] < 0).unsqueeze(1)
+                alpha = alphas[i].clamp(0.0, 1.0)
+                a_lo = torch.where(active, 1.0, torch.where(inactive, 0.0, alpha))
+                a_hi = torch.where(active, 1.0, torch.where(inactive, 0.0, self._chord[0][i]))
+                lam = lam.clamp(min=0.0) * a_lo + lam.clamp(max=0.0) * a_hi
+                if betas is not None and splits is not None:
+                    lam = lam - splits[i].unsqueeze(1).to(torch.float64) * betas[i].clamp(min=0.0)
+            return torch.where(lam > 0, self.x_lo, self.x_hi)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        """The chain's output (float64) on a batch of inputs ``(..., n_in)``."""
+        v = x
+        for j, (W, b) in enumerate(zip(self.chain.weights, self.chain.biases, strict=True)):
+            v = v @ W.T + b
+            if j < len(self.chain.weights) - 1:
+                v = v.clamp(min=0.0)
+        return v

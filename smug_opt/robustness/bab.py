@@ -1,0 +1,200 @@
+"""Branch and bound over ReLU splits (β-CROWN style) for one disjunct of a robustness query
+on a :class:`~smug_opt.bounds.relu_chain.ReluChain`.
+
+A domain is the box with some unstable ReLUs fixed active or inactive. Each is bounded by
+:func:`~smug_opt.bounds.alpha_crown.optimise` (α and β, warm-started from its parent's):
+a domain where some row of the disjunct is rigorously positive (non-negative for a strict
+row) holds no counterexample and is closed. The others are split on the neuron with the
+largest BaBSR-like score (the bound lost to its relaxation: the upper chord's intercept times
+the negative part of its coefficient, plus the lower slope's gap times the positive part),
+in batches, depth first (the queue stays short; every domain is closed before ``unsat`` is
+said, so the order only changes how soon a counterexample shows). The box corner that
+minimises each open domain's bound is tried as a candidate counterexample (float64 forward
+pass of the chain); the caller confirms it on the model. The intervals of the layers
+below stay those of the whole box (valid on every subdomain); the split neurons' own are
+the split's half.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+
+import numpy as np
+import torch
+
+from smug_opt.bounds.alpha_crown import optimise
+from smug_opt.bounds.relu_chain import ChainBounds
+from smug_opt.deadline import Deadline
+
+__all__ = ["BabResult", "branch_and_bound"]
+
+BATCH = 128
+"""Domains split per round (each gives two)."""
+ROOT_STEPS = 60
+STEPS = 20
+MAX_DOMAINS = 200_000
+"""Open domains kept at most (then ``unknown``)."""
+
+
+@dataclass(frozen=True)
+class BabResult:
+    """``status``: ``"unsat"`` (every domain closed: no counterexample in the disjunct),
+    ``"candidate"`` (``x``, an affine input whose float64 chain outputs lie in the
+    disjunct, to confirm) or ``"unknown"`` (time or domain limit: ``message``)."""
+
+    status: str
+    seconds: float
+    domains: int
+    x: np.ndarray | None = None
+    message: str = ""
+
+
+def _refuted(bound: torch.Tensor, strict: torch.Tensor) -> torch.Tensor:
+    """Per domain: whether some row's lower bound shows the disjunct unreachable."""
+    return torch.any(torch.where(strict, bound >= 0, bound > 0), dim=-1)
+
+
+def branch_and_bound(bounds: ChainBounds, matrix: np.ndarray, rhs: np.ndarray, strict: np.ndarray,
+                     deadline: Deadline, *, batch: int = BATCH) -> BabResult:
+    """Decide whether some input of ``bounds``' box has chain outputs ``y`` with
+    ``matrix·y <= rhs`` (``<`` on the ``strict`` rows), by branch and bound."""
+    start = time.monotonic()
+    top = len(bounds.chain.weights) - 1
+    C = torch.from_numpy(np.array(matrix, dtype=np.float64))
+    d = torch.from_numpy(np.array(rhs, dtype=np.float64))
+    strict_t = torch.from_numpy(np.array(strict, dtype=bool))
+    R = C.shape[0]
+    widths = bounds.chain.widths
+
+    def done(status: str, count: int, **kw) -> BabResult:
+        return BabResult(status, time.monotonic() - start, count, **kw)
+
+    def reaches(x: torch.Tensor) -> torch.Tensor:
+        y = bounds.forward(x)
+        excess = y @ C.T - d
+        return torch.all(torch.where(strict_t, excess < 0, excess <= 0), dim=-1)
+
+    splits = [torch.zeros(1, n, dtype=torch.int8) for n in widths]
+    alphas = [bounds.initial_alpha(i, 1, R) for i in range(top)]
+    betas = [torch.zeros(1, R, n, dtype=torch.float64) for n in widths]
+    root = optimise(bounds, top, C, d, steps=ROOT_STEPS, alphas=alphas, betas=betas, splits=splits,
+                    stop_above=torch.zeros(R, dtype=torch.float64), deadline=deadline)
+    if bool(_refuted(root.bound, strict_t)[0]):
+        return done("unsat", 1)
+    stack = _Stack(splits, root.alphas, root.betas or betas, root.bound, root.coefficients, bounds)
+    count = 1
+    while stack.size:
+        if deadline.passed():
+            return done("unknown", count, message=f"time limit ({stack.size} domains open)")
+        if stack.size > MAX_DOMAINS:
+            return done("unknown", count, message=f"over {MAX_DOMAINS} domains open")
+        parents = stack.pop(batch)
+        children = parents.children()
+        if children is None:
+            return done("unknown", count, message="a domain with every ReLU split stays open")
+        s, a, b = children
+        found = optimise(bounds, top, C, d, steps=STEPS, alphas=a, betas=b, splits=s,
+                         stop_above=torch.zeros(R, dtype=torch.float64), deadline=deadline)
+        count += s[0].shape[0]
+        open_ = ~_refuted(found.bound, strict_t)
+        if not bool(open_.any()):
+            continue
+        keep = torch.nonzero(open_).flatten()
+        subset = [t[keep] for t in s]
+        corners = bounds.minimiser(top, C, [t[keep] for t in found.alphas],
+                                   None if found.betas is None else [t[keep] for t in found.betas], subset)
+        hit = reaches(corners.reshape(-1, corners.shape[-1]))
+        if bool(hit.any()):
+            x = corners.reshape(-1, corners.shape[-1])[int(torch.nonzero(hit)[0])]
+            return done("candidate", count, x=x.numpy().copy())
+        stack.push(subset, [t[keep] for t in found.alphas],
+                   [t[keep] for t in (found.betas or b)], found.bound[keep],
+                   [t[keep] for t in found.coefficients])
+    return done("unsat", count)
+
+
+class _Domains:
+    """A batch of domains with their warm-start α, β and the neuron each will split on."""
+
+    def __init__(self, splits, alphas, betas, choice, bounds: ChainBounds) -> None:
+        self.splits, self.alphas, self.betas, self.choice, self.bounds = splits, alphas, betas, choice, bounds
+
+    def children(self):
+        """Two children per domain (the chosen neuron active, inactive), or None when some
+        domain has no neuron left to split."""
+        layer, index = self.choice
+        if bool((layer < 0).any()):
+            return None
+        n = layer.numel()
+        splits = [torch.cat([s, s]) for s in self.splits]
+        rows = torch.arange(2 * n)
+        both_layer, both_index = torch.cat([layer, layer]), torch.cat([index, index])
+        sign = torch.cat([torch.ones(n, dtype=torch.int8), -torch.ones(n, dtype=torch.int8)])
+        for i, s in enumerate(splits):
+            here = both_layer == i
+            s[rows[here], both_index[here]] = sign[here]
+        alphas = [torch.cat([a, a]).to(torch.float64) for a in self.alphas]
+        betas = [torch.cat([b, b]).to(torch.float64) for b in self.betas]
+        return splits, alphas, betas
+
+
+class _Stack:
+    """Open domains, last in first out, with each one's branching choice."""
+
+    def __init__(self, splits, alphas, betas, bound, coefficients, bounds: ChainBounds) -> None:
+        self.bounds = bounds
+        self.items: list[_Domains] = []
+        self.counts: list[int] = []
+        self.push(splits, alphas, betas, bound, coefficients)
+
+    @property
+    def size(self) -> int:
+        return sum(self.counts)
+
+    def push(self, splits, alphas, betas, bound, coefficients) -> None:
+        choice = _choose(self.bounds, splits, alphas, bound, coefficients)
+        self.items.append(_Domains(splits, [a.to(torch.float32) for a in alphas],
+                                   [b.to(torch.float32) for b in betas], choice, self.bounds))
+        self.counts.append(splits[0].shape[0])
+
+    def pop(self, batch: int) -> _Domains:
+        top = self.items[-1]
+        n = self.counts[-1]
+        if n <= batch:
+            self.items.pop()
+            self.counts.pop()
+            return top
+        cut = n - batch
+        head = _Domains([s[:cut] for s in top.splits], [a[:cut] for a in top.alphas],
+                        [b[:cut] for b in top.betas], (top.choice[0][:cut], top.choice[1][:cut]), self.bounds)
+        tail = _Domains([s[cut:] for s in top.splits], [a[cut:] for a in top.alphas],
+                        [b[cut:] for b in top.betas], (top.choice[0][cut:], top.choice[1][cut:]), self.bounds)
+        self.items[-1], self.counts[-1] = head, cut
+        return tail
+
+
+def _choose(bounds: ChainBounds, splits, alphas, bound, coefficients) -> tuple[torch.Tensor, torch.Tensor]:
+    """Per domain, the (layer, neuron) to split: among unstable neurons not yet split, the
+    largest score on the row with the best bound (see the module docstring); layer -1 when
+    none is left."""
+    row = bound.argmax(dim=-1)
+    picks = torch.arange(bound.shape[0])
+    best_score = torch.full((bound.shape[0],), -1.0, dtype=torch.float64)
+    best_layer = torch.full((bound.shape[0],), -1, dtype=torch.long)
+    best_index = torch.zeros(bound.shape[0], dtype=torch.long)
+    for i, lam_all in enumerate(coefficients):
+        lam = lam_all[picks, row]
+        lo, hi = bounds.lo[i], bounds.hi[i]
+        free = bounds.unstable(i) & (splits[i] == 0)
+        intercept = torch.where(free, -lo * hi / (hi - lo), torch.zeros_like(lo))
+        alpha = alphas[i][picks, row].to(torch.float64).clamp(0.0, 1.0)
+        gap = torch.minimum(-alpha * lo, (1.0 - alpha) * hi)
+        score = (lam.clamp(max=0.0).abs() * intercept + lam.clamp(min=0.0) * gap).clamp(min=0.0)
+        score = torch.where(free, score + 1e-12 * intercept, torch.full_like(score, -1.0))
+        value, index = score.max(dim=-1)
+        better = value > best_score
+        best_score = torch.where(better, value, best_score)
+        best_layer = torch.where(better, i, best_layer)
+        best_index = torch.where(better, index, best_index)
+    return best_layer, best_index
