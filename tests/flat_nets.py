@@ -8,6 +8,7 @@ from fractions import Fraction
 
 import numpy as np
 import scipy.sparse as sp
+from scipy.optimize import linprog
 
 from smug_opt.network.flat import FlatLayer, FlatNetwork
 
@@ -98,3 +99,35 @@ def exact_forward(network: FlatNetwork, x: np.ndarray) -> list[list[Fraction]]:
             out = [a + b for a, b in zip(v, values[layer.inputs[1]], strict=True)]
         values.append(out)
     return values
+
+
+def exact_minimum(net: FlatNetwork, lo: np.ndarray, hi: np.ndarray, c: np.ndarray,
+                  splits: list[np.ndarray] | None = None) -> float:
+    """min c·y over the box of a ReLU chain (:func:`mlp`), and over the splits' subdomain
+    (1 active, -1 inactive): one LP per activation pattern
+    (inf when the subdomain is empty)."""
+    linear = [layer.affine for layer in net.layers[1::2]]
+    widths = [W.shape[0] for W, _ in linear[:-1]]
+    best = np.inf
+    for pattern in itertools.product([0, 1], repeat=sum(widths)):
+        masks = np.split(np.array(pattern, dtype=float), np.cumsum(widths)[:-1])
+        if splits is not None and any(np.any((s == 1) & (m == 0)) or np.any((s == -1) & (m == 1))
+                                      for s, m in zip(splits, masks, strict=True)):
+            continue
+        A, b = np.eye(lo.size), np.zeros(lo.size)  # the current layer's input as A·x + b
+        rows, rhs = [], []
+        for (W, bias), m in zip(linear[:-1], masks, strict=True):
+            Wd = W.toarray()
+            zA, zb = Wd @ A, Wd @ b + bias
+            sign = np.where(m == 1, -1.0, 1.0)  # active: -z <= 0; inactive: z <= 0
+            rows.append(sign[:, None] * zA)
+            rhs.append(-sign * zb)
+            A, b = m[:, None] * zA, m * zb
+        W, bias = linear[-1]
+        obj = c @ W.toarray() @ A
+        const = c @ (W.toarray() @ b + bias)
+        res = linprog(obj, A_ub=np.vstack(rows), b_ub=np.concatenate(rhs),
+                      bounds=list(zip(lo, hi, strict=True)), method="highs")
+        if res.status == 0:
+            best = min(best, float(res.fun + const))
+    return best

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 
 import torch
 
-from smug_opt.bounds.relu_chain import ChainBounds
+from smug_opt.bounds.relu_chain import ChainBounds, one_thread
 from smug_opt.deadline import Deadline
 
 __all__ = ["Optimised", "optimise", "tighten"]
@@ -42,12 +42,19 @@ def optimise(bounds: ChainBounds, top: int, C: torch.Tensor, rhs: torch.Tensor, 
     """Maximise the lower bound of ``C·z_top − rhs`` (see :meth:`ChainBounds.lower`) from
     the given α (and β, with ``splits``) for up to ``steps`` gradient steps; stops early once
     every domain has a row above ``stop_above`` (per row, e.g. 0 for a refutation)."""
+    with one_thread():
+        return _optimise(bounds, top, C, rhs, steps, alphas, betas, splits, stop_above, deadline)
+
+
+def _optimise(bounds: ChainBounds, top: int, C: torch.Tensor, rhs: torch.Tensor, steps: int,
+              alphas: list[torch.Tensor], betas: list[torch.Tensor] | None,
+              splits: list[torch.Tensor] | None, stop_above: torch.Tensor | None,
+              deadline: Deadline | None) -> Optimised:
     alphas = [a.detach().to(torch.float64).clone().requires_grad_(True) for a in alphas]
-    params = [{"params": alphas, "lr": LR_ALPHA}]
+    opt = _Adam(alphas, LR_ALPHA)
     if betas is not None:
         betas = [b.detach().to(torch.float64).clone().requires_grad_(True) for b in betas]
-        params.append({"params": betas, "lr": LR_BETA})
-    opt = torch.optim.Adam(params)
+        opt.add(betas, LR_BETA)
     best = None
     best_alphas = [a.detach().clone() for a in alphas]
     best_betas = None if betas is None else [b.detach().clone() for b in betas]
@@ -68,10 +75,8 @@ def optimise(bounds: ChainBounds, top: int, C: torch.Tensor, rhs: torch.Tensor, 
         done = stop_above is not None and bool(torch.all(torch.any(best > stop_above, dim=-1)))
         if last or done:
             break
-        opt.zero_grad()
         finite = torch.where(torch.isfinite(bound), bound, torch.zeros_like(bound))
-        (-finite.sum()).backward()
-        opt.step()
+        opt.ascend(finite.sum())
         with torch.no_grad():
             for a in alphas:
                 a.clamp_(0.0, 1.0)
@@ -80,6 +85,35 @@ def optimise(bounds: ChainBounds, top: int, C: torch.Tensor, rhs: torch.Tensor, 
     with torch.no_grad():
         bound, coefficients = bounds.lower(top, C, rhs, best_alphas, best_betas, splits)
     return Optimised(bound, best_alphas, best_betas, coefficients)
+
+
+class _Adam:
+    """Adam (Kingma and Ba, 2015) ascending an objective, in place on its tensors (torch.optim's
+    first step imports the compiler stack: seconds per process)."""
+
+    def __init__(self, params: list[torch.Tensor], lr: float) -> None:
+        self.groups: list[tuple[list[torch.Tensor], float]] = []
+        self.moments: list[tuple[torch.Tensor, torch.Tensor]] = []
+        self.t = 0
+        self.add(params, lr)
+
+    def add(self, params: list[torch.Tensor], lr: float) -> None:
+        self.groups.append((params, lr))
+        self.moments += [(torch.zeros_like(p), torch.zeros_like(p)) for p in params]
+
+    def ascend(self, objective: torch.Tensor, b1: float = 0.9, b2: float = 0.999, eps: float = 1e-8) -> None:
+        params = [p for group, _ in self.groups for p in group]
+        lrs = [lr for group, lr in self.groups for _ in group]
+        grads = torch.autograd.grad(objective, params, allow_unused=True)
+        self.t += 1
+        with torch.no_grad():
+            for p, g, lr, (m, v) in zip(params, grads, lrs, self.moments, strict=True):
+                if g is None:
+                    continue
+                m.mul_(b1).add_(g, alpha=1 - b1)
+                v.mul_(b2).addcmul_(g, g, value=1 - b2)
+                step = lr * (1 - b2**self.t) ** 0.5 / (1 - b1**self.t)
+                p.add_(step * m / (v.sqrt() + eps))
 
 
 def _keep(best: list[torch.Tensor], current: list[torch.Tensor], improved: torch.Tensor) -> None:

@@ -27,6 +27,8 @@ same computation (the allowance is a smooth function of the coefficients).
 
 from __future__ import annotations
 
+import contextlib
+from collections.abc import Iterator
 from dataclasses import dataclass
 
 import numpy as np
@@ -36,15 +38,28 @@ from smug_opt.bounds.rounding import ACCUMULATED, upper_chord
 from smug_opt.exact import TINY, UNIT_ROUNDOFF
 from smug_opt.network.flat import FlatNetwork
 
-__all__ = ["ChainBounds", "ReluChain"]
+__all__ = ["ChainBounds", "ReluChain", "one_thread"]
 
 MAX_DENSE_ENTRIES = 2**24
 """A chain is held dense only up to this many weights (128 MiB in float64)."""
 
 
+@contextlib.contextmanager
+def one_thread() -> Iterator[None]:
+    """torch on one thread while inside (restored after): these bounds' many small products
+    ran 10x slower on two threads of a loaded 2-core machine."""
+    before = torch.get_num_threads()
+    torch.set_num_threads(1)
+    try:
+        yield
+    finally:
+        torch.set_num_threads(before)
+
+
 def _slack(terms: int, magnitude: torch.Tensor) -> torch.Tensor:
-    """:func:`~smug_opt.exact.dot_error_bound` on tensors."""
-    return 2.0 * (terms + 3) * UNIT_ROUNDOFF * magnitude + (terms + 1) * TINY
+    """:func:`~smug_opt.exact.dot_error_bound` on tensors without its ``(terms + 1)·TINY``,
+    which the caller adds once as a scalar (tensors of subnormal numbers run 100x slower)."""
+    return 2.0 * (terms + 3) * UNIT_ROUNDOFF * magnitude
 
 
 @dataclass(frozen=True, eq=False)
@@ -148,13 +163,15 @@ class ChainBounds:
             lam = lam.expand(alphas[0].shape[0], -1, -1)
         const = -rhs.expand(lam.shape[0], lam.shape[1]).clone()
         err = torch.zeros_like(const)
+        tiny = 0.0  # the TINY allowances, summed apart (a scalar: see _slack)
         coefficients: list[torch.Tensor] = [torch.empty(0)] * top
         s_chord, t_chord = self._chord
         for j in range(top, -1, -1):
             W, b = chain.weights[j], chain.biases[j]
             const = const + lam @ b
-            err = err + _slack(W.shape[1] + 1, lam.abs() @ self._linear_err[j]) + self._tiny[j]
-            err = err + 2.0 * UNIT_ROUNDOFF * const.abs() + TINY
+            err = err + _slack(W.shape[1] + 1, lam.abs() @ self._linear_err[j])
+            err = err + 2.0 * UNIT_ROUNDOFF * const.abs()
+            tiny += self._tiny[j] + (W.shape[1] + 3) * TINY
             lam = lam @ W
             if j == 0:
                 break
@@ -176,16 +193,19 @@ class ChainBounds:
             pos, neg = lam.clamp(min=0.0), lam.clamp(max=0.0)
             const = const + (neg * t_hi).sum(-1)
             err = err + _slack(2 * lam.shape[-1] + 2, lam.abs() @ self._relu_err[i])
-            err = err + 2.0 * UNIT_ROUNDOFF * const.abs() + TINY
+            err = err + 2.0 * UNIT_ROUNDOFF * const.abs()
+            tiny += (2 * lam.shape[-1] + 4) * TINY
             lam = pos * a_lo + neg * a_hi
             if betas is not None and splits is not None:
                 lam = lam - splits[i].unsqueeze(1).to(torch.float64) * betas[i].clamp(min=0.0)
-                err = err + 2.0 * UNIT_ROUNDOFF * (lam.abs() @ self._pre_mags[i]) + TINY
+                err = err + 2.0 * UNIT_ROUNDOFF * (lam.abs() @ self._pre_mags[i])
+                tiny += TINY
         value = lam.clamp(min=0.0) @ self.x_lo + lam.clamp(max=0.0) @ self.x_hi
         e0 = _slack(self.x_lo.numel(), lam.abs() @ self._mags[0])
+        tiny += (self.x_lo.numel() + 1) * TINY
         total = const + value
         rounding = 2.0 * UNIT_ROUNDOFF * (const.abs() + value.abs())
-        allowance = (err + e0 + rounding) * ACCUMULATED + TINY
+        allowance = (err + e0 + rounding) * ACCUMULATED + (tiny * ACCUMULATED + 2 * TINY)
         result = total - allowance
         result = result - 2.0 * UNIT_ROUNDOFF * result.abs() - TINY  # the subtraction's rounding
         result = torch.where(torch.isnan(result), torch.full_like(result, -torch.inf), result)

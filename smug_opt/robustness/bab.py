@@ -24,7 +24,7 @@ import numpy as np
 import torch
 
 from smug_opt.bounds.alpha_crown import optimise
-from smug_opt.bounds.relu_chain import ChainBounds
+from smug_opt.bounds.relu_chain import ChainBounds, one_thread
 from smug_opt.deadline import Deadline
 
 __all__ = ["BabResult", "branch_and_bound"]
@@ -59,6 +59,12 @@ def branch_and_bound(bounds: ChainBounds, matrix: np.ndarray, rhs: np.ndarray, s
                      deadline: Deadline, *, batch: int = BATCH) -> BabResult:
     """Decide whether some input of ``bounds``' box has chain outputs ``y`` with
     ``matrix·y <= rhs`` (``<`` on the ``strict`` rows), by branch and bound."""
+    with one_thread():
+        return _branch_and_bound(bounds, matrix, rhs, strict, deadline, batch)
+
+
+def _branch_and_bound(bounds: ChainBounds, matrix: np.ndarray, rhs: np.ndarray, strict: np.ndarray,
+                      deadline: Deadline, batch: int) -> BabResult:
     start = time.monotonic()
     top = len(bounds.chain.weights) - 1
     C = torch.from_numpy(np.array(matrix, dtype=np.float64))
@@ -82,6 +88,10 @@ def branch_and_bound(bounds: ChainBounds, matrix: np.ndarray, rhs: np.ndarray, s
                     stop_above=torch.zeros(R, dtype=torch.float64), deadline=deadline)
     if bool(_refuted(root.bound, strict_t)[0]):
         return done("unsat", 1)
+    corner = bounds.minimiser(top, C, root.alphas, root.betas, splits).reshape(-1, bounds.x_lo.numel())
+    hit = reaches(corner)
+    if bool(hit.any()):
+        return done("candidate", 1, x=corner[int(torch.nonzero(hit)[0])].numpy().copy())
     stack = _Stack(splits, root.alphas, root.betas or betas, root.bound, root.coefficients, bounds)
     count = 1
     while stack.size:
@@ -91,7 +101,10 @@ def branch_and_bound(bounds: ChainBounds, matrix: np.ndarray, rhs: np.ndarray, s
             return done("unknown", count, message=f"over {MAX_DOMAINS} domains open")
         parents = stack.pop(batch)
         children = parents.children()
-        if children is None:
+        if children is None:  # a linear region: its LP's optimum is a candidate, if any
+            for x in _linear_region_points(bounds, parents, matrix, rhs):
+                if bool(reaches(torch.from_numpy(x)[None])[0]):
+                    return done("candidate", count, x=x)
             return done("unknown", count, message="a domain with every ReLU split stays open")
         s, a, b = children
         found = optimise(bounds, top, C, d, steps=STEPS, alphas=a, betas=b, splits=s,
@@ -198,3 +211,36 @@ def _choose(bounds: ChainBounds, splits, alphas, bound, coefficients) -> tuple[t
         best_layer = torch.where(better, i, best_layer)
         best_index = torch.where(better, index, best_index)
     return best_layer, best_index
+
+
+def _linear_region_points(bounds: ChainBounds, domains: _Domains, matrix: np.ndarray,
+                          rhs: np.ndarray) -> list[np.ndarray]:
+    """For each domain with no neuron left to split (the chain is affine on it): the input
+    of the box, inside the splits' constraints, minimising the disjunct's first row with
+    the others as constraints (HiGHS; a float point, to be checked)."""
+    from scipy.optimize import linprog
+
+    points = []
+    x_lo, x_hi = bounds.x_lo.numpy(), bounds.x_hi.numpy()
+    for b in torch.nonzero(domains.choice[0] < 0).flatten().tolist():
+        A, c = np.eye(x_lo.size), np.zeros(x_lo.size)  # the current layer's input: A·x + c
+        rows, limits = [], []
+        for i, (W, bias) in enumerate(zip(bounds.chain.weights[:-1], bounds.chain.biases[:-1], strict=True)):
+            zA, zc = W.numpy() @ A, W.numpy() @ c + bias.numpy()
+            split = domains.splits[i][b].numpy()
+            on = (bounds.lo[i].numpy() >= 0) | (split > 0)
+            sign = np.where(split > 0, -1.0, np.where(split < 0, 1.0, 0.0))  # active: -z <= 0
+            fixed = sign != 0
+            rows.append(sign[fixed, None] * zA[fixed])
+            limits.append(-sign[fixed] * zc[fixed])
+            A, c = on[:, None] * zA, on * zc
+        W, bias = bounds.chain.weights[-1].numpy(), bounds.chain.biases[-1].numpy()
+        out_A, out_c = matrix @ W @ A, matrix @ (W @ c + bias)
+        rows.append(out_A[1:])
+        limits.append(rhs[1:] - out_c[1:])
+        result = linprog(out_A[0], A_ub=np.vstack(rows), b_ub=np.concatenate(limits),
+                         bounds=list(zip(x_lo, x_hi, strict=True)), method="highs")
+        if result.status == 0:
+            points.append(np.clip(result.x, x_lo, x_hi))
+    return points
+

@@ -26,6 +26,7 @@ from typing import Any
 import numpy as np
 
 from smug_opt.backend_choice import DEFAULT_BACKEND, BackendChoice
+from smug_opt.bounds.relu_chain import one_thread
 from smug_opt.deadline import Deadline
 from smug_opt.robustness.attack import attack, flat_gradient, unsafe_loss
 from smug_opt.robustness.bab import branch_and_bound
@@ -89,19 +90,6 @@ def one_blas_thread() -> Iterator[None]:
         return
     with threadpool_limits(1):
         yield
-
-
-@contextlib.contextmanager
-def _one_torch_thread() -> Iterator[None]:
-    """torch on one thread for the branch and bound's small products (restored after)."""
-    import torch
-
-    before = torch.get_num_threads()
-    torch.set_num_threads(1)
-    try:
-        yield
-    finally:
-        torch.set_num_threads(before)
 
 
 def _excess(query: RobustnessQuery, k: int, scores: np.ndarray) -> float:
@@ -170,7 +158,7 @@ def decide(query: RobustnessQuery, *, time_limit: float = 60.0,
                     decided[k] = "attack"
                     return verdict("sat", x=near.x, outputs=outputs, proof="exact")
     bab_log: list[dict[str, Any]] = []
-    with one_blas_thread(), _one_torch_thread():
+    with one_blas_thread(), one_thread():
         chain = query.chain_bounds(deadline)
         for k in (open_ if chain is not None else []):
             if deadline.passed(0.5):
