@@ -18,7 +18,7 @@ from typing import Any
 
 import numpy as np
 
-from smug_opt.encode.enumeration import MAX_ENUMERATED_MASKS
+from smug_opt.encode.enumeration import MAX_ENUMERATED_MASKS, mask_count
 from smug_opt.encode.layer_bounds import (
     BOUND_METHODS,
     DEFAULT_BOUNDS,
@@ -27,7 +27,7 @@ from smug_opt.encode.layer_bounds import (
     minimum_size,
 )
 from smug_opt.encode.masked import MaskedNetwork, flat_digest, flat_mlp
-from smug_opt.encode.masks import fewer_cells, greedy_mask
+from smug_opt.encode.masks import BEAM_WIDTH, beam_mask, fewer_cells, greedy_mask
 from smug_opt.encode.network_milp import NetworkEncoding, encode_network
 from smug_opt.errors import ParameterError
 from smug_opt.ir import Problem, ProblemBuilder
@@ -35,13 +35,14 @@ from smug_opt.models.grid import regular_grid
 from smug_opt.network.flat import FlatNetwork, Preprocess
 from smug_opt.verification import verify
 
-ENCODING_VERSION = 6
+ENCODING_VERSION = 7
 """Bumped whenever :func:`full_network` builds other problems from the same inputs (2:
 masks of fewer cells than the greedy one tried, ``min_cells`` from the affordable sizes;
 3: one encoder over flat networks, layer values as expressions over the variables;
 4: propagated bounds on the network on its cells, proven minimum sizes on any network;
 5: crown proves minimum sizes on MLPs too, the searches over small masks have time budgets;
-6: bounds widened by the coefficients' proven rounding instead of a relative margin);
+6: bounds widened by the coefficients' proven rounding instead of a relative margin;
+7: a beam search for a mask smaller than greedy's where the smaller ones are too many to try);
 cached suites of its problems carry it in their version, so they are rebuilt."""
 
 ENUMERATION_WORK = 5e10
@@ -50,6 +51,18 @@ the 784-32-10 MLP; fewer masks on larger networks)."""
 
 SEARCH_SECONDS = 20.0
 """Seconds that search may take (optional: stopped early, the greedy mask is kept)."""
+
+BEAM_WORK = 5e9
+"""Multiply-adds for the beam search for a smaller mask where the smaller masks are too many
+to enumerate (:func:`~smug_opt.encode.masks.beam_mask`): its width is what fits, at most
+:data:`~smug_opt.encode.masks.BEAM_WIDTH` (64 on 784-256-256-10, about 2 s, where it finds the
+3-pixel masks greedy misses), and it is skipped below :data:`MIN_BEAM_WIDTH` (a CIFAR CNN's
+1,024 cells: width 6; at width 64 it found no smaller mask in 10 s)."""
+
+MIN_BEAM_WIDTH = 16
+
+BEAM_SECONDS = 10.0
+"""Seconds the beam search may take (optional: stopped early, the mask it had is kept)."""
 
 __all__ = ["ENCODING_VERSION", "full_network", "solution_mask"]
 
@@ -89,9 +102,9 @@ def full_network(model_or_layers: Any, x: np.ndarray, label: int | None = None, 
     ``max_cells`` adds the row ``Σ M <= K``, which cannot change the optimum when a mask of
     ``K`` cells is feasible, and lets the bounds count only ``K`` cells' contributions:
     ``"greedy"`` takes ``K`` from a greedy mask, or from a smaller one found by trying every
-    mask of fewer cells while they are few enough to enumerate (the mask is checked in exact
-    arithmetic against the problem and dropped if it fails), an int is taken as given, None
-    adds no row.
+    mask of fewer cells while they are few enough to enumerate, else by a beam search (the
+    mask is checked in exact arithmetic against the problem and dropped if it fails), an int
+    is taken as given, None adds no row.
     """
     if bounds not in BOUND_METHODS:
         raise ValueError(f"bounds must be one of {', '.join(BOUND_METHODS)}, got {bounds!r}")
@@ -108,6 +121,11 @@ def full_network(model_or_layers: Any, x: np.ndarray, label: int | None = None, 
     greedy = greedy_mask(network) if max_cells == "greedy" else None
     cap = min(MAX_ENUMERATED_MASKS, network.affordable_masks(ENUMERATION_WORK))
     candidates = [] if greedy is None else [fewer_cells(network, greedy, cap, seconds=SEARCH_SECONDS)]
+    if greedy is not None and greedy.sum() > 1 and mask_count(network.num_cells, int(greedy.sum()) - 1) > cap:
+        levels = network.num_cells * (int(greedy.sum()) - 1)
+        width = min(BEAM_WIDTH, network.affordable_masks(BEAM_WORK) // max(levels, 1))
+        if width >= MIN_BEAM_WIDTH:
+            candidates = [beam_mask(network, candidates[0], width, seconds=BEAM_SECONDS)]
     if greedy is not None and candidates[0].sum() < greedy.sum():
         candidates.append(greedy)  # the greedy mask, should exact arithmetic reject the smaller
     start = None

@@ -1,5 +1,6 @@
-"""Small masks the float64 network accepts, found before solving: a greedy mask, and the
-first smaller one among all masks of fewer cells while they are few enough to enumerate.
+"""Small masks the float64 network accepts, found before solving: a greedy mask, the first
+smaller one among all masks of fewer cells while they are few enough to enumerate, and a
+beam search for a smaller one where they are not.
 The encoder checks the one it keeps in exact arithmetic against its problem (it becomes
 the solve's start and the cardinality row's cut-off)."""
 
@@ -13,7 +14,10 @@ import numpy as np
 from smug_opt.encode.enumeration import MAX_ENUMERATED_MASKS, batched_combinations, mask_count
 from smug_opt.encode.masked import MaskedNetwork
 
-__all__ = ["fewer_cells", "greedy_mask"]
+__all__ = ["BEAM_WIDTH", "beam_mask", "fewer_cells", "greedy_mask"]
+
+BEAM_WIDTH = 64
+"""Masks kept per size by :func:`beam_mask`."""
 
 
 def greedy_mask(network: MaskedNetwork) -> np.ndarray | None:
@@ -60,4 +64,37 @@ def fewer_cells(network: MaskedNetwork, mask: np.ndarray, max_masks: int = MAX_E
             slack = network.slack(trials, chunk=idx.shape[0])
             if slack.max() > network.tolerance:
                 return trials[int(np.argmax(slack))]
+    return mask
+
+
+def beam_mask(network: MaskedNetwork, mask: np.ndarray, width: int = BEAM_WIDTH,
+              seconds: float = math.inf) -> np.ndarray:
+    """``mask``, or a mask of fewer cells the float64 network accepts, found by growing masks
+    one cell at a time from the empty one and keeping, at each size, the ``width`` whose
+    worst output slack is highest (greedy is width 1; a wider beam finds masks whose cells
+    only help together). Stops at the first size that has an accepted mask, below
+    ``mask``'s size, or when ``seconds`` run out."""
+    n = network.num_cells
+    deadline = time.monotonic() + seconds
+    beam = np.zeros((1, 0), dtype=np.int64)  # each row: the sorted cells of one mask
+    rows = max(network.batch_rows(), 1)
+    for _ in range(int(mask.sum()) - 1):
+        grown = np.repeat(beam, n, axis=0)
+        added = np.tile(np.arange(n), beam.shape[0])[:, None]
+        fresh = ~np.any(grown == added, axis=1)
+        candidates = np.unique(np.sort(np.hstack([grown, added])[fresh], axis=1), axis=0)
+        slack = np.empty(candidates.shape[0])
+        for start in range(0, candidates.shape[0], rows):
+            if time.monotonic() > deadline:
+                return mask
+            part = candidates[start:start + rows]
+            trials = np.zeros((part.shape[0], n))
+            np.put_along_axis(trials, part, 1.0, axis=1)
+            slack[start:start + rows] = network.slack(trials, chunk=part.shape[0])
+        best = int(np.argmax(slack))
+        if slack[best] > network.tolerance:
+            found = np.zeros(n)
+            found[candidates[best]] = 1.0
+            return found
+        beam = candidates[np.argsort(-slack, kind="stable")[:width]]
     return mask
