@@ -1,8 +1,9 @@
 """α-CROWN (and β-CROWN) optimisation over a :class:`~smug_opt.bounds.relu_chain.ChainBounds`:
-projected gradient ascent (Adam) on the rigorous bound itself, over the lower slopes α in
-``[0, 1]`` and the split multipliers β ``>= 0``. Every bound returned was computed with
-clamped parameters by :meth:`ChainBounds.lower`, so it is rigorous whatever the optimiser
-did; the best one found per domain and row is kept with its parameters.
+projected gradient ascent (Adam) on the bound, over the lower slopes α in ``[0, 1]`` and
+the split multipliers β ``>= 0``. The steps use the bound's float computation (without its
+error allowance); the parameters that gave each domain and row its best value are then
+evaluated rigorously by :meth:`ChainBounds.lower`, and that is the bound returned: valid
+whatever the optimiser did. Domains whose bound passes ``stop_above`` leave the batch.
 
 :func:`tighten` runs it on the intervals of every ReLU layer's input, layer by layer (each
 later layer's relaxation then uses the tighter intervals): the intermediate bounds of
@@ -50,77 +51,75 @@ def _optimise(bounds: ChainBounds, top: int, C: torch.Tensor, rhs: torch.Tensor,
               alphas: list[torch.Tensor], betas: list[torch.Tensor] | None,
               splits: list[torch.Tensor] | None, stop_above: torch.Tensor | None,
               deadline: Deadline | None) -> Optimised:
-    alphas = [a.detach().to(torch.float64).clone().requires_grad_(True) for a in alphas]
-    opt = _Adam(alphas, LR_ALPHA)
-    if betas is not None:
-        betas = [b.detach().to(torch.float64).clone().requires_grad_(True) for b in betas]
-        opt.add(betas, LR_BETA)
-    best = None
-    best_alphas = [a.detach().clone() for a in alphas]
-    best_betas = None if betas is None else [b.detach().clone() for b in betas]
+    n_alpha = len(alphas)
+    params = [a.detach().to(torch.float64).clone() for a in alphas + (betas or [])]
+    opt = _Adam(params, [LR_ALPHA] * n_alpha + [LR_BETA] * (len(params) - n_alpha))
+    best_params = [p.clone() for p in params]
+    best = torch.full((params[0].shape[0], C.shape[-2]), -torch.inf, dtype=torch.float64)
+    index = torch.arange(best.shape[0])  # the domains still optimised (the others are closed)
+    part_splits, part_C = splits, C
     for step in range(steps + 1):
         last = step == steps or (deadline is not None and deadline.passed())
+        current = opt.params
         with torch.set_grad_enabled(not last):
-            bound, _ = bounds.lower(top, C, rhs, alphas, betas, splits)
+            bound, _ = bounds.lower(top, part_C, rhs, current[:n_alpha],
+                                    None if betas is None else current[n_alpha:], part_splits,
+                                    rigorous=False)
         value = bound.detach()
-        if best is None:
-            best = value.clone()
-            improved = torch.ones_like(value, dtype=torch.bool)
-        else:
-            improved = value > best
-            best = torch.where(improved, value, best)
-        _keep(best_alphas, alphas, improved)
-        if betas is not None and best_betas is not None:
-            _keep(best_betas, betas, improved)
-        done = stop_above is not None and bool(torch.all(torch.any(best > stop_above, dim=-1)))
-        if last or done:
+        improved = value > best[index]
+        best[index] = torch.where(improved, value, best[index])
+        for kept, p in zip(best_params, current, strict=True):
+            kept[index] = torch.where(improved.unsqueeze(-1), p.detach(), kept[index])
+        if last:
             break
+        open_ = torch.ones(index.numel(), dtype=torch.bool)
+        if stop_above is not None:
+            open_ = ~torch.any(best[index] > stop_above, dim=-1)
+            if not bool(open_.any()):
+                break
         finite = torch.where(torch.isfinite(bound), bound, torch.zeros_like(bound))
-        opt.ascend(finite.sum())
-        with torch.no_grad():
-            for a in alphas:
-                a.clamp_(0.0, 1.0)
-            for b in betas or []:
-                b.clamp_(min=0.0)
+        opt.ascend(finite.sum(), clamp=[(0.0, 1.0)] * n_alpha + [(0.0, None)] * (len(params) - n_alpha))
+        if float(open_.to(torch.float64).mean()) < 0.75:  # drop the closed domains
+            keep = torch.nonzero(open_).flatten()
+            index = index[keep]
+            opt.narrow(keep)
+            part_splits = None if splits is None else [t[index] for t in splits]
+            part_C = C if C.dim() == 2 else C[index]
+    best_alphas, best_betas = best_params[:n_alpha], (None if betas is None else best_params[n_alpha:])
     with torch.no_grad():
         bound, coefficients = bounds.lower(top, C, rhs, best_alphas, best_betas, splits)
     return Optimised(bound, best_alphas, best_betas, coefficients)
 
 
 class _Adam:
-    """Adam (Kingma and Ba, 2015) ascending an objective, in place on its tensors (torch.optim's
-    first step imports the compiler stack: seconds per process)."""
+    """Adam (Kingma and Ba, 2015) ascending an objective, projected onto boxes after each
+    step (torch.optim's first step imports the compiler stack: seconds per process);
+    :meth:`narrow` keeps some domains (rows of the first dimension) only."""
 
-    def __init__(self, params: list[torch.Tensor], lr: float) -> None:
-        self.groups: list[tuple[list[torch.Tensor], float]] = []
-        self.moments: list[tuple[torch.Tensor, torch.Tensor]] = []
+    def __init__(self, params: list[torch.Tensor], lrs: list[float]) -> None:
+        self.params = [p.requires_grad_(True) for p in params]
+        self.lrs = lrs
+        self.moments = [(torch.zeros_like(p), torch.zeros_like(p)) for p in params]
         self.t = 0
-        self.add(params, lr)
 
-    def add(self, params: list[torch.Tensor], lr: float) -> None:
-        self.groups.append((params, lr))
-        self.moments += [(torch.zeros_like(p), torch.zeros_like(p)) for p in params]
+    def narrow(self, keep: torch.Tensor) -> None:
+        self.params = [p.detach()[keep].requires_grad_(True) for p in self.params]
+        self.moments = [(m[keep], v[keep]) for m, v in self.moments]
 
-    def ascend(self, objective: torch.Tensor, b1: float = 0.9, b2: float = 0.999, eps: float = 1e-8) -> None:
-        params = [p for group, _ in self.groups for p in group]
-        lrs = [lr for group, lr in self.groups for _ in group]
-        grads = torch.autograd.grad(objective, params, allow_unused=True)
+    def ascend(self, objective: torch.Tensor, clamp: list[tuple[float, float | None]],
+               b1: float = 0.9, b2: float = 0.999, eps: float = 1e-8) -> None:
+        grads = torch.autograd.grad(objective, self.params, allow_unused=True)
         self.t += 1
         with torch.no_grad():
-            for p, g, lr, (m, v) in zip(params, grads, lrs, self.moments, strict=True):
+            for p, g, lr, (m, v), (low, high) in zip(self.params, grads, self.lrs, self.moments, clamp,
+                                                      strict=True):
                 if g is None:
                     continue
                 m.mul_(b1).add_(g, alpha=1 - b1)
                 v.mul_(b2).addcmul_(g, g, value=1 - b2)
                 step = lr * (1 - b2**self.t) ** 0.5 / (1 - b1**self.t)
                 p.add_(step * m / (v.sqrt() + eps))
-
-
-def _keep(best: list[torch.Tensor], current: list[torch.Tensor], improved: torch.Tensor) -> None:
-    """Copy the parameters of the (domain, row) pairs that improved."""
-    mask = improved.unsqueeze(-1)
-    for b, c in zip(best, current, strict=True):
-        b.copy_(torch.where(mask, c.detach(), b))
+                p.clamp_(low, high)
 
 
 def tighten(bounds: ChainBounds, *, steps: int = 20, deadline: Deadline | None = None) -> ChainBounds:

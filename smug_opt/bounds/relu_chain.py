@@ -147,8 +147,8 @@ class ChainBounds:
 
     # ------------------------------------------------------------------ the bound
     def lower(self, top: int, C: torch.Tensor, rhs: torch.Tensor, alphas: list[torch.Tensor],
-              betas: list[torch.Tensor] | None = None, splits: list[torch.Tensor] | None = None
-              ) -> tuple[torch.Tensor, list[torch.Tensor]]:
+              betas: list[torch.Tensor] | None = None, splits: list[torch.Tensor] | None = None,
+              *, rigorous: bool = True) -> tuple[torch.Tensor, list[torch.Tensor]]:
         """A rigorous lower bound, per domain and row, of ``C·z_top − rhs`` over the box
         (and the subdomain of ``splits``), and the coefficients ``Λ_i`` the back-substitution
         put on each ReLU layer's output (before its relaxation; for branching).
@@ -169,6 +169,15 @@ class ChainBounds:
         for j in range(top, -1, -1):
             W, b = chain.weights[j], chain.biases[j]
             const = const + lam @ b
+            if not rigorous:
+                lam = lam @ W
+                if j == 0:
+                    break
+                i = j - 1
+                coefficients[i] = lam
+                lam, t = self._relax(i, lam, alphas, betas, splits)
+                const = const + t
+                continue
             err = err + _slack(W.shape[1] + 1, lam.abs() @ self._linear_err[j])
             err = err + 2.0 * UNIT_ROUNDOFF * const.abs()
             tiny += self._tiny[j] + (W.shape[1] + 3) * TINY
@@ -201,6 +210,8 @@ class ChainBounds:
                 err = err + 2.0 * UNIT_ROUNDOFF * (lam.abs() @ self._pre_mags[i])
                 tiny += TINY
         value = lam.clamp(min=0.0) @ self.x_lo + lam.clamp(max=0.0) @ self.x_hi
+        if not rigorous:
+            return const + value, coefficients
         e0 = _slack(self.x_lo.numel(), lam.abs() @ self._mags[0])
         tiny += (self.x_lo.numel() + 1) * TINY
         total = const + value
@@ -210,6 +221,24 @@ class ChainBounds:
         result = result - 2.0 * UNIT_ROUNDOFF * result.abs() - TINY  # the subtraction's rounding
         result = torch.where(torch.isnan(result), torch.full_like(result, -torch.inf), result)
         return result, coefficients
+
+    def _relax(self, i: int, lam: torch.Tensor, alphas: list[torch.Tensor], betas: list[torch.Tensor] | None,
+               splits: list[torch.Tensor] | None) -> tuple[torch.Tensor, torch.Tensor]:
+        """The coefficients on ReLU layer ``i``'s input and the constant for ``lam`` on its
+        output (the float computation only, for the optimiser's steps)."""
+        active, inactive = self.lo[i] >= 0, self.hi[i] <= 0
+        if splits is not None:
+            active = active | (splits[i] > 0).unsqueeze(1)
+            inactive = inactive | (splits[i] < 0).unsqueeze(1)
+        alpha = alphas[i].clamp(0.0, 1.0)
+        a_lo = torch.where(active, 1.0, torch.where(inactive, 0.0, alpha))
+        a_hi = torch.where(active | inactive, a_lo.detach(), self._chord[0][i])
+        t_hi = torch.where(active | inactive, 0.0, self._chord[1][i])
+        neg = lam.clamp(max=0.0)
+        out = lam.clamp(min=0.0) * a_lo + neg * a_hi
+        if betas is not None and splits is not None:
+            out = out - splits[i].unsqueeze(1).to(out.dtype) * betas[i].clamp(min=0.0)
+        return out, (neg * t_hi).sum(-1)
 
     def minimiser(self, top: int, C: torch.Tensor, alphas: list[torch.Tensor],
                   betas: list[torch.Tensor] | None = None, splits: list[torch.Tensor] | None = None

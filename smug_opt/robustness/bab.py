@@ -32,7 +32,7 @@ __all__ = ["BabResult", "branch_and_bound"]
 BATCH = 128
 """Domains split per round (each gives two)."""
 ROOT_STEPS = 60
-STEPS = 20
+STEPS = 5
 MAX_DOMAINS = 200_000
 """Open domains kept at most (then ``unknown``)."""
 
