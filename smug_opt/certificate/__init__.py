@@ -19,7 +19,7 @@ import numpy as np
 
 from smug_opt.certificate.cuts import cardinality_cuts
 from smug_opt.certificate.fixings import forced_binaries, rows_of_columns
-from smug_opt.certificate.milp import CertificateError, exact_milp, violated_row
+from smug_opt.certificate.milp import CertificateError, complete_solution, exact_milp, violated_row
 from smug_opt.certificate.search import prove
 from smug_opt.certificate.vipr import Derivations, number, write_vipr
 from smug_opt.ir import Problem
@@ -54,8 +54,8 @@ def write_certificate(problem: Problem, claim: str, x: np.ndarray | None,
     """Prove ``claim`` (``"OPTIMAL"`` with its solution ``x``, or ``"INFEASIBLE"``) about
     ``problem`` within ``seconds`` and write the VIPR certificate to ``path``.
 
-    Raises :class:`CertificateError` (nothing written) when the problem cannot be stated
-    (ReLUs), the solution does not satisfy the stated MILP exactly, or the proof does not
+    Raises :class:`CertificateError` (nothing written) when the solution (its ReLU outputs
+    recomputed exactly) does not satisfy the stated MILP exactly, or the proof does not
     finish in time. ``source`` (e.g. the ``.smug`` file) is named in a comment.
     """
     start = time.monotonic()
@@ -66,7 +66,7 @@ def write_certificate(problem: Problem, claim: str, x: np.ndarray | None,
     if claim == "OPTIMAL":
         if x is None:
             raise CertificateError("an OPTIMAL claim needs its solution")
-        solution = {j: Fraction(float(v)) for j, v in enumerate(np.asarray(x, dtype=np.float64)) if v != 0}
+        solution = complete_solution(problem, x)
         bad = violated_row(milp, solution)
         if bad is not None:
             raise CertificateError(f"the solution violates {bad} of the stated MILP exactly")

@@ -14,7 +14,7 @@ from typing import Any
 import numpy as np
 import scipy.sparse as sp
 
-from smug_opt.certificate.milp import ExactMilp, ExactRow
+from smug_opt.certificate.milp import CertificateError, ExactMilp, ExactRow
 from smug_opt.console import silenced_stdout
 
 __all__ = ["LpAnswer", "NodeLp"]
@@ -85,7 +85,9 @@ class NodeLp:
         h.setOptionValue("output_flag", False)
         h.setOptionValue("threads", 1)
         h.setOptionValue("presolve", "off")  # keeps Farkas rays available
-        h.passModel(lp)
+        if h.passModel(lp) == highspy.HighsStatus.kError:
+            raise CertificateError("HiGHS refuses the LP relaxation (a coefficient or bound out of "
+                                   "its range, e.g. a matrix entry above 1e15)")
         return h
 
     def _fix(self, h: Any, fixed: Mapping[int, int], seconds: float) -> None:

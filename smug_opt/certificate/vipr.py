@@ -77,7 +77,7 @@ def write_vipr(path: str | os.PathLike[str], milp: ExactMilp, *, comments: Itera
     """Write the certificate: ``optimum`` None states infeasibility (``RTP infeas``)."""
     n = milp.num_vars
     lines = [f"% {c}" for c in comments]
-    lines += ["VER 1.0", f"VAR {n}", " ".join(f"x{j}" for j in range(n))]
+    lines += ["VER 1.0", f"VAR {n}", " ".join(milp.names)]
     ints = [j for j in range(n) if milp.integer[j]]
     lines += [f"INT {len(ints)}", " ".join(map(str, ints))]
     lines += ["OBJ min", _terms(sorted(milp.objective.items()))]

@@ -1,11 +1,13 @@
 """The MILP a certificate for a ``.smug`` problem must state, derived from the problem alone.
 
-The rules are the contract in ``docs/certificates.md``: variables ``x0..x{n-1}``, the binaries
-integer, ``min`` the objective, then two bound constraints per variable and one constraint
-per row, every float64 read as the exact rational it is. A strict row over binaries only is
-tightened exactly (``a·x > b`` ⟺ ``a·x >= (floor(D·b) + 1) / D`` with ``D`` the common
-denominator of its coefficients); a strict row with a continuous variable is stated as its
-closure, and its index is returned so that solutions are held to the strict row.
+The rules are the contract in ``docs/certificates.md``: variables ``x0..x{n-1}`` and a phase
+binary ``d{r}`` per ReLU, the binaries and phases integer, ``min`` the objective, then two
+bound constraints per variable, one constraint per row and each ReLU's big-M rows
+(:mod:`~smug_opt.check_certificate.relu_rows`), every float64 read as the exact rational it
+is. A strict row over binaries only is tightened exactly (``a·x > b`` ⟺
+``a·x >= (floor(D·b) + 1) / D`` with ``D`` the common denominator of its coefficients); a
+strict row with a continuous variable is stated as its closure, and its index is returned
+so that solutions are held to the strict row.
 """
 
 from __future__ import annotations
@@ -16,6 +18,7 @@ from fractions import Fraction
 
 import numpy as np
 
+from smug_opt.check_certificate.relu_rows import relu_constraints
 from smug_opt.check_certificate.rows import EQ, GE, LE, Row, first_difference, row_from_values
 from smug_opt.check_certificate.verifier import CertificateRejected
 from smug_opt.check_certificate.vipr_reader import Header
@@ -37,14 +40,13 @@ class ExpectedMilp:
     bound_count: int
     strict: frozenset[int]
     """CON indices of strict rows stated as their closure (solutions must hold them strictly)."""
+    relu_start: int
+    """CON index of the first ReLU row (the problem's rows end there)."""
 
 
 def expected_milp(problem: Problem) -> ExpectedMilp:
     """The MILP ``problem`` is, as VIPR constraints over exact rationals."""
-    if problem.num_relus:
-        raise ValueError(f"certificates cover problems without ReLU constraints; this one has "
-                         f"{problem.num_relus}")
-    n = problem.num_vars
+    n, phases = problem.num_vars, problem.num_relus
     binary = problem.kinds == VarKind.BINARY
     objective = row_from_values(
         ((int(j), *float(problem.objective[j]).as_integer_ratio())
@@ -54,6 +56,9 @@ def expected_milp(problem: Problem) -> ExpectedMilp:
         lb, ub = (0.0, 1.0) if binary[j] else (float(problem.lb[j]), float(problem.ub[j]))
         constraints.append(Row({j: 1}, 1, Fraction(lb), GE))
         constraints.append(Row({j: 1}, 1, Fraction(ub), LE))
+    for d in range(n, n + phases):
+        constraints += [Row({d: 1}, 1, Fraction(0), GE), Row({d: 1}, 1, Fraction(1), LE)]
+    bound_count = len(constraints)
     strict = set()
     A = problem.A
     for i in range(problem.num_rows):
@@ -66,11 +71,14 @@ def expected_milp(problem: Problem) -> ExpectedMilp:
             if all(binary[j] for j, _ in pairs):
                 rhs = _tightened(pairs, rhs, sense)
             else:
-                strict.add(2 * n + i)
+                strict.add(bound_count + i)
         constraints.append(row_from_values(
             ((j, a.numerator, a.denominator) for j, a in pairs), rhs, _SENSES[sense]))
-    return ExpectedMilp([f"x{j}" for j in range(n)], frozenset(np.flatnonzero(binary).tolist()),
-                        objective, constraints, 2 * n, frozenset(strict))
+    relu_start = len(constraints)
+    constraints += relu_constraints(problem)
+    integers = frozenset(np.flatnonzero(binary).tolist()) | frozenset(range(n, n + phases))
+    return ExpectedMilp([f"x{j}" for j in range(n)] + [f"d{r}" for r in range(phases)], integers,
+                        objective, constraints, bound_count, frozenset(strict), relu_start)
 
 
 def _tightened(pairs: list[tuple[int, Fraction]], rhs: Fraction, sense: Sense) -> Fraction:
@@ -110,7 +118,8 @@ def match_problem(header: Header, expected: ExpectedMilp, problem_name: str) -> 
     for i, ((name, row), want) in enumerate(zip(stated, expected.constraints, strict=False)):
         if row.same_as(want):
             continue
-        what = f"bound {i}" if i < expected.bound_count else f"row {i - expected.bound_count}"
+        what = (f"bound {i}" if i < expected.bound_count else f"row {i - expected.bound_count}"
+                if i < expected.relu_start else f"ReLU row {i - expected.relu_start} (big-M)")
         if row.sense != want.sense or row.rhs != want.rhs:
             raise differs(f"constraint {i} ({name!r}) is {row.letter} {row.rhs}, {what} of the "
                           f"problem is {want.letter} {want.rhs}")

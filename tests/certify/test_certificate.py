@@ -274,16 +274,6 @@ def test_homogeneous_strict_rows_are_tightened_and_cut(tmp_path: Path) -> None:
     assert recheck((tmp_path / "p.vipr").read_text()) == ("range", 1)
 
 
-def test_relus_are_refused(tmp_path: Path) -> None:
-    b = ProblemBuilder()
-    m = b.add_binaries(2)
-    y = b.add_continuous(1, 0.0, 4.0)
-    b.add_relus(y, [[1.0, -1.0]], m)
-    b.set_objective(m, 1.0)
-    with pytest.raises(CertificateError, match="ReLU"):
-        write_certificate(b.build(), "OPTIMAL", np.zeros(3), tmp_path / "p.vipr", seconds=5)
-
-
 def _closure_problem(y_max: float) -> Problem:
     """``x0 + x1 + x2 + y > 1.5`` with ``0 <= y <= y_max``, minimising the binaries."""
     b = ProblemBuilder()

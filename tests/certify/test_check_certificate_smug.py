@@ -298,16 +298,3 @@ whole G 1 OBJ {{ rnd 1 5 1 }} -1
     with pytest.raises(CertificateRejected, match="violates constraint 'r0': its left-hand side "
                                                   "is 1, not > 1"):
         check_certificate(problem, vipr)
-
-
-def test_problems_with_relus_are_refused_by_name(tmp_path):
-    b = ProblemBuilder()
-    x = b.add_binaries(1)
-    out = b.add_continuous(1, 0.0, 1.0)
-    b.add_relus(out, [[1.0]], x)
-    b.set_objective(x, 1.0)
-    problem = tmp_path / "p.smug"
-    save_problem(b.build(), problem)
-    (tmp_path / "p.vipr").write_text("VER 1.0\n")
-    with pytest.raises(ValueError, match="problems without ReLU constraints; this one has 1"):
-        check_certificate(problem, tmp_path / "p.vipr")
