@@ -60,7 +60,9 @@ class RaceStatus(str, enum.Enum):
 class Timings:
     """Wall-clock seconds by phase. ``lower`` and ``solve`` are measured inside the worker;
     ``strengthen`` is :mod:`smug_opt.strengthen` (0 when off); ``overhead`` is the rest
-    (process hand-off, queueing); ``total`` is end to end."""
+    (process hand-off, queueing, certification); ``certify`` is the part of ``overhead``
+    that certifying the claim took (:mod:`smug_opt.certify`; 0 when not asked); ``total``
+    is end to end."""
 
     lower: float = 0.0
     solve: float = 0.0
@@ -68,6 +70,7 @@ class Timings:
     overhead: float = 0.0
     total: float = 0.0
     strengthen: float = 0.0
+    certify: float = 0.0
 
 
 @dataclass(frozen=True)

@@ -5,6 +5,7 @@ exact questions through a step it is given). :func:`smug_opt.solve` composes the
 
 from __future__ import annotations
 
+import time
 from dataclasses import dataclass, replace
 
 import numpy as np
@@ -100,4 +101,7 @@ class Certify:
         from smug_opt.certify import certify
 
         result = self.inner(problem, choice, deadline, start)
-        return certify(problem, result, ask=self.questions, deadline=deadline)
+        began = time.monotonic()
+        certified = certify(problem, result, ask=self.questions, deadline=deadline)
+        spent = time.monotonic() - began
+        return replace(certified, times=replace(certified.times, certify=certified.times.certify + spent))

@@ -39,6 +39,10 @@ Every metric is computed per suite, over the suite's instances, per backend.
   time from the start of the solve to the answer (or the kill) measured by the harness:
   how well a backend keeps its time limit (at most the grace, when the job was killed).
 - **Peak memory.** The job process's maximum resident set size.
+- **Certified.** Of a backend's jobs that end OPTIMAL or INFEASIBLE (its *claims*), those
+  whose claim is exact (``proof: exact``: exact by construction, an exact backend, or
+  certified by :mod:`smug_opt.certify`), and the median seconds certification took over
+  the claims (part of the job's time; 0 where it was not asked).
 """
 
 from __future__ import annotations
@@ -309,6 +313,9 @@ class BackendSummary:
     max_overshoot: float | None
     peak_memory_mb: float | None
     solver: str
+    claims: int = 0
+    certified: int = 0
+    median_certify_seconds: float | None = None
 
 
 @dataclass(frozen=True)
@@ -364,6 +371,8 @@ def _backend_summary(suite: str, backend: str, results: list[InstanceResult],
     overshoots = [r.overshoot for r in records if r.overshoot is not None]
     memory = [r.peak_memory_mb for r in records if r.peak_memory_mb is not None]
     seconds = [x.seconds for x in results]
+    claims = [r for r in records if r.certified is not None]
+    certify_seconds = [r.times.certify if r.times is not None else 0.0 for r in claims]
     return BackendSummary(
         suite=suite, backend=backend, instances=len(results), solved=count[JobOutcome.SOLVED],
         feasible=sum(1 for x in results if x.objective is not None),
@@ -377,6 +386,8 @@ def _backend_summary(suite: str, backend: str, results: list[InstanceResult],
         max_overshoot=max(0.0, *overshoots) if overshoots else None,
         peak_memory_mb=max(memory) if memory else None,
         solver=next((r.solver for r in records if r.solver), ""),
+        claims=len(claims), certified=sum(1 for r in claims if r.certified),
+        median_certify_seconds=float(statistics.median(certify_seconds)) if claims else None,
     )
 
 

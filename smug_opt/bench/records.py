@@ -127,6 +127,15 @@ class RunRecord:
         return (self.suite, self.instance, self.backend, self.repeat)
 
     @property
+    def certified(self) -> bool | None:
+        """Whether an OPTIMAL or INFEASIBLE claim is exact (``proof`` "exact": by
+        construction, an exact backend, or certification, whose seconds are
+        ``times.certify``); None for the other statuses."""
+        if self.status not in (Status.OPTIMAL, Status.INFEASIBLE):
+            return None
+        return self.proof == "exact"
+
+    @property
     def seconds(self) -> float:
         """The solve's own end-to-end time, else the harness's wall time, else the limit."""
         if self.times is not None:

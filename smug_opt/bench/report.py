@@ -19,6 +19,7 @@ from typing import Any
 
 from smug_opt.bench import metrics
 from smug_opt.bench.metrics import (
+    BackendSummary,
     InstanceResult,
     JobOutcome,
     SuiteSummary,
@@ -185,11 +186,12 @@ def _suite_section(s: SuiteSummary) -> list[str]:
     lines += _table(
         ["backend", "instances", "solved", "feasible", "timeouts", "errors (killed)", "wrong",
          "SGM [s]", "SGM scaled", "median [s]", "gap to best", "primal integral (n)",
-         "max overshoot [s]", "peak MB", "solver"],
+         "max overshoot [s]", "peak MB", "certified (median s)", "solver"],
         [[b.backend, str(b.instances), str(b.solved), str(b.feasible), str(b.timeouts),
           f"{b.errors} ({b.killed})", str(b.wrong), _num(b.sgm), _num(b.sgm_scaled), _num(b.median_time),
           _num(b.gap_to_best), f"{_num(b.primal_integral)} ({b.primal_integral_instances})",
-          _num(b.max_overshoot), _num(b.peak_memory_mb, 4), b.solver] for b in s.backends])
+          _num(b.max_overshoot), _num(b.peak_memory_mb, 4), _certified(b), b.solver]
+         for b in s.backends])
     lines += ["", f"![performance profile](profile-{s.suite}.png) "
                   f"![time vs size](time-vs-size-{s.suite}.png)"]
     if s.wrong:
@@ -204,6 +206,13 @@ def _suite_section(s: SuiteSummary) -> list[str]:
             lines.append(f"- … and {len(s.errors) - len(shown)} more (see summary.json)")
     lines += ["", "<details><summary>Per instance</summary>", "", *_instance_table(s), "", "</details>"]
     return lines
+
+
+def _certified(b: BackendSummary) -> str:
+    """``certified/claims (median certification seconds)``, or – without claims."""
+    if not b.claims:
+        return "–"
+    return f"{b.certified}/{b.claims} ({_num(b.median_certify_seconds)} s)"
 
 
 def _one_line(text: str, limit: int = 200) -> str:

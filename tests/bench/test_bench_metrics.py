@@ -155,3 +155,22 @@ def test_repeats_take_the_median_and_need_every_repeat_solved():
     records[1] = rec("a", "p", Status.FEASIBLE, 10.0, objective=4, bound=2, repeat=1)
     (x,) = instance_results(records)
     assert (x.outcome, x.seconds, x.objective) == (JobOutcome.FEASIBLE, 2.0, 3.0)
+
+
+def test_certified_counts_exact_claims_and_their_certification_seconds():
+    """Claims are OPTIMAL/INFEASIBLE jobs; certified ones have proof "exact"; the median
+    certification seconds run over the claims (0 where certification was not asked)."""
+    def claim(instance: str, status: Status, proof: str | None, certify: float) -> RunRecord:
+        return RunRecord(suite="s", instance=instance, backend="a", repeat=0, status=status,
+                         time_limit=LIMIT, threads=1, seed=0, proof=proof,
+                         times=Timings(total=certify + 1.0, overhead=certify, certify=certify))
+
+    records = [claim("p1", Status.OPTIMAL, "exact", 0.5), claim("p2", Status.OPTIMAL, "solver", 0.0),
+               claim("p3", Status.INFEASIBLE, "exact", 2.0), claim("p4", Status.FEASIBLE, None, 3.0)]
+    assert [r.certified for r in records] == [True, False, True, None]
+    (suite,) = summarize_suites(records)
+    (a,) = suite.backends
+    assert (a.claims, a.certified, a.median_certify_seconds) == (3, 2, 0.5)
+    (none,) = summarize_suites([rec("b", "p1", Status.FEASIBLE, 1.0, objective=3)])
+    (empty,) = none.backends
+    assert (empty.claims, empty.certified, empty.median_certify_seconds) == (0, 0, None)

@@ -62,6 +62,7 @@ def test_report_writes_markdown_json_and_figures(tmp_path):
     assert "## Suite `toy` (3 instances)" in text
     assert "| a | 3 | 3 | 3 | 0 | 0 (0) | 0 |" in text  # solved, feasible, timeouts, errors, wrong
     assert "| b | 3 | 1 | 2 | 1 | 1 (0) | 0 |" in text
+    assert "certified (median s)" in text and "| 0/3 (0 s) | a 1.0 |" in text  # proof not exact
     assert "## How the metrics are defined" in text and "Shifted geometric mean" in text
     assert "## Compared with" in text
 

@@ -81,6 +81,7 @@ def test_z3_proves_the_residual_question() -> None:
     assert r.status is Status.OPTIMAL and r.proof == "exact"
     assert verify(p, r.x).objective == 4 * Fraction(1.1) and r.objective == float(4 * Fraction(1.1))
     assert "z3 (exact) proved no solution is better" in r.message
+    assert plain.times.certify == 0 and 0 < r.times.certify <= r.times.total  # the bench's column
     r = solve(_wide()[0], "highs", time_limit=30, certify=True)  # count of cells: the LP bound
     assert r.objective == optimum and r.proof == "exact" and "the safe LP bound" in r.message
 
