@@ -1,7 +1,8 @@
 """α-CROWN (and β-CROWN) optimisation over a :class:`~smug_opt.bounds.relu_chain.ChainBounds`:
 projected gradient ascent (Adam) on the bound, over the lower slopes α in ``[0, 1]`` and
-the split multipliers β ``>= 0``. The steps use the bound's float computation (without its
-error allowance); the parameters that gave each domain and row its best value are then
+the split multipliers β ``>= 0``. The steps use the bound's float32 computation (without
+its error allowance: :meth:`ChainBounds.estimate`); the parameters that gave each domain
+and row its best value are then
 evaluated rigorously by :meth:`ChainBounds.lower`, and that is the bound returned: valid
 whatever the optimiser did. Domains whose bound passes ``stop_above`` leave the batch.
 
@@ -52,19 +53,18 @@ def _optimise(bounds: ChainBounds, top: int, C: torch.Tensor, rhs: torch.Tensor,
               splits: list[torch.Tensor] | None, stop_above: torch.Tensor | None,
               deadline: Deadline | None) -> Optimised:
     n_alpha = len(alphas)
-    params = [a.detach().to(torch.float64).clone() for a in alphas + (betas or [])]
+    params = [a.detach().to(torch.float32).clone() for a in alphas + (betas or [])]
     opt = _Adam(params, [LR_ALPHA] * n_alpha + [LR_BETA] * (len(params) - n_alpha))
     best_params = [p.clone() for p in params]
-    best = torch.full((params[0].shape[0], C.shape[-2]), -torch.inf, dtype=torch.float64)
+    best = torch.full((params[0].shape[0], C.shape[-2]), -torch.inf, dtype=torch.float32)
     index = torch.arange(best.shape[0])  # the domains still optimised (the others are closed)
     part_splits, part_C = splits, C
     for step in range(steps + 1):
         last = step == steps or (deadline is not None and deadline.passed())
         current = opt.params
         with torch.set_grad_enabled(not last):
-            bound, _ = bounds.lower(top, part_C, rhs, current[:n_alpha],
-                                    None if betas is None else current[n_alpha:], part_splits,
-                                    rigorous=False)
+            bound = bounds.estimate(top, part_C, rhs, current[:n_alpha],
+                                    None if betas is None else current[n_alpha:], part_splits)
         value = bound.detach()
         improved = value > best[index]
         best[index] = torch.where(improved, value, best[index])
@@ -85,6 +85,7 @@ def _optimise(bounds: ChainBounds, top: int, C: torch.Tensor, rhs: torch.Tensor,
             opt.narrow(keep)
             part_splits = None if splits is None else [t[index] for t in splits]
             part_C = C if C.dim() == 2 else C[index]
+    best_params = [p.to(torch.float64) for p in best_params]  # in [0, 1] and >= 0: valid as they are
     best_alphas, best_betas = best_params[:n_alpha], (None if betas is None else best_params[n_alpha:])
     with torch.no_grad():
         bound, coefficients = bounds.lower(top, C, rhs, best_alphas, best_betas, splits)

@@ -120,3 +120,16 @@ def test_real_mnistfc_instance(tmp_path, capsys):
     assert capsys.readouterr().out.strip() == "sat"
     lines = (tmp_path / "r.txt").read_text().splitlines()
     assert lines[0] == "sat" and len(lines) == 1 + 784 + 10
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(not SHARED.is_dir(), reason="../shared/nets/vnncomp2021 is not present")
+def test_real_mnistfc_instance_closed_by_branch_and_bound(tmp_path, capsys):
+    """mnist-net_256x2 prop_1 at ε 0.03: CROWN refutes none of the 9 disjuncts and the MILP
+    path ran out of its 120 s; branch and bound proves it (as α,β-CROWN and oval did; RPM
+    alone said violated)."""
+    folder = SHARED / "mnistfc"
+    assert main(["verify", str(folder / "mnist-net_256x2.onnx"), str(folder / "prop_1_0.03.vnnlib"),
+                 "--time-limit", "120", "--results", str(tmp_path / "r.txt")]) == 0
+    assert capsys.readouterr().out.strip() == "unsat"
+    assert (tmp_path / "r.txt").read_text() == "unsat\n"
