@@ -80,6 +80,13 @@ class ExplainedInput:
     def ok(self) -> bool:
         return self.mask is not None
 
+    @property
+    def arrays(self) -> tuple[np.ndarray, np.ndarray, np.ndarray] | None:
+        """``(mask, saliency, cell_mask)`` when the solver found a mask, else None."""
+        if self.mask is None or self.saliency is None or self.cell_mask is None:
+            return None
+        return self.mask, self.saliency, self.cell_mask
+
 
 @dataclass(frozen=True, eq=False)
 class _Chunk:
@@ -325,16 +332,15 @@ def _explained(run: BatchRun, executor: Executor, chunks: Iterator[_Chunk]) -> I
 
 def _rows(records: list[dict[str, Any]], done: list[ExplainedInput]
           ) -> tuple[list[dict[str, Any]], dict[str, np.ndarray] | None]:
-    ok = [e for e in done if e.ok]
-    row = {e.index: r for r, e in enumerate(ok)}
+    found = [(e.index, arrays) for e in done if (arrays := e.arrays) is not None]
+    row = {index: r for r, (index, _) in enumerate(found)}
     for record in records:
         record["row"] = row.get(record["index"])
-    if not ok:
+    if not found:
         return records, None
-    return records, {"index": np.array([e.index for e in ok], dtype=np.int64),
-                     "mask": np.stack([e.mask for e in ok]),
-                     "saliency": np.stack([e.saliency for e in ok]),
-                     "cell_mask": np.stack([e.cell_mask for e in ok])}
+    return records, {"index": np.array([index for index, _ in found], dtype=np.int64),
+                     **{key: np.stack([arrays[i] for _, arrays in found])
+                        for i, key in enumerate(("mask", "saliency", "cell_mask"))}}
 
 
 def summary_markdown(records: Sequence[Mapping[str, Any]], *, fresh: int, wall: float) -> str:

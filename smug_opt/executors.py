@@ -30,7 +30,7 @@ import os
 import signal
 import threading
 from abc import ABC, abstractmethod
-from collections.abc import Callable, Hashable, Iterable, Iterator
+from collections.abc import Callable, Generator, Hashable, Iterable, Iterator
 from types import TracebackType
 from typing import Any, TypeVar
 
@@ -92,12 +92,12 @@ class Executor(ABC):
 
     @abstractmethod
     def map(self, fn: Callable[..., R], items: Iterable[Any], *, light: bool = False,
-            on_error: OnError | None = None) -> Iterator[tuple[int, R]]:
+            on_error: OnError | None = None) -> Generator[tuple[int, R], None, None]:
         """``(position, fn(item))`` for every item, in completion order.
 
         ``light``: ``fn`` only starts and waits on a process of its own and takes a
         ``cancel`` keyword (a :class:`threading.Event`); a local pool drives it from a
-        thread. Closing the iterator early cancels what has not started and stops what runs.
+        thread. Closing the generator early cancels what has not started and stops what runs.
         """
 
     def close(self) -> None:  # noqa: B027 - an optional hook: the sequential executor holds nothing
@@ -128,7 +128,7 @@ class SequentialExecutor(Executor):
     name = "sequential"
 
     def map(self, fn: Callable[..., R], items: Iterable[Any], *, light: bool = False,
-            on_error: OnError | None = None) -> Iterator[tuple[int, R]]:
+            on_error: OnError | None = None) -> Generator[tuple[int, R], None, None]:
         for i, item in enumerate(items):
             try:
                 result = fn(item)
@@ -196,7 +196,7 @@ class LocalPoolExecutor(Executor):
         return self._processes
 
     def map(self, fn: Callable[..., R], items: Iterable[Any], *, light: bool = False,
-            on_error: OnError | None = None) -> Iterator[tuple[int, R]]:
+            on_error: OnError | None = None) -> Generator[tuple[int, R], None, None]:
         if light:
             yield from self._threads(fn, items, on_error)
             return
@@ -216,7 +216,7 @@ class LocalPoolExecutor(Executor):
                 future.cancel()
 
     def _threads(self, fn: Callable[..., R], items: Iterable[Any],
-                 on_error: OnError | None) -> Iterator[tuple[int, R]]:
+                 on_error: OnError | None) -> Generator[tuple[int, R], None, None]:
         cancel = threading.Event()
         pool = concurrent.futures.ThreadPoolExecutor(self.workers, thread_name_prefix="smug-task")
         try:
@@ -267,7 +267,7 @@ class DaskExecutor(Executor):
         return f"dask, scheduler {self.address}"
 
     def map(self, fn: Callable[..., R], items: Iterable[Any], *, light: bool = False,
-            on_error: OnError | None = None) -> Iterator[tuple[int, R]]:
+            on_error: OnError | None = None) -> Generator[tuple[int, R], None, None]:
         from distributed import as_completed
 
         completed = as_completed()

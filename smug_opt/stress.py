@@ -72,10 +72,14 @@ class ModelCheck:
         x = self.inputs[int(problem.metadata["test_index"])]
         label = int(problem.metadata["label"])
         pixels = solution_mask(problem, solution).reshape(-1)
-        mlp, pre = self.model.mlp, self.model.pre
-        affine = mlp.dense_input(x) if mlp is not None else pre(np.reshape(x, (1, -1)))[0]
-        of_pixel = np.arange(affine.size) % pixels.size if pre is not None else \
-            np.arange(affine.size) // (affine.size // pixels.size)  # MLP input: channels last
+        mlp = self.model.mlp
+        if mlp is not None:
+            affine = mlp.dense_input(x)
+            of_pixel = np.arange(affine.size) // (affine.size // pixels.size)  # MLP input: channels last
+        else:
+            pre = self.model.lowered[0]
+            affine = pre(np.reshape(x, (1, -1)))[0]
+            of_pixel = np.arange(affine.size) % pixels.size
         nonzero = np.zeros(pixels.size, dtype=bool)
         np.logical_or.at(nonzero, of_pixel, affine != 0)
         mask = np.flatnonzero(pixels & nonzero)
@@ -118,9 +122,10 @@ def stress_suite(model: str = "mnist-mlp", *, n: int = 100, seed: int = 0, bound
         if loaded.mlp is not None:
             problem = full_network(loaded.mlp, x, cell=cell, bounds=bounds, name=loaded.tag)
         else:
-            shape = grid if len(loaded.flat.input_shape) == 1 else None
-            problem = full_network(loaded.flat, x, cell=cell, bounds=bounds, name=loaded.tag,
-                                   preprocess=loaded.pre, shape=shape)
+            pre, flat = loaded.lowered
+            shape = grid if len(flat.input_shape) == 1 else None
+            problem = full_network(flat, x, cell=cell, bounds=bounds, name=loaded.tag,
+                                   preprocess=pre, shape=shape)
         return problem.with_metadata(encode_seconds=time.perf_counter() - start, test_index=index,
                                      digit=by_index[index][1])
 
@@ -145,15 +150,15 @@ def _stress_inputs(model: StressModel, suite: str, n: int, seed: int, specs: str
         from smug_opt.data.vnnlib import spec_images
 
         channels = 1 if suite == "mnist" else 3
-        images = spec_images(specs, channels, model.channels_first)[:n]
-        return {i: (image.x.reshape(model.input_shape), image.label) for i, image in enumerate(images)}
+        found = spec_images(specs, channels, model.channels_first)[:n]
+        return {i: (image.x.reshape(model.input_shape), image.label) for i, image in enumerate(found)}
     if suite != "mnist":
         raise ValueError(f"the {suite} suite reads its images from VNN-LIB specs: give specs (--specs DIR)")
     from smug_opt.data import pick_test_digits
 
-    indices, images, labels = pick_test_digits(n, seed=seed)
+    indices, digits, labels = pick_test_digits(n, seed=seed)
     return {int(i): (np.reshape(x, model.input_shape), int(y))
-            for i, x, y in zip(indices.tolist(), images, labels, strict=True)}
+            for i, x, y in zip(indices.tolist(), digits, labels, strict=True)}
 
 
 def run_stress(n: int = 100, backends: Sequence[str] = (DEFAULT_BACKEND,), time_limit: float = 600.0,

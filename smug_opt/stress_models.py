@@ -43,6 +43,14 @@ class StressModel:
         return self.mlp if self.mlp is not None else self.flat
 
     @property
+    def lowered(self) -> tuple[Preprocess, FlatNetwork]:
+        """``(pre, flat)`` of a model that is not a Dense stack; ValueError for one that is."""
+        if self.pre is None or self.flat is None:
+            raise ValueError(f"stress model {self.tag!r} is a Dense stack (checked by its weights), "
+                             "not lowered")
+        return self.pre, self.flat
+
+    @property
     def channels_first(self) -> bool:
         return not (len(self.input_shape) == 3 and self.input_shape[-1] < min(self.input_shape[:2]))
 
@@ -104,12 +112,14 @@ def runtime_scores(model: StressModel, x_batch: np.ndarray) -> tuple[np.ndarray,
         shape = [d if isinstance(d, int) else x_batch.shape[0] for d in feed.shape]
         scores = session.run(None, {feed.name: x_batch.astype(dtype).reshape(shape)})[0]
         return np.asarray(scores, dtype=np.float64).reshape(x_batch.shape[0], -1), np.dtype(dtype).name
-    if model.kind in ("factory", "pt2"):
-        return _torch_scores(model, x_batch)
     from smug_opt.models import zoo
 
+    if model.kind in ("factory", "pt2"):
+        return _torch_scores(model.spec, model.kind, x_batch)
+    if model.kind == "embedded" and zoo.is_pretrained(model.spec):
+        return _torch_scores(zoo.pretrained_source(model.spec), "factory", x_batch)
     if model.kind == "embedded":
-        keras_model = zoo.load(model.spec)
+        keras_model = zoo.load_trained(model.spec)
     else:
         from smug_opt.models.keras_adapter import load_model
 
@@ -118,17 +128,19 @@ def runtime_scores(model: StressModel, x_batch: np.ndarray) -> tuple[np.ndarray,
     return np.asarray(scores, dtype=np.float64).reshape(x_batch.shape[0], -1), "float32"
 
 
-def _torch_scores(model: StressModel, x_batch: np.ndarray) -> tuple[np.ndarray, str]:
+def _torch_scores(spec: str, kind: str, x_batch: np.ndarray) -> tuple[np.ndarray, str]:
+    """Scores from a ``package.module:factory`` (``kind`` "factory", run in float64) or a
+    ``.pt2`` file (float32)."""
     import importlib
 
     import torch
 
-    if model.kind == "factory":
-        module_name, function_name = model.spec.split(":")
+    if kind == "factory":
+        module_name, function_name = spec.split(":")
         module = getattr(importlib.import_module(module_name), function_name)().double().eval()
         dtype = torch.float64
     else:
-        module = torch.export.load(model.spec).module()
+        module = torch.export.load(spec).module()
         dtype = torch.float32
     with torch.no_grad():
         scores = module(torch.as_tensor(x_batch, dtype=dtype))

@@ -128,7 +128,8 @@ class RunConfig:
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> RunConfig:
         known = {f.name for f in fields(cls)}
-        values = {k: tuple(v) if isinstance(v, list) else v for k, v in data.items() if k in known}
+        values: dict[str, Any] = {k: tuple(v) if isinstance(v, list) else v  # JSON: checked on construction
+                                  for k, v in data.items() if k in known}
         return cls(**values)
 
 

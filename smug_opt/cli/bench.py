@@ -121,7 +121,9 @@ def _run(args: argparse.Namespace) -> int:
 def _strengthen_text(args: argparse.Namespace) -> str:
     """``"auto"``, ``"off"`` or the chosen pieces (``"all"``, ``"cuts,tables"``) for the run."""
     setting = strengthen_setting(args)
-    return {None: "auto", False: "off"}.get(setting, args.strengthen_pieces)
+    if setting is None:
+        return "auto"
+    return "off" if setting is False else str(args.strengthen_pieces)
 
 
 def _report(args: argparse.Namespace) -> int:

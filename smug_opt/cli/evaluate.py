@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import sys
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
 
@@ -19,6 +20,9 @@ from smug_opt.cli.options import (
     input_shape_arg,
 )
 from smug_opt.outputs import check_out_dir
+
+if TYPE_CHECKING:
+    from smug_opt.evaluate.boxes import Box
 
 __all__ = ["add_parser", "run"]
 
@@ -131,14 +135,19 @@ def _methods(text: str | None, default: tuple[str, ...]) -> list[str]:
 
 def run(args: argparse.Namespace) -> int:
     _check_args(args)
+    from smug_opt.batch import ModelRef
     from smug_opt.evaluate import evaluate
     from smug_opt.evaluate.report import table_markdown
+    from smug_opt.evaluate.road import ROAD_LEVELS
     from smug_opt.models import zoo
     from smug_opt.models.catalog import describe
 
-    extra: dict[str, object] = {}
+    model: ModelRef | str
+    softmax, mask_id = False, 0
+    boxes: list[Box | None] | None = None
+    rationales: np.ndarray | None = None
+    names: list[str] | None = None
     if args.images is not None:
-        from smug_opt.batch import ModelRef
         from smug_opt.evaluate import align_boxes, load_boxes_csv, load_image_folder
         from smug_opt.models.resolve import as_adapter
 
@@ -147,19 +156,19 @@ def run(args: argparse.Namespace) -> int:
         adapter = as_adapter(args.model, input_shape=ref.input_shape, input_layout=ref.input_layout,
                              input_range=ref.input_range)
         methods = _methods(args.methods, describe(str(args.model)).evaluation_methods)
-        images, names = load_image_folder(args.images, size=adapter.input_shape[:2])
-        _say_resized(args.images, adapter.input_shape[:2])
+        size = (int(adapter.input_shape[0]), int(adapter.input_shape[1]))
+        images, names = load_image_folder(args.images, size=size)
+        _say_resized(args.images, size)
         lo, hi = ref.input_range or (0.0, 255.0 / args.pixel_scale)
         inputs = lo + images.astype(np.float64) / 255.0 * (hi - lo)
         outputs = np.asarray(adapter.predict(inputs))
         labels = np.argmax(outputs, axis=1)  # explain what the model predicts
         if outputs.ndim == 2 and outputs.shape[1] > 1 and not _probabilities(outputs):
-            extra["softmax"] = True
+            softmax = True
             print("smug-opt evaluate: the model outputs logits (rows are not probabilities); "
                   "confidences are their softmax", file=sys.stderr)
         if args.boxes is not None:
-            extra["boxes"] = align_boxes(names, load_boxes_csv(args.boxes))
-        extra["names"] = names
+            boxes = align_boxes(names, load_boxes_csv(args.boxes))
         model = ref
     else:
         suite = args.suite or "mnist-cnn"
@@ -171,21 +180,26 @@ def run(args: argparse.Namespace) -> int:
             reviews = load_reviews()
             n = min(args.n, len(reviews.x_test))
             inputs, labels = reviews.x_test[:n], reviews.y_test[:n]
-            extra |= {"rationales": reviews.rationale_test[:n], "mask_id": describe(model).padding_token}
+            rationales = reviews.rationale_test[:n]
+            padding = describe(model).padding_token
+            if padding is None:
+                raise ValueError(f"the {suite} suite's model {model} declares no padding token")
+            mask_id = padding
         else:
             from smug_opt.data.mnist import pick_test_digits
 
             indices, inputs, labels = pick_test_digits(args.n)
-            extra["names"] = [f"test digit #{int(i)}" for i in indices]
+            names = [f"test digit #{int(i)}" for i in indices]
         zoo.load(model, progress=not args.quiet)  # trains and caches it on first use
     with executor_from_args(args) as executor:
         result = evaluate(model, inputs, labels, methods, backend=args.backend, k=args.k,
                           gamma=args.gamma, cell=args.cell, time_limit=args.time_limit,
                           sanity_stages=args.sanity_stages,
-                          **({} if args.road_levels is None else {"road_levels": args.road_levels}),
+                          road_levels=ROAD_LEVELS if args.road_levels is None else args.road_levels,
                           executor=executor, chunk_size=args.chunk, out_dir=args.out,
                           resume=args.resume, overwrite=args.overwrite, progress=not args.quiet,
-                          **extra)
+                          softmax=softmax, mask_id=mask_id, boxes=boxes, rationales=rationales,
+                          names=names)
     print(table_markdown(result.summaries))
     for name, path in result.files.items():
         print(f"wrote {name}: {path}", file=sys.stderr)

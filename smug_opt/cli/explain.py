@@ -173,15 +173,14 @@ def _check_args(args: argparse.Namespace) -> None:
 def _settings(args: argparse.Namespace, name: str) -> ExplainSettings:
     """The flags over the model's own defaults (:func:`~smug_opt.models.catalog.describe`)."""
     kwargs = solver_kwargs(args)
-    backend = kwargs.pop("backend")
-    time_limit = float(kwargs.pop("time_limit"))  # type: ignore[arg-type]
-    memory_limit_mb = kwargs.pop("memory_limit_mb")
+    options = {key: value for key, value in kwargs.items()
+               if key not in ("backend", "time_limit", "memory_limit_mb")}
     return ExplainSettings.for_model(
         name, method=args.method, k=args.k, gamma=args.gamma, cell=args.cell, steps=args.steps,
-        baseline=args.baseline, backend=backend, target=args.target, time_limit=time_limit,
-        memory_limit_mb=memory_limit_mb,
+        baseline=args.baseline, backend=kwargs["backend"], target=args.target,
+        time_limit=float(kwargs["time_limit"]), memory_limit_mb=kwargs["memory_limit_mb"],
         grid_shape=_grid(args.grid),
-        solver_options=kwargs, pixel_scale=args.pixel_scale,
+        solver_options=options, pixel_scale=args.pixel_scale,
         preprocessing=args.preprocess or describe(name).image_preprocessing,
         ig_batch=args.ig_batch, input_range=args.input_range)
 

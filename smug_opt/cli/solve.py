@@ -6,17 +6,29 @@ import argparse
 import json
 import sys
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any, TypedDict
 
-from smug_opt.backend_choice import DEFAULT_BACKEND
+from smug_opt.backend_choice import DEFAULT_BACKEND, BackendChoice
 from smug_opt.result import Proof
 
 if TYPE_CHECKING:
+    from smug_opt.ir import Problem
     from smug_opt.result import SolveResult
+    from smug_opt.strengthen import Pieces
 
-__all__ = ["add_certificate_options", "add_parser", "add_solver_options", "add_strengthen_options",
-           "certificate_line", "check_certificate_options", "proof_line", "run", "solver_kwargs",
-           "strengthen_setting"]
+__all__ = [
+    "SolverKwargs",
+    "add_certificate_options",
+    "add_parser",
+    "add_solver_options",
+    "add_strengthen_options",
+    "certificate_line",
+    "check_certificate_options",
+    "proof_line",
+    "run",
+    "solver_kwargs",
+    "strengthen_setting",
+]
 
 
 def add_solver_options(p: argparse.ArgumentParser, *, default_backend: str = DEFAULT_BACKEND) -> None:
@@ -52,7 +64,7 @@ def add_strengthen_options(p: argparse.ArgumentParser) -> None:
                         "commas from fixings,cuts,tables,implied,components")
 
 
-def strengthen_setting(args: argparse.Namespace) -> object:
+def strengthen_setting(args: argparse.Namespace) -> bool | Pieces | None:
     """None (the default choice), False, or the :class:`~smug_opt.strengthen.Pieces`
     chosen by the flags."""
     from smug_opt.strengthen import Pieces
@@ -65,18 +77,30 @@ def strengthen_setting(args: argparse.Namespace) -> object:
     return pieces
 
 
-def _parse_value(text: str) -> object:
+def _parse_value(text: str) -> Any:
     try:
         return json.loads(text)
     except json.JSONDecodeError:
         return text
 
 
-def solver_kwargs(args: argparse.Namespace) -> dict[str, object]:
+class SolverKwargs(TypedDict):
+    """The keyword arguments of :func:`smug_opt.solve` the shared solver flags set."""
+
+    backend: BackendChoice
+    time_limit: float
+    threads: int
+    seed: int
+    relative_gap: float
+    extras: dict[str, Any]
+    memory_limit_mb: float | None
+    strengthen: bool | Pieces | None
+    workers: int | None
+
+
+def solver_kwargs(args: argparse.Namespace) -> SolverKwargs:
     """Keyword arguments of :func:`smug_opt.solve` from the shared flags (the backend
     parsed, once, into a :class:`~smug_opt.backend_choice.BackendChoice`)."""
-    from smug_opt.backend_choice import BackendChoice
-
     extras = {}
     for item in args.option:
         key, sep, value = item.partition("=")
@@ -127,7 +151,7 @@ def check_certificate_options(args: argparse.Namespace) -> None:
         raise FileNotFoundError(f"--certificate {path}: its folder {path.parent} does not exist")
 
 
-def certificate_line(problem: object, result: SolveResult, path: Path, seconds: float,
+def certificate_line(problem: Problem, result: SolveResult, path: Path, seconds: float,
                      source: str = "") -> tuple[bool, str]:
     """Write the certificate of ``result``'s claim about ``problem`` to ``path``: whether it
     was written, and a line saying where and what it proves, or why there is none."""
@@ -137,8 +161,7 @@ def certificate_line(problem: object, result: SolveResult, path: Path, seconds: 
     if claim not in CLAIMS:
         return False, f"none written: {claim} is not a claim a certificate proves (OPTIMAL, INFEASIBLE)"
     try:
-        cert = write_certificate(problem, claim, result.x, path, seconds=seconds,  # type: ignore[arg-type]
-                                 source=source)
+        cert = write_certificate(problem, claim, result.x, path, seconds=seconds, source=source)
     except CertificateError as exc:
         return False, f"none written ({exc}); the claim stands as reported"
     return True, f"{path}: {cert.summary()}"

@@ -89,7 +89,7 @@ def _instances(path: Path) -> list[tuple[str, str, float]]:
 
 
 def _run_instances(args: argparse.Namespace) -> int:
-    from smug_opt.robustness.instance import load_instance_model, verify_files
+    from smug_opt.robustness.instance import InstanceModel, load_instance_model, verify_files
     from smug_opt.runstore import RunFolder
 
     csv_path = Path(args.instances).resolve()
@@ -101,7 +101,7 @@ def _run_instances(args: argparse.Namespace) -> int:
     if note:
         print(note, file=sys.stderr)
     done = folder.done()
-    models: dict[str, object] = {}
+    models: dict[str, InstanceModel] = {}
     ran = 0
     for index, (model_name, spec_name, timeout) in enumerate(rows):
         name = f"{model_name},{spec_name}"

@@ -1,6 +1,7 @@
 """Deletion and insertion curves (Petsiuk et al. 2018): a faithfulness check cropping cannot game.
 
-Cells of the input (``cell`` x ``cell`` pixels for images, ``cell`` tokens for text) are
+Cells of the input (``cell`` x ``cell`` pixels for images, ``cell`` tokens for text; a tuple
+gives one size per axis, as SMUG's mask cells do) are
 ranked by their mean saliency, highest first (ties: lower cell index first). Deletion
 replaces the top-ranked cells with ``baseline`` one step at a time; insertion starts from
 ``baseline`` and puts them back. The curve is the model's confidence for the label against
@@ -27,12 +28,14 @@ class Curve:
     auc: float
 
 
-def cell_ids(shape: tuple[int, ...], cell: int) -> np.ndarray:
-    """The cell index of every position of a spatial ``shape`` (row-major over cells)."""
-    if cell < 1:
-        raise ParameterError("cell", f"must be >= 1; got {cell}")
-    grid = tuple(-(-s // cell) for s in shape)
-    coords = np.meshgrid(*(np.arange(s) // cell for s in shape), indexing="ij")
+def cell_ids(shape: tuple[int, ...], cell: int | tuple[int, ...]) -> np.ndarray:
+    """The cell index of every position of a spatial ``shape`` (row-major over cells);
+    ``cell`` is one size for every axis or one per axis, as in :class:`SmugParameters`."""
+    cells = tuple(cell) if isinstance(cell, tuple) else (cell,) * len(shape)
+    if len(cells) != len(shape) or min(cells) < 1:
+        raise ParameterError("cell", f"must be >= 1, one size or one per axis of {shape}; got {cell!r}")
+    grid = tuple(-(-s // c) for s, c in zip(shape, cells, strict=True))
+    coords = np.meshgrid(*(np.arange(s) // c for s, c in zip(shape, cells, strict=True)), indexing="ij")
     return np.ravel_multi_index(tuple(coords), grid)
 
 
@@ -43,7 +46,7 @@ def _curve(
     saliency: np.ndarray,
     *,
     insert: bool,
-    cell: int,
+    cell: int | tuple[int, ...],
     baseline: float | np.ndarray,
     steps: int | None,
     batch_size: int,
@@ -84,7 +87,7 @@ def deletion_curve(
     label: int,
     saliency: np.ndarray,
     *,
-    cell: int = 1,
+    cell: int | tuple[int, ...] = 1,
     baseline: float | np.ndarray = 0.0,
     steps: int | None = 100,
     batch_size: int = 128,
@@ -114,7 +117,7 @@ def insertion_curve(
     label: int,
     saliency: np.ndarray,
     *,
-    cell: int = 1,
+    cell: int | tuple[int, ...] = 1,
     baseline: float | np.ndarray = 0.0,
     steps: int | None = 100,
     batch_size: int = 128,

@@ -213,7 +213,7 @@ def _stored_arrays(done: list[tuple[int, dict[str, MethodOutcome]]]) -> dict[str
 def _restore(folder: RunFolder) -> dict[int, dict[str, MethodOutcome]]:
     """The outcomes a previous (interrupted) run recorded, by input index."""
     arrays: dict[str, np.ndarray] = {}
-    for part in {r.get("part") for r in folder.records()} - {None}:
+    for part in {str(r["part"]) for r in folder.records() if r.get("part") is not None}:
         with np.load(folder.path / "arrays" / part, allow_pickle=False) as data:
             arrays.update({k: data[k] for k in data.files})
     restored = {}

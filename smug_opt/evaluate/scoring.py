@@ -10,7 +10,7 @@ from typing import Any
 import numpy as np
 
 from smug_opt.evaluate.faithfulness import deletion_curve, insertion_curve
-from smug_opt.evaluate.lsc import lsc_score
+from smug_opt.evaluate.lsc import LSCResult, lsc_score
 from smug_opt.evaluate.methods import METHODS, NOT_IN_WIN_RATE, MethodMap, Settings, Subject
 from smug_opt.evaluate.metrics import lsc_quartiles, mean_estimate, token_precision_recall, win_rates
 from smug_opt.evaluate.randomisation import map_similarity
@@ -67,7 +67,7 @@ def score_map(
 def _sanity(method: str, randomised: Sequence[tuple[int, Subject]], settings: Settings, x: np.ndarray,
             label: int, note: Any, original: np.ndarray) -> dict[str, Any]:
     """The map's similarity to the maps of the randomised models (the last: all layers)."""
-    stages = []
+    stages: list[tuple[int, float | None, float | None]] = []
     for layers, subject in randomised:
         try:
             other = METHODS[method].compute(subject, settings, x, label, note).saliency
@@ -115,11 +115,15 @@ def _mean_estimate(values: list[float | None]) -> Any:
     return mean_estimate(finite, bounds=(-1.0, 1.0)) if finite else None
 
 
+def _lsc_or_nan(result: LSCResult | None) -> float:
+    return np.nan if result is None else result.lsc
+
+
 def summarize(
     outcomes: Sequence[dict[str, MethodOutcome]], methods: Sequence[str]
 ) -> tuple[MethodSummary, ...]:
     """One :class:`MethodSummary` per method over all inputs (Win% among the LSC methods)."""
-    lsc = {m: [o[m].lsc.lsc if o[m].lsc is not None else np.nan for o in outcomes] for m in methods}
+    lsc = {m: [_lsc_or_nan(o[m].lsc) for o in outcomes] for m in methods}
     contenders = {m: v for m, v in lsc.items() if m not in NOT_IN_WIN_RATE and not np.isnan(v).all()}
     wins = win_rates(contenders) if len(contenders) >= 2 else {}
     summaries = []

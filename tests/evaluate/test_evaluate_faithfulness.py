@@ -3,7 +3,11 @@
 import numpy as np
 import pytest
 
+from smug_opt.errors import ParameterError
 from smug_opt.evaluate.faithfulness import cell_ids, deletion_curve, insertion_curve
+from smug_opt.evaluate.methods import MethodMap, Settings, Subject
+from smug_opt.evaluate.scoring import score_map
+from smug_opt.parameters import SmugParameters
 
 
 class RegionMean:
@@ -28,6 +32,24 @@ def test_cell_ids_cover_the_grid_row_major_with_ragged_edges():
     assert ids.shape == (5, 3) and ids.max() == 5
     assert ids[0, 0] == ids[1, 1] == 0 and ids[0, 2] == 1 and ids[4, 2] == 5
     np.testing.assert_array_equal(cell_ids((5,), 2), [0, 0, 1, 1, 2])
+
+
+def test_a_cell_per_axis_cuts_each_axis_by_its_own_size():
+    ids = cell_ids((4, 6), (2, 3))
+    assert ids.shape == (4, 6) and ids.max() == 3
+    assert ids[1, 2] == 0 and ids[0, 3] == 1 and ids[2, 0] == 2 and ids[3, 5] == 3
+    np.testing.assert_array_equal(cell_ids((5, 3), (2, 2)), cell_ids((5, 3), 2))
+    with pytest.raises(ParameterError, match="cell"):
+        cell_ids((4, 6), (2, 3, 1))
+
+
+def test_the_target_region_as_one_per_axis_cell_is_deleted_in_one_step():
+    # Cells of 2x4 pixels: the target (rows 0:2, cols 0:4) is one cell of 8; deleting it
+    # first takes the confidence from 1 to 0 in the first step: area = 1/8 * 1/2.
+    curve = deletion_curve(RegionMean(), IMAGE, 1, ON_TARGET, cell=(2, 4), steps=None)
+    np.testing.assert_allclose(curve.fractions, np.arange(9) / 8)
+    np.testing.assert_allclose(curve.confidences[:3], [1.0, 0.0, 0.0])
+    assert curve.auc == pytest.approx(1 / 16)
 
 
 def test_deletion_of_the_right_cells_first_has_the_analytic_area():
@@ -75,3 +97,12 @@ def test_text_deletion_replaces_tokens_with_the_mask_id():
 def test_saliency_shape_must_lead_the_input_shape():
     with pytest.raises(ValueError, match="leading"):
         deletion_curve(RegionMean(), IMAGE, 1, np.ones((4, 4)))
+
+
+def test_scoring_a_map_uses_the_smug_parameters_per_axis_cell():
+    settings = Settings(smug=SmugParameters(cell=(2, 4)), backend="highs", time_limit=1.0,
+                        sis_threshold=0.9, mask_id=0, ig_steps=8)
+    subject = Subject(model=None, predict_fn=RegionMean(), keras_model=None)
+    scores = score_map(subject, settings, IMAGE, 1, None, MethodMap(saliency=ON_TARGET, mask=None))
+    expected = deletion_curve(RegionMean(), IMAGE, 1, ON_TARGET, cell=(2, 4)).auc
+    assert scores["deletion_auc"] == pytest.approx(expected) == pytest.approx(1 / 16)
