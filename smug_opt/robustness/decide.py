@@ -131,8 +131,8 @@ def decide(query: RobustnessQuery, *, time_limit: float = 60.0,
         return Verdict(answer, time.monotonic() - start, decided_by=tuple(decided), **kw)
 
     with one_blas_thread():
-        for k in np.flatnonzero(query.refuted()):
-            decided[k] = "bounds"
+        for refuted in np.flatnonzero(query.refuted()).tolist():
+            decided[refuted] = "bounds"
         open_ = [k for k, how in enumerate(decided) if how == "open"]
         if not open_:
             return verdict("unsat", proof="exact")
