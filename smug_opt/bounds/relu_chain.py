@@ -29,7 +29,7 @@ from __future__ import annotations
 
 import contextlib
 from collections.abc import Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 import torch
@@ -100,6 +100,13 @@ class ChainBounds:
     x_hi: torch.Tensor
     lo: tuple[torch.Tensor, ...]
     hi: tuple[torch.Tensor, ...]
+    # fixed per box and bounds, set by __post_init__
+    _chord: tuple[list[torch.Tensor], list[torch.Tensor]] = field(init=False, repr=False)
+    _mags: list[torch.Tensor] = field(init=False, repr=False)
+    _linear_err: list[torch.Tensor] = field(init=False, repr=False)
+    _tiny: list[float] = field(init=False, repr=False)
+    _pre_mags: list[torch.Tensor] = field(init=False, repr=False)
+    _relu_err: list[torch.Tensor] = field(init=False, repr=False)
 
     @classmethod
     def of(cls, chain: ReluChain, x_lo: np.ndarray, x_hi: np.ndarray,

@@ -161,16 +161,17 @@ def decide(query: RobustnessQuery, *, time_limit: float = 60.0,
     with one_blas_thread(), one_thread():
         chain = query.chain_bounds(deadline)
         for k in (open_ if chain is not None else []):
+            assert chain is not None  # the loop runs only with bounds
             if deadline.passed(0.5):
                 return verdict("unknown", message="time limit", solves=tuple(bab_log))
             d = query.disjuncts[k]
-            result = branch_and_bound(chain, d.matrix, d.rhs, d.strict, deadline)
-            bab_log.append({"disjunct": k, "status": result.status, "domains": result.domains,
-                            "seconds": round(result.seconds, 3), "solver": "bab", "message": result.message})
-            if result.status == "unsat":
+            searched = branch_and_bound(chain, d.matrix, d.rhs, d.strict, deadline)
+            bab_log.append({"disjunct": k, "status": searched.status, "domains": searched.domains,
+                            "seconds": round(searched.seconds, 3), "solver": "bab", "message": searched.message})
+            if searched.status == "unsat":
                 decided[k] = "bab"
-            elif result.status == "candidate" and result.x is not None:
-                x = query.model_input(result.x)
+            elif searched.status == "candidate" and searched.x is not None:
+                x = query.model_input(searched.x)
                 ok, outputs, _ = _confirm(query, x, references)
                 if not ok:
                     near = attack(query.net, query.preprocess, query.lo, query.hi, (d,),
@@ -181,7 +182,7 @@ def decide(query: RobustnessQuery, *, time_limit: float = 60.0,
                     decided[k] = "bab"
                     return verdict("sat", x=x, outputs=outputs, proof="exact", solves=tuple(bab_log))
             elif deadline.passed(0.5):
-                return verdict("unknown", message=f"disjunct {k}: {result.message}", solves=tuple(bab_log))
+                return verdict("unknown", message=f"disjunct {k}: {searched.message}", solves=tuple(bab_log))
     proofs: list[str] = []
     solves: list[dict[str, Any]] = list(bab_log)
     for k in (k for k in open_ if decided[k] == "open"):
