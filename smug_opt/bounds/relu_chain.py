@@ -30,6 +30,7 @@ from __future__ import annotations
 import contextlib
 from collections.abc import Iterator
 from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
 import torch
@@ -107,6 +108,7 @@ class ChainBounds:
     _tiny: list[float] = field(init=False, repr=False)
     _pre_mags: list[torch.Tensor] = field(init=False, repr=False)
     _relu_err: list[torch.Tensor] = field(init=False, repr=False)
+    _float32: dict[str, Any] = field(init=False, repr=False)  # the float32 copies, by name
 
     @classmethod
     def of(cls, chain: ReluChain, x_lo: np.ndarray, x_hi: np.ndarray,

@@ -167,7 +167,8 @@ def decide(query: RobustnessQuery, *, time_limit: float = 60.0,
             d = query.disjuncts[k]
             searched = branch_and_bound(chain, d.matrix, d.rhs, d.strict, deadline)
             bab_log.append({"disjunct": k, "status": searched.status, "domains": searched.domains,
-                            "seconds": round(searched.seconds, 3), "solver": "bab", "message": searched.message})
+                            "seconds": round(searched.seconds, 3), "solver": "bab",
+                            "message": searched.message})
             if searched.status == "unsat":
                 decided[k] = "bab"
             elif searched.status == "candidate" and searched.x is not None:
