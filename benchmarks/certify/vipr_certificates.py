@@ -7,6 +7,9 @@ process. "solve s" is the solve's own time (``times.solve``: the backend's run, 
 worker start-up); "total s" the whole call.
 
     python benchmarks/certify/vipr_certificates.py mnist-first-layer --time-limit 10 > table.md
+
+``suite`` may also be a folder of ``.smug`` files (e.g. a cached stress suite's, whose
+whole-network encodings carry ReLUs).
 """
 
 from __future__ import annotations
@@ -36,7 +39,7 @@ def _check(problem: Path, certificate: Path) -> tuple[bool, float]:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("suite")
+    parser.add_argument("suite", help="a bench suite's name, or a folder of .smug files")
     parser.add_argument("--time-limit", type=float, default=10.0)
     parser.add_argument("--certificate-time", type=float, default=60.0)
     parser.add_argument("--match", default="", help="only instances whose name matches this regex")
@@ -46,17 +49,20 @@ def main() -> None:
           "| cert/total | check s | checked |")
     print("|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---|")
     with tempfile.TemporaryDirectory() as tmp:
-        for inst in load_suite(args.suite):
-            if not re.search(args.match, inst.name):
+        folder = Path(args.suite)
+        instances = ([(path.stem, path) for path in sorted(folder.glob("*.smug"))] if folder.is_dir()
+                     else [(inst.name, inst.problem_path) for inst in load_suite(args.suite)])
+        for name, problem_path in instances:
+            if not re.search(args.match, name):
                 continue
-            p = load_problem(inst.problem_path)
+            p = load_problem(problem_path)
             r = solve(p, "highs", time_limit=args.time_limit, certify=False)
             claim = r.status.name
             if claim not in CLAIMS:
-                print(f"| {inst.name} | {claim} | {r.objective} | {r.times.solve:.2f} | "
+                print(f"| {name} | {claim} | {r.objective} | {r.times.solve:.2f} | "
                       f"{r.times.total:.2f} | - | - | - | - | - | no claim |", flush=True)
                 continue
-            out = Path(tmp) / f"{inst.name}.vipr"
+            out = Path(tmp) / f"{name}.vipr"
             start = time.perf_counter()
             try:
                 cert = write_certificate(p, claim, r.x, out, seconds=args.certificate_time)
@@ -64,10 +70,10 @@ def main() -> None:
             except CertificateError as exc:
                 nodes, note = None, str(exc)
             cert_s = time.perf_counter() - start
-            checked, check_s = _check(inst.problem_path, out) if nodes is not None else (False, 0.0)
+            checked, check_s = _check(problem_path, out) if nodes is not None else (False, 0.0)
             rows.append((nodes is not None, checked, cert_s, r.times.solve, r.times.total, check_s))
             shown = note[:60] if nodes is None else ("yes" if checked else "REJECTED")
-            print(f"| {inst.name} | {claim} | {r.objective} | {r.times.solve:.2f} | {r.times.total:.2f} | "
+            print(f"| {name} | {claim} | {r.objective} | {r.times.solve:.2f} | {r.times.total:.2f} | "
                   f"{cert_s:.2f} | {nodes if nodes is not None else '-'} | "
                   f"{cert_s / max(r.times.solve, 1e-3):.1f} | {cert_s / r.times.total:.2f} | "
                   f"{check_s:.2f} | {shown} |", flush=True)

@@ -138,3 +138,20 @@ def test_a_certificate_without_its_last_step_is_rejected(written, tmp_path):
     head[-1] = f"DER {len(ders) - 1}"
     with pytest.raises(CertificateRejected, match="the last derivation"):
         check_text(problem, "\n".join(head + ders[:-1]), tmp_path)
+
+
+def test_a_strengthened_solves_claim_is_certified_about_the_original_problem(tmp_path):
+    """--strengthen changes what the solver sees, not the certificate: it states the .smug's
+    own MILP (the writer derives its own fixings and cuts), and the checker accepts it."""
+    problem, vipr = tmp_path / "p.smug", tmp_path / "p.vipr"
+    save_problem(knapsack_problem(), problem)
+    plain = tmp_path / "plain.vipr"
+    for flag, path in (("--strengthen", vipr), ("--no-strengthen", plain)):
+        assert main(["solve", str(problem), "--backend", "highs", flag, "--certificate", str(path)]) == 0
+
+    def milp(path: Path) -> list[str]:  # VER to CON: the problem the certificate is about
+        lines = [line for line in path.read_text().splitlines() if not line.startswith("%")]
+        return lines[:next(k for k, line in enumerate(lines) if line.startswith("RTP "))]
+
+    assert milp(vipr) == milp(plain)
+    assert check_certificate(problem, vipr).describe() == check_certificate(problem, plain).describe()
