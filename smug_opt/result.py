@@ -120,6 +120,7 @@ class Strengthening:
     note: str | None = None
     cuts: int = 0
     clauses: int = 0
+    integer_rows: int = 0
     tables: int = 0
     rows_removed: int = 0
     fixed_on: int = 0
@@ -136,7 +137,8 @@ class Strengthening:
         pieces = ", ".join(self.pieces) or "no pieces"
         if not self.applied:
             return f"{pieces}: {self.note}"
-        return (f"{pieces}: {self.cuts} cuts, {self.clauses} clauses, {self.rows_removed} rows "
+        return (f"{pieces}: {self.cuts} cuts, {self.clauses} clauses, {self.integer_rows} integer "
+                f"rows, {self.rows_removed} rows "
                 f"removed, {self.fixed_on} fixed on, {self.fixed_off} fixed off, {self.parts} part(s)")
 
 

@@ -1,6 +1,7 @@
 """The built-in benchmark suites: ``synthetic`` (random strict 0/1 problems),
 ``paper-scale`` (an Inception-v1-sized first layer), ``mnist-first-layer``,
-``mnist-full-network`` and ``text`` (the zoo models through the encoders).
+``mnist-full-network`` and ``text`` (the zoo models through the encoders), and
+``bias-free-stems`` (:mod:`smug_opt.bench.bias_free_stems`).
 
 Importing :mod:`smug_opt.bench` registers them (see :mod:`smug_opt.bench.suites` for the
 registry and the cache); builders import models, data and encoders only when they run.
@@ -12,6 +13,7 @@ import functools
 import importlib
 from typing import Any
 
+from smug_opt.bench.bias_free_stems import bias_free_stems_suite
 from smug_opt.bench.suites import InstanceSpec, Suite, SuiteUnavailableError, register_suite
 from smug_opt.encode.full_network import ENCODING_VERSION
 from smug_opt.ir import Problem
@@ -179,3 +181,4 @@ register_suite(Suite(
 register_suite(Suite(
     "text", "text CNN (Conv1D 64x3) on synthetic reviews, token cells, k 10/50/100, gamma 0/0.5/0.9",
     _text_specs, _text_build, requires=(*_FIRST_LAYER, *_ZOO, "smug_opt.data.text")))
+register_suite(bias_free_stems_suite)

@@ -59,6 +59,7 @@ def random_first_layer_problem(
     kernel: int = 7,
     stride: int = 2,
     use_bias: bool = True,
+    image: np.ndarray | None = None,
 ) -> Problem:
     """A SMUG first-layer problem on a seeded random Conv2D (``'same'`` padding, TensorFlow's
     split) and a seeded random image in [0, 1].
@@ -68,8 +69,15 @@ def random_first_layer_problem(
     trained head), ``a_tc`` the neuron's kernel taps times the image summed over cell ``c``.
     The defaults are the paper's Inception-v1 first layer (224×224×3, 64 filters 7×7/2) on
     4×4 cells: 3,136 binaries. ``use_bias=False`` is a bias-free stem (a conv followed by
-    BatchNorm): at γ = 0 every row is then homogeneous, ``a·M > 0``.
+    BatchNorm): at γ = 0 every row is then homogeneous, ``a·M > 0``. ``image`` (H×W×C,
+    already preprocessed) replaces the random image, e.g. a photo; ``image_shape`` is then
+    its shape.
     """
+    if image is not None:
+        image = np.asarray(image, dtype=np.float64)
+        if image.ndim != 3 or not np.isfinite(image).all():
+            raise ValueError(f"image must be a finite H×W×C array, got shape {image.shape}")
+        image_shape = image.shape
     height, width, channels = image_shape
     rng = np.random.default_rng(seed)
     weights = rng.normal(0.0, math.sqrt(2.0 / (kernel * kernel * channels)),
@@ -77,7 +85,8 @@ def random_first_layer_problem(
     bias = rng.normal(0.0, 0.05, size=filters)
     if not use_bias:
         bias = np.zeros(filters)
-    image = rng.random(image_shape)
+    if image is None:
+        image = rng.random(image_shape)
 
     out_h, out_w = -(-height // stride), -(-width // stride)
     pad_h = max((out_h - 1) * stride + kernel - height, 0)

@@ -24,6 +24,7 @@ class Pieces:
     cuts: bool = True
     tables: bool = True
     implied: bool = True
+    integer_rows: bool = True
     components: bool = True
 
     @classmethod

@@ -14,6 +14,9 @@ Pieces (each switchable, see :class:`Pieces`):
 - ``implied``: rows removed when others imply them: trivially satisfied rows, rows implied
   by the other rows of their support, and whole supports whose table the cuts plus a few
   no-good clauses describe exactly (their strict rows then leave the problem: no numerics).
+- ``integer_rows``: the strict rows of a support that the cuts and clauses do not
+  describe are replaced, one by one, by exact integer equivalents
+  (:mod:`smug_opt.strengthen.integer_rows`): no strict real row is then left on it.
 - ``components``: independent groups of cells become separate problems.
 
 Every cut has integer coefficients and is checked against exact tables or exact knapsack
@@ -38,6 +41,7 @@ from scipy.sparse.csgraph import connected_components
 
 from smug_opt.ir import Problem, ProblemBuilder, Sense
 from smug_opt.strengthen.cuts import clause, describes, lifted_cardinality
+from smug_opt.strengthen.integer_rows import integer_row
 from smug_opt.strengthen.outcome import Part, Pieces, Strengthened
 from smug_opt.strengthen.rows import MAX_TABLE_SUPPORT, knapsack, normal_rows, pattern_bits, tables
 
@@ -116,7 +120,7 @@ class _Work:
         self.removed = np.zeros(m, dtype=bool)
         self.cuts: list[tuple[np.ndarray, np.ndarray, int]] = []  # (cells, int coefs, bound)
         self.infeasible = ""
-        self.stats: dict[str, int] = {"cuts": 0, "clauses": 0, "rows_removed": 0,
+        self.stats: dict[str, int] = {"cuts": 0, "clauses": 0, "integer_rows": 0, "rows_removed": 0,
                                       "fixed_on": 0, "fixed_off": 0, "tables": 0}
         nnz = np.diff(self.rows.A.indptr)
         tabulated = (nnz <= MAX_TABLE_SUPPORT) & (nnz > 0) if pieces.tables else np.zeros(m, bool)
@@ -242,8 +246,16 @@ class _Work:
             cuts = list({(tuple(c.tolist()), b): (c, b) for c, b in cuts}.values())
         for coef, bound in cuts:
             self._add_cut(group.cells, coef, bound)
-        if not self.pieces.implied:
-            return
+        kept = self._implied(group, cuts, bits, allowed, consistent, free) \
+            if self.pieces.implied else list(range(len(group.rows)))
+        if self.pieces.integer_rows:
+            for r in kept:
+                self._replace_by_integer_row(group, r, bits, consistent, free)
+
+    def _implied(self, group: _Group, cuts: list[tuple[np.ndarray, int]], bits: np.ndarray,
+                 allowed: np.ndarray, consistent: np.ndarray, free: np.ndarray) -> list[int]:
+        """Remove the group's rows that the cuts plus a few clauses, or its other rows,
+        imply; the positions (in ``group.rows``) of the rows kept."""
         described = describes(cuts, bits) & consistent
         extra = np.flatnonzero(described & ~allowed)
         if extra.size <= MAX_CLAUSES:
@@ -251,7 +263,7 @@ class _Work:
                 coef, bound = clause(bits[p], free)
                 self._add_cut(group.cells, coef, bound, "clauses")
             self._remove(group.rows)
-            return
+            return []
         kept = list(range(len(group.rows)))
         for r in range(len(group.rows)):
             others = [k for k in kept if k != r]
@@ -260,6 +272,20 @@ class _Work:
             if not np.any(rest & ~group.row_tables[r]):
                 kept.remove(r)
                 self._remove([group.rows[r]])
+        return kept
+
+    def _replace_by_integer_row(self, group: _Group, r: int, bits: np.ndarray,
+                                consistent: np.ndarray, free: np.ndarray) -> None:
+        """Row ``r`` of ``group`` out, its exact integer equivalent (given the fixings) in."""
+        found = integer_row(self.rows.row(group.rows[r])[1], bits, group.row_tables[r], consistent)
+        if found is None:
+            return
+        w, t = found
+        on = self.fixed[group.cells] == 1
+        coef = np.zeros(w.size, dtype=np.int64)
+        coef[free] = w[free]
+        self._add_cut(group.cells, coef, t - int(w[on].sum()), "integer_rows")
+        self._remove([group.rows[r]])
 
     def decided_rows_hold(self) -> bool:
         """Rows whose cells are all fixed must hold (exactly); else the problem is infeasible."""

@@ -20,7 +20,8 @@ from smug_opt.verification import decide_rows
 
 MAX_ENUMERATED = 12
 PIECE_SETS = [Pieces(), Pieces.parse("none"), Pieces(tables=False), Pieces(implied=False),
-              Pieces(fixings=False), Pieces(cuts=False), Pieces(components=False)]
+              Pieces(fixings=False), Pieces(cuts=False), Pieces(components=False),
+              Pieces(integer_rows=False)]
 _common = {"deadline": None, "suppress_health_check": [HealthCheck.too_slow,
                                                        HealthCheck.data_too_large]}
 _NO_SHRINK = (Phase.explicit, Phase.reuse, Phase.generate)
@@ -89,7 +90,7 @@ def test_homogeneous_row_gets_the_cardinality_cut() -> None:
     (``M_0 + M_1 + M_2 >= 1``); lifted exactly, ``-3 M_3`` then needs all three positive
     cells (only 1 + 1 + 2 - 3 > 0): ``M_0 + M_1 + M_2 - 2 M_3 >= 1``."""
     problem = Problem.from_arrays([[1.0, 1.0, 2.0, -3.0]], ">", 0.0)
-    s = strengthen(problem, Pieces(implied=False, fixings=False))
+    s = strengthen(problem, Pieces(implied=False, fixings=False, integer_rows=False))
     (part,) = s.parts
     cuts = part.problem.A.toarray()[1:]
     assert [1.0, 1.0, 1.0, -2.0] in cuts.tolist()
