@@ -57,11 +57,11 @@ def add_strengthen_options(p: argparse.ArgumentParser) -> None:
     """``--strengthen/--no-strengthen`` and ``--strengthen-pieces``."""
     p.add_argument("--strengthen", action=argparse.BooleanOptionalAction, default=None,
                    help="solve a strengthened, equivalent problem (cuts, fixings, implied rows, "
-                        "components; see README) and verify against the original (default: "
+                        "integer rows, components; see README) and verify against the original (default: "
                         "only when >= 10%% of the rows are strict and homogeneous, a·x > 0)")
     p.add_argument("--strengthen-pieces", default="all", metavar="LIST",
                    help="with --strengthen: 'all' (default), 'none' or pieces separated by "
-                        "commas from fixings,cuts,tables,implied,components")
+                        "commas from fixings,cuts,tables,implied,integer_rows,components")
 
 
 def strengthen_setting(args: argparse.Namespace) -> bool | Pieces | None:
