@@ -7,13 +7,7 @@ draw.
 
 from smug_opt.bench import builtin_suites  # noqa: F401  (registers the built-in suites)
 from smug_opt.bench.job import JOB_GRACE, Job, run_job
-from smug_opt.bench.metrics import (
-    BackendSummary,
-    JobOutcome,
-    PerformanceProfile,
-    SuiteSummary,
-    summarize_suites,
-)
+from smug_opt.bench.metrics import JobOutcome, PerformanceProfile
 from smug_opt.bench.records import Machine, RunRecord, read_records
 from smug_opt.bench.report import compare_runs, load_run, write_report
 from smug_opt.bench.runner import RunConfig, RunOutcome, resolve_backends, run_benchmark
@@ -30,9 +24,17 @@ from smug_opt.bench.suites import (
     register_builder,
     register_suite,
 )
+from smug_opt.bench.summary import (
+    BackendMetric,
+    BackendSummary,
+    SuiteSummary,
+    register_metric,
+    summarize_suites,
+)
 
 __all__ = [
     "JOB_GRACE",
+    "BackendMetric",
     "BackendSummary",
     "Instance",
     "InstanceSpec",
@@ -55,6 +57,7 @@ __all__ = [
     "load_suite",
     "read_records",
     "register_builder",
+    "register_metric",
     "register_suite",
     "resolve_backends",
     "run_benchmark",

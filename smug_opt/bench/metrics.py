@@ -52,7 +52,7 @@ import math
 import statistics
 from collections import defaultdict
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
@@ -63,11 +63,9 @@ from smug_opt.bench.records import RunRecord
 __all__ = [
     "SHIFT",
     "TIME_FLOOR",
-    "BackendSummary",
     "InstanceResult",
     "JobOutcome",
     "PerformanceProfile",
-    "SuiteSummary",
     "best_known",
     "classify",
     "instance_results",
@@ -77,7 +75,6 @@ __all__ = [
     "record_primal_integral",
     "results_by_instance",
     "shifted_geometric_mean",
-    "summarize_suites",
     "wrong_reason",
 ]
 
@@ -288,109 +285,3 @@ def performance_profile(times: Mapping[str, Sequence[float]]) -> PerformanceProf
                     else math.nan for t in taus) for i, b in enumerate(backends)}
     return PerformanceProfile(backends, tuple(float(t) for t in taus), rho,
                               {b: tuple(float(v) for v in ratios[i]) for i, b in enumerate(backends)})
-
-
-@dataclass(frozen=True)
-class BackendSummary:
-    """One backend on one suite; see the module docstring for every field. ``None``: not
-    defined (no instance with a best known objective, no incumbents, ...)."""
-
-    suite: str
-    backend: str
-    instances: int
-    solved: int
-    feasible: int
-    timeouts: int
-    errors: int
-    killed: int
-    wrong: int
-    sgm: float
-    sgm_scaled: float
-    median_time: float
-    gap_to_best: float | None
-    primal_integral: float | None
-    primal_integral_instances: int
-    max_overshoot: float | None
-    peak_memory_mb: float | None
-    solver: str
-    claims: int = 0
-    certified: int = 0
-    median_certify_seconds: float | None = None
-
-
-@dataclass(frozen=True)
-class SuiteSummary:
-    """Everything the report shows for one suite."""
-
-    suite: str
-    instances: tuple[str, ...]
-    backends: tuple[BackendSummary, ...]
-    profile: PerformanceProfile
-    best_known: Mapping[str, float]
-    results: tuple[InstanceResult, ...]
-    wrong: tuple[tuple[str, str, int, str], ...]  # (instance, backend, repeat, reason)
-    errors: tuple[tuple[str, str, int, str], ...]  # (instance, backend, repeat, message)
-
-
-def summarize_suites(records: Iterable[RunRecord]) -> list[SuiteSummary]:
-    """One :class:`SuiteSummary` per suite in ``records`` (suites in first-seen order)."""
-    records = list(records)
-    best = best_known(records)
-    results = instance_results(records)
-    out = []
-    for suite in dict.fromkeys(r.suite for r in records):
-        suite_records = [r for r in records if r.suite == suite]
-        suite_results = [x for x in results if x.suite == suite]
-        instances = tuple(dict.fromkeys(r.instance for r in suite_records))
-        backends = tuple(dict.fromkeys(r.backend for r in suite_records))
-        by_pair = {(x.instance, x.backend): x for x in suite_results}
-        times = {b: [by_pair[(i, b)].seconds if (i, b) in by_pair
-                     and by_pair[(i, b)].outcome is JobOutcome.SOLVED else math.inf for i in instances]
-                 for b in backends}
-        summaries = [_backend_summary(suite, b, [x for x in suite_results if x.backend == b],
-                                      [r for r in suite_records if r.backend == b]) for b in backends]
-        fastest = min((s.sgm for s in summaries), default=math.nan)
-        summaries = [_scaled(s, fastest) for s in summaries]
-        wrong = tuple((r.instance, r.backend, r.repeat, reason) for r in suite_records
-                      if (reason := wrong_reason(r, best.get((suite, r.instance)))) is not None)
-        errors = tuple((r.instance, r.backend, r.repeat, r.message) for r in suite_records
-                       if r.status is Status.ERROR)
-        out.append(SuiteSummary(
-            suite, instances, tuple(summaries), performance_profile(times),
-            {i: best[(suite, i)] for i in instances if (suite, i) in best}, tuple(suite_results),
-            wrong, errors,
-        ))
-    return out
-
-
-def _backend_summary(suite: str, backend: str, results: list[InstanceResult],
-                     records: list[RunRecord]) -> BackendSummary:
-    count = {o: sum(1 for x in results if x.outcome is o) for o in JobOutcome}
-    gaps = [x.gap_to_best for x in results if x.gap_to_best is not None]
-    integrals = [x.primal_integral for x in results if x.primal_integral is not None]
-    overshoots = [r.overshoot for r in records if r.overshoot is not None]
-    memory = [r.peak_memory_mb for r in records if r.peak_memory_mb is not None]
-    seconds = [x.seconds for x in results]
-    claims = [r for r in records if r.certified is not None]
-    certify_seconds = [r.times.certify if r.times is not None else 0.0 for r in claims]
-    return BackendSummary(
-        suite=suite, backend=backend, instances=len(results), solved=count[JobOutcome.SOLVED],
-        feasible=sum(1 for x in results if x.objective is not None),
-        timeouts=count[JobOutcome.FEASIBLE] + count[JobOutcome.TIMEOUT], errors=count[JobOutcome.ERROR],
-        killed=sum(1 for x in results if x.killed), wrong=count[JobOutcome.WRONG],
-        sgm=shifted_geometric_mean(seconds), sgm_scaled=math.nan,
-        median_time=float(statistics.median(seconds)) if seconds else math.nan,
-        gap_to_best=statistics.fmean(gaps) if gaps else None,
-        primal_integral=statistics.fmean(integrals) if integrals else None,
-        primal_integral_instances=len(integrals),
-        max_overshoot=max(0.0, *overshoots) if overshoots else None,
-        peak_memory_mb=max(memory) if memory else None,
-        solver=next((r.solver for r in records if r.solver), ""),
-        claims=len(claims), certified=sum(1 for r in claims if r.certified),
-        median_certify_seconds=float(statistics.median(certify_seconds)) if claims else None,
-    )
-
-
-def _scaled(summary: BackendSummary, fastest: float) -> BackendSummary:
-    scaled = summary.sgm / fastest if fastest > 0 else math.nan
-    return replace(summary, sgm_scaled=scaled)

@@ -1,9 +1,10 @@
 """Benchmark reports: a markdown page, a JSON summary and PNG figures for one run directory.
 
 :func:`write_report` reads ``run.json`` and ``results.jsonl``, summarises every suite with
-:mod:`smug_opt.bench.metrics` and writes ``report.md``, ``summary.json`` and, per suite,
-``profile-<suite>.png`` (performance profile) and ``time-vs-size-<suite>.png`` (time
-against ``k`` when the instances have several, else against the number of variables).
+:mod:`smug_opt.bench.summary` (one table column per metric declared there) and writes
+``report.md``, ``summary.json`` and, per suite, ``profile-<suite>.png`` (performance
+profile) and ``time-vs-size-<suite>.png`` (time against ``k`` when the instances have
+several, else against the number of variables).
 Given an earlier run, it adds per-backend deltas on the instances both runs share.
 """
 
@@ -18,16 +19,16 @@ from pathlib import Path
 from typing import Any
 
 from smug_opt.bench import metrics
-from smug_opt.bench.metrics import (
-    BackendSummary,
-    InstanceResult,
-    JobOutcome,
-    SuiteSummary,
-    instance_results,
-    summarize_suites,
-)
+from smug_opt.bench.metrics import InstanceResult, JobOutcome, instance_results
 from smug_opt.bench.records import RESULTS_FILE, RunRecord, read_records
 from smug_opt.bench.runner import RUN_FILE
+from smug_opt.bench.summary import (
+    BACKEND_METRICS,
+    BackendSummary,
+    SuiteSummary,
+    format_number,
+    summarize_suites,
+)
 
 __all__ = ["Delta", "ReportFiles", "Run", "compare_runs", "load_run", "write_report"]
 
@@ -130,9 +131,7 @@ def write_report(run_dir: str | Path, *, compare_with: str | Path | None = None,
 
 # ------------------------------------------------------------------- markdown
 def _num(value: float | None, digits: int = 3) -> str:
-    if value is None or (isinstance(value, float) and not math.isfinite(value)):
-        return "–"
-    return f"{value:.{digits}g}"
+    return format_number(value, digits)
 
 
 def _table(header: list[str], rows: list[list[str]]) -> list[str]:
@@ -177,21 +176,17 @@ def _markdown(run: Run, suites: list[SuiteSummary], deltas: list[Delta] | None,
               f"{d.solved_delta:+d}", _num(d.sgm_before), _num(d.sgm_now), _num(d.sgm_ratio)]
              for d in deltas] or [["–"] * 9])
     doc = inspect.getdoc(metrics) or ""
-    lines += ["", "## How the metrics are defined", "", doc.split("\n", 1)[1].strip(), ""]
+    lines += ["", "## How the metrics are defined", "", doc.split("\n", 1)[1].strip()]
+    lines += [f"- **{m.header or m.name}.** {m.definition}" for m in BACKEND_METRICS if m.definition]
+    lines.append("")
     return "\n".join(lines)
 
 
 def _suite_section(s: SuiteSummary) -> list[str]:
     lines = [f"## Suite `{s.suite}` ({len(s.instances)} instances)", ""]
-    lines += _table(
-        ["backend", "instances", "solved", "feasible", "timeouts", "errors (killed)", "wrong",
-         "SGM [s]", "SGM scaled", "median [s]", "gap to best", "primal integral (n)",
-         "max overshoot [s]", "peak MB", "certified (median s)", "solver"],
-        [[b.backend, str(b.instances), str(b.solved), str(b.feasible), str(b.timeouts),
-          f"{b.errors} ({b.killed})", str(b.wrong), _num(b.sgm), _num(b.sgm_scaled), _num(b.median_time),
-          _num(b.gap_to_best), f"{_num(b.primal_integral)} ({b.primal_integral_instances})",
-          _num(b.max_overshoot), _num(b.peak_memory_mb, 4), _certified(b), b.solver]
-         for b in s.backends])
+    columns = [m for m in BACKEND_METRICS if m.header is not None]
+    lines += _table(["backend", *(str(m.header) for m in columns)],
+                    [[b.backend, *(m.text(b.values) for m in columns)] for b in s.backends])
     lines += ["", f"![performance profile](profile-{s.suite}.png) "
                   f"![time vs size](time-vs-size-{s.suite}.png)"]
     if s.wrong:
@@ -206,13 +201,6 @@ def _suite_section(s: SuiteSummary) -> list[str]:
             lines.append(f"- … and {len(s.errors) - len(shown)} more (see summary.json)")
     lines += ["", "<details><summary>Per instance</summary>", "", *_instance_table(s), "", "</details>"]
     return lines
-
-
-def _certified(b: BackendSummary) -> str:
-    """``certified/claims (median certification seconds)``, or – without claims."""
-    if not b.claims:
-        return "–"
-    return f"{b.certified}/{b.claims} ({_num(b.median_certify_seconds)} s)"
 
 
 def _one_line(text: str, limit: int = 200) -> str:
@@ -308,6 +296,8 @@ def _plot_time_vs_size(s: SuiteSummary, path: Path) -> Path:
 def _jsonable(value: Any) -> Any:
     if isinstance(value, enum.Enum):
         return value.name
+    if isinstance(value, BackendSummary):
+        return _jsonable(value.to_dict())
     if is_dataclass(value) and not isinstance(value, type):
         return {k: _jsonable(v) for k, v in vars(value).items()}
     if isinstance(value, dict):

@@ -17,9 +17,9 @@ from smug_opt.bench.metrics import (
     primal_gap,
     primal_integral,
     shifted_geometric_mean,
-    summarize_suites,
 )
 from smug_opt.bench.records import RunRecord
+from smug_opt.bench.summary import summarize_suites
 from smug_opt.result import Timings
 
 LIMIT = 10.0

@@ -123,3 +123,25 @@ def test_cli_list_run_report(tmp_path, monkeypatch, capsys):
         bench_cli.run(parse(["bench", "run", "--backends", "highs"]))
     with pytest.raises(ValueError, match="unknown backend"):
         bench_cli.run(parse(["bench", "run", "--suite", "synthetic", "--backends", "nope"]))
+
+
+def test_a_metric_declared_once_is_in_the_table_and_the_json(tmp_path):
+    from smug_opt.bench import summary
+
+    builtin = list(summary.BACKEND_METRICS)
+    try:
+        summary.register_metric(summary.BackendMetric(
+            "limit_hits", "limit hits",
+            lambda runs: sum(r.status is not Status.OPTIMAL for r in runs.records),
+            cell=lambda v: f"{v['limit_hits']}!", definition="jobs that ended without a proven optimum."))
+        with pytest.raises(ValueError, match="limit_hits"):
+            summary.register_metric(summary.BackendMetric("limit_hits", None, lambda runs: 0))
+        files = write_report(write_run(tmp_path / "now", NOW))
+    finally:
+        summary.BACKEND_METRICS[:] = builtin
+    text = files.markdown.read_text()
+    assert "| solver | limit hits |" in text
+    assert "| a 1.0 | 0! |" in text and "| b 1.0 | 2! |" in text  # b: FEASIBLE and ERROR
+    assert "- **limit hits.** jobs that ended without a proven optimum." in text
+    a, b = json.loads(files.summary.read_text())["suites"][0]["backends"]
+    assert (a["limit_hits"], b["limit_hits"], b["backend"], b["solved"]) == (0, 2, "b", 1)
