@@ -23,6 +23,7 @@ import numpy as np
 
 from smug_opt.executors import Executor, SequentialExecutor, worker_cache
 from smug_opt.explain_settings import ExplainSettings
+from smug_opt.parameters import Method
 from smug_opt.runstore import RunFolder, model_identity
 
 __all__ = ["BatchRun", "ExplainSettings", "ExplainedInput", "ModelRef", "explain_many",
@@ -136,6 +137,8 @@ def explain_chunk(chunk: _Chunk) -> _ChunkDone:
     from smug_opt.explanation import explain
 
     adapter, info = _adapter(chunk.model)
+    if chunk.settings.params.method is Method.ROBUST:
+        return _explain_robust_chunk(chunk, adapter, info)
     done = []
     for index, name, source in chunk.items:
         start = time.perf_counter()
@@ -155,6 +158,31 @@ def explain_chunk(chunk: _Chunk) -> _ChunkDone:
             record["overlay"] = _write_overlay(e, x, Path(chunk.overlays_dir), name, info["model"])
         cell_mask = None if e.cell_mask is None else e.cell_mask.reshape(e.grid.shape)
         done.append(ExplainedInput(index, name, record, e.mask, e.saliency, cell_mask))
+    return _ChunkDone(done, os.getpid(), _loads)
+
+
+def _explain_robust_chunk(chunk: _Chunk, adapter: Any, info: dict[str, Any]) -> _ChunkDone:
+    """:func:`explain_chunk` for method robust: the fixed values are the mask, saliency and
+    cell mask of the run's arrays."""
+    from smug_opt.robustness.batch_item import explain_robust_input, robust_network
+
+    network = robust_network(chunk.model if isinstance(chunk.model, ModelRef) else adapter, chunk.settings)
+    done = []
+    for index, name, source in chunk.items:
+        start = time.perf_counter()
+        base = {"index": index, "name": name, **info}
+        if not isinstance(source, str):
+            base["input"] = f"row {index}"
+        try:
+            x, extra = _read(source, adapter, chunk.settings)
+            overlay = None if chunk.overlays_dir is None else Path(chunk.overlays_dir) / f"{name}.png"
+            record, fixed = explain_robust_input(network, x, chunk.settings, overlay)
+        except (ValueError, FileNotFoundError) as exc:
+            record = {**base, "status": "ERROR", "error": str(exc), "seconds": time.perf_counter() - start}
+            done.append(ExplainedInput(index, name, record, None, None, None))
+            continue
+        record = {**base, **extra, **record, "seconds": time.perf_counter() - start}
+        done.append(ExplainedInput(index, name, record, fixed, fixed.astype(np.float64), fixed))
     return _ChunkDone(done, os.getpid(), _loads)
 
 

@@ -9,7 +9,7 @@ from typing import Any
 
 from smug_opt.backend_choice import DEFAULT_BACKEND, BackendChoice
 from smug_opt.errors import ParameterError
-from smug_opt.parameters import PAPER_PARAMETERS, SmugParameters
+from smug_opt.parameters import PAPER_PARAMETERS, Method, SmugParameters
 
 __all__ = ["ExplainSettings"]
 
@@ -68,13 +68,15 @@ class ExplainSettings:
     def for_model(cls, model: Any, params: SmugParameters | None = None, *,
                   method: str | None = None, k: int | None = None, gamma: float | None = None,
                   cell: int | None = None, steps: int | None = None, baseline: str | None = None,
+                  eps: float | None = None, minimum: bool | None = None, query_time: float | None = None,
                   **settings: Any) -> ExplainSettings:
-        """Settings for ``model``: its own SMUG defaults (or ``params``), with any SMUG
-        parameter given here replacing the default, and the other ``settings``."""
+        """Settings for ``model``: its own SMUG defaults (or ``params``), with any parameter
+        given here replacing the default (``eps``, ``minimum``, ``query_time``: method
+        robust's), and the other ``settings``."""
         from smug_opt.models.catalog import smug_parameters
 
         chosen = smug_parameters(model, params, method=method, k=k, gamma=gamma, cell=cell, steps=steps,
-                                 baseline=baseline)
+                                 baseline=baseline, eps=eps, minimum=minimum, query_time=query_time)
         return cls(params=chosen, **settings)
 
     def explain_kwargs(self) -> dict[str, Any]:
@@ -95,4 +97,6 @@ class ExplainSettings:
                 "solver_options": {**self.solver_options, "memory_limit": self.memory_limit_mb},
                 "pixel_scale": self.pixel_scale,
                 "preprocessing": self.preprocessing, "ig_batch": self.ig_batch,
-                "input_range": None if self.input_range is None else list(self.input_range)}
+                "input_range": None if self.input_range is None else list(self.input_range),
+                **({"eps": p.eps, "minimum": p.minimum, "query_time": p.query_time}
+                   if p.method is Method.ROBUST else {})}

@@ -12,6 +12,8 @@ import numbers
 from dataclasses import asdict, dataclass, replace
 from typing import Any
 
+import numpy as np
+
 from smug_opt.errors import ParameterError
 
 __all__ = ["PAPER_PARAMETERS", "Baseline", "Method", "SmugParameters"]
@@ -79,6 +81,12 @@ class SmugParameters:
     the mask is made of ``cell``-sized cells (pixels or tokens per side; a tuple gives
     one size per grid axis); a masked value becomes ``baseline``'s. Checked on
     construction: a bad value fails here, once.
+
+    Method ``robust`` reads ``eps`` (how far each free value may move, L∞, in the model's
+    input units; required for it), ``minimum`` (also search the smallest set, with a
+    proven lower bound) and ``query_time`` (seconds per robustness query); the SMUG fields
+    are then unused, as these are by the other methods (one value serves a run that
+    compares several).
     """
 
     method: Method = Method.SMUG
@@ -87,6 +95,10 @@ class SmugParameters:
     cell: int | tuple[int, ...] = 4
     steps: int = 64
     baseline: Baseline = Baseline.ZERO
+    eps: float | None = None
+    """None: not a robust explanation."""
+    minimum: bool = False
+    query_time: float = 5.0
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "method", Method.parse(self.method))
@@ -102,6 +114,10 @@ class SmugParameters:
             (not isinstance(self.gamma, numbers.Real) or not self.gamma >= 0,
              "gamma", f"must be at least 0 (each kept neuron stays above gamma times its "
              f"activation), got {self.gamma!r}"),
+            (self.method is Method.ROBUST and not _positive(self.eps), "eps",
+             f"must be a positive number for method robust (a single input: "
+             f"smug_opt.robustness.explain_robust(model, x, eps=...)), got {self.eps!r}"),
+            (not _positive(self.query_time), "query_time", f"must be positive, got {self.query_time!r}"),
         ]
         for bad, parameter, problem in problems:
             if bad:
@@ -111,6 +127,10 @@ class SmugParameters:
         object.__setattr__(self, "steps", int(self.steps))
         if not isinstance(self.cell, tuple):
             object.__setattr__(self, "cell", int(self.cell))
+        if self.eps is not None:
+            object.__setattr__(self, "eps", float(self.eps))
+        object.__setattr__(self, "minimum", bool(self.minimum))
+        object.__setattr__(self, "query_time", float(self.query_time))
 
     def updated(self, **changes: Any) -> SmugParameters:
         """A copy with the ``changes`` that are not None (a flag left unset keeps the default)."""
@@ -122,7 +142,15 @@ class SmugParameters:
 
     def describe(self) -> str:
         """One line for progress messages: ``smug: k=200, gamma=0.0, cell=2, baseline=zero``."""
+        if self.method is Method.ROBUST:
+            return (f"robust: eps={self.eps:g}{', minimum' if self.minimum else ''}, "
+                    f"{self.query_time:g}s per query")
         return f"{self.method}: k={self.k}, gamma={self.gamma}, cell={self.cell}, baseline={self.baseline}"
+
+
+def _positive(value: object) -> bool:
+    return (isinstance(value, numbers.Real) and not isinstance(value, bool)
+            and bool(np.isfinite(float(value))) and float(value) > 0)
 
 
 def _is_int(value: object) -> bool:

@@ -177,7 +177,8 @@ def _settings(args: argparse.Namespace, name: str) -> ExplainSettings:
                if key not in ("backend", "time_limit", "memory_limit_mb")}
     return ExplainSettings.for_model(
         name, method=args.method, k=args.k, gamma=args.gamma, cell=args.cell, steps=args.steps,
-        baseline=args.baseline, backend=kwargs["backend"], target=args.target,
+        baseline=args.baseline, eps=args.eps, minimum=args.minimum or None, query_time=args.query_time,
+        backend=kwargs["backend"], target=args.target,
         time_limit=float(kwargs["time_limit"]), memory_limit_mb=kwargs["memory_limit_mb"],
         grid_shape=_grid(args.grid),
         solver_options=options, pixel_scale=args.pixel_scale,
@@ -216,11 +217,19 @@ def run(args: argparse.Namespace) -> int:
     from smug_opt.models.zoo import DEFAULT_IMAGE_MODEL, DEFAULT_TEXT_MODEL
 
     name = args.model or (DEFAULT_TEXT_MODEL if args.tokens else DEFAULT_IMAGE_MODEL)
-    if args.method == Method.ROBUST.value:
-        return run_robust(args, name)
     settings = _settings(args, name)
     if args.input is not None and args.input.is_dir():
         return _run_batch(args, name, settings, args.input)
+    if args.method == Method.ROBUST.value:
+        shape = _npy_rows(args.input) if args.input is not None else None
+        if shape is not None and len(shape) >= 2:
+            from smug_opt.robustness.model_explanation import network_of
+
+            n_in = math.prod(network_of(name, input_shape=args.input_shape, input_layout=args.input_layout,
+                                        input_range=args.input_range).input_shape)
+            if math.prod(shape) != n_in and math.prod(shape[1:]) == n_in:  # one input per row
+                return _run_batch(args, name, settings, args.input)
+        return run_robust(args, name)
     batch_only = args.resume or args.overwrite or args.overlays or args.workers > 1
     if batch_only or args.executor is not ExecutorKind.LOCAL:
         shape = _npy_rows(args.input) if args.input is not None else None

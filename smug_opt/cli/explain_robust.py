@@ -41,8 +41,6 @@ def check_robust_args(args: argparse.Namespace) -> None:
         raise ValueError(f"--query-time must be positive, got {args.query_time:g}")
     if args.tokens is not None:
         raise ValueError("--method robust explains pictures and vectors, not --tokens")
-    if args.input is not None and (args.input.is_dir() or args.resume or args.overwrite):
-        raise ValueError("--method robust explains one input per run (give an image or .npy file)")
 
 
 def run_robust(args: argparse.Namespace, name: str) -> int:

@@ -26,12 +26,22 @@ import numpy as np
 from smug_opt.backend_choice import DEFAULT_BACKEND, BackendChoice
 from smug_opt.network.flat import FlatNetwork, Preprocess
 from smug_opt.robustness.attack import flat_gradient
+from smug_opt.robustness.bound_freeing import bound_round
 from smug_opt.robustness.decide import decide, one_blas_thread
 from smug_opt.robustness.necessity import necessary_by_attack
 from smug_opt.robustness.query import RobustnessQuery
 from smug_opt.vnnlib import Conjunct
 
 __all__ = ["RobustExplanation", "by_sensitivity", "label_changes", "robust_explanation"]
+
+SMALLEST_BOUND_POOL = 8
+"""Pools this small that bounds do not free go to the full queries undivided (near the
+end almost every single value fails the bounds: halving down to each cost 2 bound
+computations a value for nothing)."""
+
+CHUNK_QUERY_TIME = 1.0
+"""Seconds at most for a full query freeing several values: one that runs out is split in
+halves (a single value's query gets the whole ``query_time``)."""
 
 ATTACK_STEPS = 50
 """PGD steps of each full query's attack: the batched attack has already looked for the
@@ -120,24 +130,28 @@ def robust_explanation(net: FlatNetwork, preprocess: Preprocess, x: np.ndarray, 
         freed[extra] = True
         return RobustnessQuery(net, preprocess, np.where(freed, low, x), np.where(freed, high, x), region)
 
-    def bounds_free(chunk: np.ndarray, left: list[int]) -> None:
+    def bounds_free(pool: np.ndarray, left: list[int]) -> None:
         nonlocal queries
         if out_of_time():
-            left.extend(chunk.tolist())
+            left.extend(pool.tolist())
             return
-        queries += 1
-        if query_for(chunk).refuted().all():
-            free[chunk] = True
+        freed, kept, computed = bound_round(query_for, x, pool)
+        queries += computed
+        if freed.size:
+            free[freed] = True
             proofs.add("exact")
-        elif chunk.size == 1:
-            left.append(int(chunk[0]))
+            if kept.size:
+                bounds_free(kept, left)
+        elif kept.size <= SMALLEST_BOUND_POOL:
+            left.extend(kept.tolist())  # the full queries settle them: their bounds rarely do
         else:
-            bounds_free(chunk[: chunk.size // 2], left)
-            bounds_free(chunk[chunk.size // 2:], left)
+            bounds_free(kept[: kept.size // 2], left)
+            bounds_free(kept[kept.size // 2:], left)
 
     def robust_with(extra: np.ndarray) -> str:
         nonlocal queries
-        remaining = query_time if deadline is None else min(query_time, deadline - time.monotonic())
+        budget = query_time if extra.size == 1 else min(query_time, CHUNK_QUERY_TIME)
+        remaining = budget if deadline is None else min(budget, deadline - time.monotonic())
         if remaining <= 0:
             return "unknown"
         queries += 1
@@ -181,8 +195,7 @@ def robust_explanation(net: FlatNetwork, preprocess: Preprocess, x: np.ndarray, 
     with one_blas_thread():
         order = by_sensitivity(net, preprocess, x, label, high - low)
         left: list[int] = []
-        for s in range(0, x.size, batch):
-            bounds_free(order[s:s + batch], left)
+        bounds_free(order, left)
     rest = np.array(left, dtype=int)
     for s in range(0, rest.size, batch):
         try_free(rest[s:s + batch])
