@@ -39,7 +39,8 @@ def _check_rows(model: str, inputs: np.ndarray, records: list[dict], masks: dict
         assert r["proof"] in ("exact", "solver") and r["check"]["passed"]
         assert r["mask_size"] == r["size"] == int(masks[r["index"]].sum())
         m = r["minimum"]
-        assert m["lower_bound"] <= m["size"] <= r["subset_minimal"]["size"] and m["gap"] == m["size"] - m["lower_bound"]
+        assert m["lower_bound"] <= m["size"] <= r["subset_minimal"]["size"]
+        assert m["gap"] == m["size"] - m["lower_bound"]
         x, fixed = inputs[r["index"]], masks[r["index"]].reshape(-1)
         assert _answer(model, x, fixed, eps, r["target"]) == "unsat"
         if r["subset_minimal"]["subset_minimal"] and r["size"] == r["subset_minimal"]["size"]:
@@ -71,7 +72,8 @@ def test_cli_batch_with_method_robust_resumes(tmp_path):
     inputs = np.random.default_rng(15).uniform(0, 1, (2, 5))
     np.save(tmp_path / "rows.npy", inputs)
     args = ["explain", "--model", str(model), "--input", str(tmp_path / "rows.npy"), "--input-range", "0,1",
-            "--method", "robust", "--eps", "0.3", "--time-limit", "60", "--out", str(tmp_path / "run"), "--quiet"]
+            "--method", "robust", "--eps", "0.3", "--time-limit", "60", "--out", str(tmp_path / "run"),
+            "--quiet"]
     assert main(args) == 0
     records = [json.loads(line) for line in (tmp_path / "run" / "records.jsonl").read_text().splitlines()]
     arrays = np.load(next((tmp_path / "run" / "arrays").glob("*.npz")))
@@ -80,5 +82,5 @@ def test_cli_batch_with_method_robust_resumes(tmp_path):
     for r in records:
         r["minimum"] = {"lower_bound": 0, "size": r["size"], "gap": r["size"]}
     _check_rows(str(model), inputs, records, masks, 0.3)
-    assert main([*args, "--resume"]) == 0  # everything done: nothing explained again
+    assert main([*args, "--resume"]) == 0  # all done: nothing explained again
     assert len((tmp_path / "run" / "records.jsonl").read_text().splitlines()) == 2
