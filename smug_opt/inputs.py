@@ -28,12 +28,12 @@ import numpy as np
 from smug_opt.bounded import check_npy_file, open_image
 from smug_opt.outputs import SINGLE_RUN_FILES
 
-__all__ = ["IMAGE_SUFFIXES", "INPUT_SUFFIXES", "PREPROCESSING", "list_input_files", "load_input",
+__all__ = ["IMAGE_SUFFIXES", "INPUT_SUFFIXES", "PREPROCESSING_MODES", "list_input_files", "load_input",
            "preprocess"]
 
 IMAGE_SUFFIXES = (".png", ".jpg", ".jpeg")
 INPUT_SUFFIXES = (*IMAGE_SUFFIXES, ".npy")
-PREPROCESSING = ("unit", "raw", "tf", "caffe", "torch")
+PREPROCESSING_MODES = ("unit", "raw", "tf", "caffe", "torch")
 _CAFFE_MEAN_BGR = np.array([103.939, 116.779, 123.68])
 _TORCH_MEAN = np.array([0.485, 0.456, 0.406])
 _TORCH_STD = np.array([0.229, 0.224, 0.225])
@@ -57,7 +57,7 @@ def preprocess(pixels: np.ndarray, mode: str = "unit", pixel_scale: float = 255.
         if x.ndim != 3 or x.shape[-1] != 3:
             raise ValueError(f"{mode!r} preprocessing needs RGB pixels (H, W, 3), got shape {x.shape}")
         return x[..., ::-1] - _CAFFE_MEAN_BGR if mode == "caffe" else (x / 255.0 - _TORCH_MEAN) / _TORCH_STD
-    raise ValueError(f"preprocessing must be one of {', '.join(PREPROCESSING)}, got {mode!r}")
+    raise ValueError(f"preprocessing must be one of {', '.join(PREPROCESSING_MODES)}, got {mode!r}")
 
 
 def list_input_files(folder: Path) -> list[Path]:

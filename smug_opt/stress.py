@@ -175,8 +175,8 @@ def run_stress(n: int = 100, backends: Sequence[str] = (DEFAULT_BACKEND,), time_
     one more digit) and the table shows the run's ``n`` digits only; else the run
     directory's records are replaced. ``progress`` shows a bar on stderr.
     """
+    from smug_opt.bench.harness import RUN_FILE, RunConfig, resolve_backends, run_benchmark
     from smug_opt.bench.records import RESULTS_FILE, read_records
-    from smug_opt.bench.runner import RUN_FILE, RunConfig, resolve_backends, run_benchmark
     from smug_opt.filelock import FolderLock
 
     if z3_encoding not in Z3_ENCODINGS:

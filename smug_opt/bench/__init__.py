@@ -6,11 +6,11 @@ draw.
 """
 
 from smug_opt.bench import builtin_suites  # noqa: F401  (registers the built-in suites)
+from smug_opt.bench.harness import RunConfig, RunOutcome, resolve_backends, run_benchmark
 from smug_opt.bench.job import JOB_GRACE, Job, run_job
 from smug_opt.bench.metrics import JobOutcome, PerformanceProfile
 from smug_opt.bench.records import Machine, RunRecord, read_records
 from smug_opt.bench.report import compare_runs, load_run, write_report
-from smug_opt.bench.runner import RunConfig, RunOutcome, resolve_backends, run_benchmark
 from smug_opt.bench.suites import (
     Instance,
     InstanceSpec,

@@ -61,7 +61,7 @@ class JobCancelled(Exception):
 @dataclass(frozen=True)
 class Job:
     """Everything one job process needs. ``memory_limit_mb`` None: no memory limit (a
-    :class:`~smug_opt.bench.runner.RunConfig` gives every job the default budget).
+    :class:`~smug_opt.bench.harness.RunConfig` gives every job the default budget).
     ``extras`` are the backend's solver settings (:attr:`SolveOptions.extras`); ``check``
     (the suite's, if any) runs in the job process on a returned solution, untimed, and its
     findings become the record's ``checks``."""

@@ -19,9 +19,9 @@ from pathlib import Path
 from typing import Any
 
 from smug_opt.bench import metrics
+from smug_opt.bench.harness import RUN_FILE
 from smug_opt.bench.metrics import InstanceResult, JobOutcome, instance_results
 from smug_opt.bench.records import RESULTS_FILE, RunRecord, read_records
-from smug_opt.bench.runner import RUN_FILE
 from smug_opt.bench.summary import (
     BACKEND_METRICS,
     BackendSummary,

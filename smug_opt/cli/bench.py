@@ -80,8 +80,8 @@ def _list(args: argparse.Namespace) -> int:
 
 
 def _run(args: argparse.Namespace) -> int:
+    from smug_opt.bench.harness import RunConfig, resolve_backends, run_benchmark
     from smug_opt.bench.job import JOB_GRACE
-    from smug_opt.bench.runner import RunConfig, resolve_backends, run_benchmark
     from smug_opt.spawn import resolve_memory_limit
 
     if not (args.suite or args.instances):

@@ -34,7 +34,7 @@ from smug_opt.cli.solve import (
     solver_kwargs,
 )
 from smug_opt.executors import ExecutorKind
-from smug_opt.inputs import PREPROCESSING
+from smug_opt.inputs import PREPROCESSING_MODES
 from smug_opt.models.catalog import describe
 from smug_opt.outputs import check_out_dir, write_single_run
 from smug_opt.parameters import Baseline, Method, SmugParameters
@@ -67,7 +67,7 @@ def add_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParse
                      help="which held-out example of the embedded data (default 0)")
     src.add_argument("--pixel-scale", type=float, default=255.0,
                      help="divide image pixels by this (default 255: [0, 1] inputs)")
-    src.add_argument("--preprocess", choices=PREPROCESSING,
+    src.add_argument("--preprocess", choices=PREPROCESSING_MODES,
                      help="how image pixels become model inputs: unit = divide by --pixel-scale "
                           "(default, but the model's own for an embedded one: raw for "
                           "efficientnet-lite0); raw = 0-255 (EfficientNet, ConvNeXt); tf = [-1, 1] "

@@ -5,6 +5,17 @@ Importing this package loads neither TensorFlow nor matplotlib; they are importe
 functions that need them.
 """
 
+from smug_opt.evaluate.aggregates import (
+    Estimate,
+    PrecisionRecall,
+    Quartiles,
+    lsc_quartiles,
+    mean_estimate,
+    sparsity,
+    token_precision_recall,
+    wilson_interval,
+    win_rates,
+)
 from smug_opt.evaluate.baselines import (
     grad_cam,
     last_conv_layer,
@@ -20,6 +31,7 @@ from smug_opt.evaluate.boxes import (
     max_box,
     tightest_box,
 )
+from smug_opt.evaluate.evaluation import evaluate
 from smug_opt.evaluate.faithfulness import Curve, deletion_curve, insertion_curve
 from smug_opt.evaluate.loaders import align_boxes, load_boxes_csv, load_image_folder
 from smug_opt.evaluate.lsc import (
@@ -33,21 +45,9 @@ from smug_opt.evaluate.lsc import (
     sweep_thresholds,
 )
 from smug_opt.evaluate.methods import METHODS, Method
-from smug_opt.evaluate.metrics import (
-    Estimate,
-    PrecisionRecall,
-    Quartiles,
-    lsc_quartiles,
-    mean_estimate,
-    sparsity,
-    token_precision_recall,
-    wilson_interval,
-    win_rates,
-)
 from smug_opt.evaluate.report import plot_examples, table_json, table_markdown
 from smug_opt.evaluate.results import EvaluationResult, MethodOutcome, MethodSummary
 from smug_opt.evaluate.road import ROAD_LEVELS, RoadResult, noisy_linear_imputation, road
-from smug_opt.evaluate.runner import evaluate
 from smug_opt.evaluate.scoring import summarize
 from smug_opt.evaluate.sis import sufficient_input_subset
 

@@ -8,8 +8,8 @@ from typing import Literal
 
 import numpy as np
 
+from smug_opt.evaluate.aggregates import Estimate, Quartiles
 from smug_opt.evaluate.lsc import LSCResult
-from smug_opt.evaluate.metrics import Estimate, Quartiles
 
 Modality = Literal["image", "text"]
 
@@ -78,7 +78,7 @@ class MethodSummary:
 
 @dataclass(frozen=True, eq=False)
 class EvaluationResult:
-    """Everything :func:`~smug_opt.evaluate.runner.evaluate` computed.
+    """Everything :func:`~smug_opt.evaluate.evaluation.evaluate` computed.
 
     ``outcomes[i][method]`` is that method on input ``i``; ``summaries`` follow ``methods``;
     ``files`` maps ``"markdown"``, ``"json"``, ``"records"`` and (images) ``"examples"`` to

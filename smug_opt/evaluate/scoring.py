@@ -9,10 +9,10 @@ from typing import Any
 
 import numpy as np
 
+from smug_opt.evaluate.aggregates import lsc_quartiles, mean_estimate, token_precision_recall, win_rates
 from smug_opt.evaluate.faithfulness import deletion_curve, insertion_curve
 from smug_opt.evaluate.lsc import LSCResult, lsc_score
 from smug_opt.evaluate.methods import METHODS, NOT_IN_WIN_RATE, MethodMap, Settings, Subject
-from smug_opt.evaluate.metrics import lsc_quartiles, mean_estimate, token_precision_recall, win_rates
 from smug_opt.evaluate.randomisation import map_similarity
 from smug_opt.evaluate.results import MethodOutcome, MethodSummary
 from smug_opt.evaluate.road import road

@@ -35,7 +35,7 @@ class ModelDescription:
     the ``mean`` baseline needs it). ``preprocessing``: how a raw input is made from a
     photo and what the model does to it first, in words (None: nothing to say).
     ``image_preprocessing``: how an image file's pixels become the model's input
-    (:data:`smug_opt.inputs.PREPROCESSING`; ``raw``: 0–255 as they are).
+    (:data:`smug_opt.inputs.PREPROCESSING_MODES`; ``raw``: 0–255 as they are).
     ``head_dtype``: the precision a PyTorch/ONNX head runs in for Integrated Gradients
     (``float32`` for large heads: torch's float64 convolutions on CPU take a slow path;
     the first layer stays exact in float64 either way).

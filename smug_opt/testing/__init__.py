@@ -2,7 +2,7 @@
 
 The package: :mod:`~smug_opt.testing.brute_force` (exact optima by enumeration),
 :mod:`~smug_opt.testing.instances` (the catalogue), :mod:`~smug_opt.testing.checks` (the
-``check_*`` functions), :mod:`~smug_opt.testing.runner` (outcomes, report, known
+``check_*`` functions), :mod:`~smug_opt.testing.run_checks` (outcomes, report, known
 failures) and :mod:`~smug_opt.testing.parametrize` (pytest parametrisation).
 
 In the spirit of MathOptInterface's ``MOI.Test`` and scikit-learn's ``check_estimator``:
@@ -39,7 +39,7 @@ from __future__ import annotations
 
 from smug_opt.testing.brute_force import BruteForceResult, ExactOptimum, brute_force, exact_optimum
 from smug_opt.testing.parametrize import parametrize_with_checks
-from smug_opt.testing.runner import (
+from smug_opt.testing.run_checks import (
     CheckNotApplicable,
     CheckOutcome,
     CheckResult,

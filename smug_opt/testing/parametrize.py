@@ -19,7 +19,12 @@ import functools
 from collections.abc import Callable
 from typing import Any
 
-from smug_opt.testing.runner import CheckNotApplicable, ConformanceError, conformance_checks, known_failure
+from smug_opt.testing.run_checks import (
+    CheckNotApplicable,
+    ConformanceError,
+    conformance_checks,
+    known_failure,
+)
 
 __all__ = ["parametrize_with_checks"]
 

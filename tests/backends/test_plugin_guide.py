@@ -8,7 +8,7 @@ import re
 from pathlib import Path
 
 from smug_opt import Capabilities, RawResult
-from smug_opt.testing.runner import CheckOutcome, CheckResult, ConformanceReport
+from smug_opt.testing.run_checks import CheckOutcome, CheckResult, ConformanceReport
 
 GUIDE = (Path(__file__).resolve().parents[2] / "README.md").read_text().split(
     "## Writing a backend plugin")[1].split("\n## ")[0]

@@ -110,7 +110,7 @@ def test_builder_problem_with_relus_races_cpsat_first() -> None:
 
 
 def test_bench_and_stress_accept_auto_as_one_pseudo_backend() -> None:
-    from smug_opt.bench.runner import resolve_backends
+    from smug_opt.bench.harness import resolve_backends
 
     assert resolve_backends("highs,auto") == ("highs", "auto")
     with pytest.raises(ValueError, match="nope"):

@@ -7,8 +7,8 @@ import pytest
 from smug_opt.backend import Status
 from smug_opt.bench.child import FAULT_KEY
 from smug_opt.bench.generators import random_strict_problem
+from smug_opt.bench.harness import RunConfig, run_benchmark
 from smug_opt.bench.records import RESULTS_FILE, read_records
-from smug_opt.bench.runner import RunConfig, run_benchmark
 from smug_opt.executors import DaskExecutor
 from smug_opt.problem_file import save_problem
 

@@ -11,9 +11,9 @@ import pytest
 from smug_opt.backend import Status
 from smug_opt.bench.child import FAULT_KEY, SLOW_CHECK, SLOW_CHECK_SECONDS
 from smug_opt.bench.generators import random_strict_problem
+from smug_opt.bench.harness import RunConfig, RunConfigMismatchError, run_benchmark
 from smug_opt.bench.job import Job, run_job
 from smug_opt.bench.records import RESULTS_FILE, read_records
-from smug_opt.bench.runner import RunConfig, RunConfigMismatchError, run_benchmark
 from smug_opt.bench.suites import Instance, instances_from_dir
 from smug_opt.executors import LocalPoolExecutor
 from smug_opt.problem_file import save_problem

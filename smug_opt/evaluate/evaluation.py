@@ -1,6 +1,6 @@
 """Run a set of saliency methods over inputs and score them: the paper's sec. 4 evaluation.
 
-Methods are looked up by name in :data:`METHODS`. For every input and method the runner
+Methods are looked up by name in :data:`METHODS`. For every input and method the evaluation
 computes the map, its LSC (images), sparsity (masking methods), deletion/insertion AUCs
 and, for text with rationales, precision/recall; then the summary table.
 

@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 from scipy.stats import binomtest
 
-from smug_opt.evaluate.metrics import (
+from smug_opt.evaluate.aggregates import (
     lsc_quartiles,
     mean_estimate,
     sparsity,
