@@ -27,7 +27,7 @@ class _WatchedBox(Box):
     seen: list[np.ndarray] = field(default_factory=list, repr=False)
 
     def minimum(self, lam: np.ndarray | sp.csr_matrix) -> tuple[np.ndarray, np.ndarray]:
-        self.seen[:] = [lam.toarray() if sp.issparse(lam) else np.array(lam)]
+        self.seen[:] = [np.array(lam) if isinstance(lam, np.ndarray) else lam.toarray()]
         return super().minimum(lam)
 
 
