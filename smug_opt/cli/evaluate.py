@@ -58,6 +58,8 @@ def add_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParse
     p.add_argument("--time-limit", type=float, default=60.0, help="seconds per solve (default 60)")
     p.add_argument("--road-levels", type=_fractions, metavar="P,P,...",
                    help="fractions of pixels ROAD removes (default 0.1,0.2,...,0.9)")
+    p.add_argument("--curve-steps", type=int, default=100, metavar="N",
+                   help="points of each deletion/insertion curve (default 100)")
     p.add_argument("--sanity-stages", type=int, default=0, metavar="N",
                    help="run the model-randomisation sanity check (Adebayo et al. 2018) with N "
                         "stages of the top-down cascade (default 0: off)")
@@ -93,6 +95,7 @@ def _check_args(args: argparse.Namespace) -> None:
         (not args.time_limit > 0, f"--time-limit must be positive, got {args.time_limit:g}"),
         (not args.pixel_scale > 0, f"--pixel-scale must be positive, got {args.pixel_scale:g}"),
         (args.chunk < 1, f"--chunk must be at least 1, got {args.chunk}"),
+        (args.curve_steps < 1, f"--curve-steps must be at least 1, got {args.curve_steps}"),
         (args.sanity_stages < 0, f"--sanity-stages must be at least 0, got {args.sanity_stages}"),
         ((args.images is None) != (args.model is None), "--model and --images go together"),
         (args.suite is not None and args.model is not None, "give --suite or --model/--images, not both"),
@@ -194,7 +197,7 @@ def run(args: argparse.Namespace) -> int:
     with executor_from_args(args) as executor:
         result = evaluate(model, inputs, labels, methods, backend=args.backend, k=args.k,
                           gamma=args.gamma, cell=args.cell, time_limit=args.time_limit,
-                          sanity_stages=args.sanity_stages,
+                          sanity_stages=args.sanity_stages, curve_steps=args.curve_steps,
                           road_levels=ROAD_LEVELS if args.road_levels is None else args.road_levels,
                           executor=executor, chunk_size=args.chunk, out_dir=args.out,
                           resume=args.resume, overwrite=args.overwrite, progress=not args.quiet,

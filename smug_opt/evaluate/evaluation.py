@@ -25,6 +25,7 @@ import numpy as np
 from smug_opt.backend_choice import DEFAULT_BACKEND, BackendChoice
 from smug_opt.evaluate._predict import PredictFn
 from smug_opt.evaluate.boxes import Box, check_box
+from smug_opt.evaluate.faithfulness import CURVE_STEPS
 from smug_opt.evaluate.lsc import LSCResult
 from smug_opt.evaluate.methods import Settings, Subject, as_subject, check_methods
 from smug_opt.evaluate.report import plot_examples, table_json, table_markdown
@@ -254,6 +255,7 @@ def evaluate(
     softmax: bool = False,
     sanity_stages: int = 0,
     road_levels: Sequence[float] = ROAD_LEVELS,
+    curve_steps: int = CURVE_STEPS,
     names: Sequence[str] | None = None,
     executor: Executor | None = None,
     chunk_size: int = 4,
@@ -276,7 +278,8 @@ def evaluate(
     pad/mask token, also the text deletion baseline) are for SIS. ``sanity_stages`` > 0 runs
     the model-randomisation check (:mod:`smug_opt.evaluate.randomisation`) with that many
     stages of the cascade (each method's maps computed again on each randomised model).
-    ``road_levels``: the fractions of pixels ROAD removes.
+    ``road_levels``: the fractions of pixels ROAD removes; ``curve_steps``: the points of
+    each deletion/insertion curve.
     ``names`` label the inputs
     in records and figures (default: their indices). ``executor`` runs chunks of
     ``chunk_size`` inputs (default: in this process; worker processes and Dask need the
@@ -314,8 +317,11 @@ def evaluate(
     smug = smug_parameters(_spec(model), params, k=k, gamma=gamma, cell=cell)
     if sanity_stages < 0:
         raise ValueError(f"sanity_stages must be >= 0; got {sanity_stages}")
+    if curve_steps < 1:
+        raise ValueError(f"curve_steps must be >= 1; got {curve_steps}")
     settings = Settings(smug, backend, time_limit, sis_threshold, mask_id, ig_steps, softmax,
-                        road_levels=tuple(float(v) for v in road_levels), sanity_stages=sanity_stages)
+                        road_levels=tuple(float(v) for v in road_levels), sanity_stages=sanity_stages,
+                        curve_steps=curve_steps)
     folder = None
     if out_dir is not None:
         named = model_identity(_spec(model)) if _by_reference(model) else {"model": _model_label(model)}

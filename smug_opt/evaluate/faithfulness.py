@@ -18,6 +18,9 @@ import numpy as np
 from smug_opt.errors import ParameterError
 from smug_opt.evaluate._predict import PredictFn, chunks, label_confidences
 
+CURVE_STEPS = 100
+"""Evaluation points of a deletion or insertion curve unless told otherwise."""
+
 
 @dataclass(frozen=True)
 class Curve:
@@ -89,7 +92,7 @@ def deletion_curve(
     *,
     cell: int | tuple[int, ...] = 1,
     baseline: float | np.ndarray = 0.0,
-    steps: int | None = 100,
+    steps: int | None = CURVE_STEPS,
     batch_size: int = 128,
 ) -> Curve:
     """Confidence as the most salient cells are replaced by ``baseline`` (lower AUC = better).
@@ -119,7 +122,7 @@ def insertion_curve(
     *,
     cell: int | tuple[int, ...] = 1,
     baseline: float | np.ndarray = 0.0,
-    steps: int | None = 100,
+    steps: int | None = CURVE_STEPS,
     batch_size: int = 128,
 ) -> Curve:
     """Confidence as the most salient cells are put back onto ``baseline`` (higher AUC = better).

@@ -14,6 +14,7 @@ from smug_opt.backend_choice import BackendChoice
 from smug_opt.evaluate._predict import PredictFn, chunks
 from smug_opt.evaluate.baselines import grad_cam, pixel_integrated_gradients, token_integrated_gradients
 from smug_opt.evaluate.boxes import Box, center_box, ground_truth_box, max_box
+from smug_opt.evaluate.faithfulness import CURVE_STEPS
 from smug_opt.evaluate.lsc import LSCResult, opt_box
 from smug_opt.evaluate.results import Modality
 from smug_opt.evaluate.road import ROAD_LEVELS
@@ -30,8 +31,9 @@ class Settings:
     """Everything a method may need besides the model and the input: the SMUG parameters
     (``smug``; its method is replaced by the variant being run), the backend and time
     limit of its solves, SIS's threshold and mask token, IG's steps, whether the
-    model outputs logits (``softmax``), ROAD's removal fractions (``road_levels``) and the
-    stages of the model-randomisation check (``sanity_stages``, 0: not run)."""
+    model outputs logits (``softmax``), ROAD's removal fractions (``road_levels``), the
+    stages of the model-randomisation check (``sanity_stages``, 0: not run) and the points
+    of each deletion/insertion curve (``curve_steps``)."""
 
     smug: SmugParameters
     backend: str | BackendChoice
@@ -42,6 +44,7 @@ class Settings:
     softmax: bool = False
     road_levels: tuple[float, ...] = ROAD_LEVELS
     sanity_stages: int = 0
+    curve_steps: int = CURVE_STEPS
 
     def record(self) -> dict[str, Any]:
         """The settings as a run folder's configuration records them (flat, JSON-ready)."""
@@ -49,7 +52,8 @@ class Settings:
                 "cell": self.smug.cell, "time_limit": self.time_limit,
                 "sis_threshold": self.sis_threshold, "mask_id": self.mask_id,
                 "ig_steps": self.ig_steps, "softmax": self.softmax,
-                "road_levels": list(self.road_levels), "sanity_stages": self.sanity_stages}
+                "road_levels": list(self.road_levels), "sanity_stages": self.sanity_stages,
+                "curve_steps": self.curve_steps}
 
 
 @dataclass(frozen=True, eq=False)

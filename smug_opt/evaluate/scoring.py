@@ -56,8 +56,8 @@ def score_map(
     baseline = settings.mask_id if text else 0.0
     for key, curve in (("deletion_auc", deletion_curve), ("insertion_auc", insertion_curve)):
         scores[key] = curve(
-            subject.predict_fn, x, label, mm.saliency, cell=settings.smug.cell, baseline=baseline
-        ).auc
+            subject.predict_fn, x, label, mm.saliency, cell=settings.smug.cell, baseline=baseline,
+            steps=settings.curve_steps).auc
     if not text:
         result = road(subject.predict_fn, x, label, mm.saliency, levels=settings.road_levels)
         scores["road_morf"], scores["road_lerf"] = result.morf, result.lerf

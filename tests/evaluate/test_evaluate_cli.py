@@ -65,3 +65,8 @@ def test_unknown_method_is_a_clear_error(tmp_path):
 def test_road_levels_must_be_fractions(tmp_path):
     proc = _run("--road-levels", "0.5,1.0", "--out", str(tmp_path))
     assert proc.returncode == 2 and "strictly between 0 and 1" in proc.stderr
+
+
+def test_curve_steps_must_be_positive(tmp_path):
+    proc = _run("--curve-steps", "0", "--out", str(tmp_path))
+    assert proc.returncode == 1 and "--curve-steps must be at least 1, got 0" in proc.stderr

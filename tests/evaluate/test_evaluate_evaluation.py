@@ -266,3 +266,21 @@ def test_smug_and_smug_base_flow_through_the_runner():
         assert not np.any(smug.mask & ~base.mask)  # the solver only drops cells of SMUG_base
         assert np.all(smug.saliency[~smug.mask] == 0)
         assert smug.sparsity <= base.sparsity
+
+
+def test_curve_steps_set_the_deletion_and_insertion_points(tmp_path):
+    from smug_opt.evaluate import deletion_curve, insertion_curve
+
+    images, _ = squares(1)
+    coarse = evaluate(fill_detector, images, [1], ["groundtruth"], cell=2, curve_steps=4, out_dir=tmp_path,
+                      progress=False)
+    fine = evaluate(fill_detector, images, [1], ["groundtruth"], cell=2, progress=False)
+    saliency = fine.outcomes[0]["groundtruth"].saliency
+    for result, steps in ((coarse, 4), (fine, 100)):
+        outcome = result.outcomes[0]["groundtruth"]
+        for auc, curve in ((outcome.deletion_auc, deletion_curve), (outcome.insertion_auc, insertion_curve)):
+            assert auc == curve(fill_detector, images[0], 1, saliency, cell=2, steps=steps).auc
+    assert coarse.outcomes[0]["groundtruth"].deletion_auc != fine.outcomes[0]["groundtruth"].deletion_auc
+    assert json.loads((tmp_path / "run.json").read_text())["config"]["curve_steps"] == 4
+    with pytest.raises(ValueError, match="curve_steps must be >= 1"):
+        evaluate(fill_detector, images, [1], ["groundtruth"], curve_steps=0, progress=False)
