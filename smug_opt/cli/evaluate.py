@@ -41,6 +41,8 @@ def add_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParse
                    "file, or package.module:factory")
     add_model_input_options(p.add_argument_group("what an ONNX/PyTorch model does not say"))
     p.add_argument("--images", type=Path, help="a folder of images (.png/.jpg/.npy)")
+    p.add_argument("--specs", type=Path, help="a folder of VNN-LIB robustness specs (.vnnlib[.gz]): "
+                   "evaluate on the test images they bound, with their labels (instead of --images)")
     p.add_argument("--boxes", type=Path, help="CSV name,top,left,bottom,right of ground-truth boxes")
     p.add_argument("--pixel-scale", type=float, default=255.0,
                    help="divide --images pixels by this (default 255)")
@@ -97,7 +99,10 @@ def _check_args(args: argparse.Namespace) -> None:
         (args.chunk < 1, f"--chunk must be at least 1, got {args.chunk}"),
         (args.curve_steps < 1, f"--curve-steps must be at least 1, got {args.curve_steps}"),
         (args.sanity_stages < 0, f"--sanity-stages must be at least 0, got {args.sanity_stages}"),
-        ((args.images is None) != (args.model is None), "--model and --images go together"),
+        (args.images is not None and args.specs is not None, "give --images or --specs, not both"),
+        ((args.images is None and args.specs is None) != (args.model is None),
+         "--model goes with --images or --specs"),
+        (args.specs is not None and not args.specs.is_dir(), f"--specs {args.specs} is not a folder"),
         (args.suite is not None and args.model is not None, "give --suite or --model/--images, not both"),
         (args.images is not None and not (args.images or Path()).is_dir(),
          f"--images {args.images} is not a folder"),
@@ -150,7 +155,7 @@ def run(args: argparse.Namespace) -> int:
     boxes: list[Box | None] | None = None
     rationales: np.ndarray | None = None
     names: list[str] | None = None
-    if args.images is not None:
+    if args.model is not None:
         from smug_opt.evaluate import align_boxes, load_boxes_csv, load_image_folder
         from smug_opt.models.resolve import as_adapter
 
@@ -160,12 +165,17 @@ def run(args: argparse.Namespace) -> int:
                              input_range=ref.input_range)
         methods = _methods(args.methods, describe(str(args.model)).evaluation_methods)
         size = (int(adapter.input_shape[0]), int(adapter.input_shape[1]))
-        images, names = load_image_folder(args.images, size=size)
-        _say_resized(args.images, size)
-        lo, hi = ref.input_range or (0.0, 255.0 / args.pixel_scale)
-        inputs = lo + images.astype(np.float64) / 255.0 * (hi - lo)
-        outputs = np.asarray(adapter.predict(inputs))
-        labels = np.argmax(outputs, axis=1)  # explain what the model predicts
+        if args.specs is not None:
+            inputs, spec_labels, names = _spec_inputs(args.specs, adapter)
+            outputs = np.asarray(adapter.predict(inputs))
+            labels = spec_labels
+        else:
+            images, names = load_image_folder(args.images, size=size)
+            _say_resized(args.images, size)
+            lo, hi = ref.input_range or (0.0, 255.0 / args.pixel_scale)
+            inputs = lo + images.astype(np.float64) / 255.0 * (hi - lo)
+            outputs = np.asarray(adapter.predict(inputs))
+            labels = np.argmax(outputs, axis=1)  # explain what the model predicts
         if outputs.ndim == 2 and outputs.shape[1] > 1 and not _probabilities(outputs):
             softmax = True
             print("smug-opt evaluate: the model outputs logits (rows are not probabilities); "
@@ -207,6 +217,23 @@ def run(args: argparse.Namespace) -> int:
     for name, path in result.files.items():
         print(f"wrote {name}: {path}", file=sys.stderr)
     return 0
+
+
+def _spec_inputs(folder: Path, adapter: object) -> tuple[np.ndarray, np.ndarray, list[str]]:
+    """The specs' images and labels, saying how many the model classifies otherwise."""
+    from smug_opt.evaluate.loaders import load_spec_images
+
+    view = getattr(adapter, "input_view", None)
+    if view is None:
+        raise ValueError("--specs needs an ONNX or PyTorch model (the specs bound its inputs in its "
+                         "own layout)")
+    inputs, labels, names = load_spec_images(folder, view)
+    predicted = np.argmax(np.asarray(adapter.predict(inputs)), axis=1)  # type: ignore[attr-defined]
+    wrong = int((predicted != labels).sum())
+    print(f"smug-opt evaluate: {len(names)} image(s) recovered from the specs in {folder}; the model "
+          f"classifies {wrong} of them otherwise than the spec's label (each is explained for its label)",
+          file=sys.stderr)
+    return inputs, labels, names
 
 
 def _say_resized(folder: Path, size: tuple[int, int]) -> None:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import csv
 from collections.abc import Mapping, Sequence
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -120,3 +121,24 @@ def align_boxes(names: Sequence[str], boxes: Mapping[str, Box]) -> list[Box | No
             f"are e.g. {list(names)[:3]}"
         )
     return aligned
+
+
+def load_spec_images(folder: str | Path, input_view: Any) -> tuple[np.ndarray, np.ndarray, list[str]]:
+    """The test images recovered from the VNN-LIB robustness specs under ``folder``
+    (:func:`smug_opt.data.vnnlib.spec_images`), as the model reads them: (N, H, W, C) in
+    ``input_view``'s layout (an ONNX/PyTorch adapter's :attr:`input_view`), their labels
+    (N,) and names (the spec file names)."""
+    from smug_opt.data.vnnlib import spec_images
+
+    view_shape, net_shape = tuple(input_view.view_shape), tuple(input_view.net_shape)
+    if len(view_shape) != 3:
+        raise ValueError(f"spec images need an image model (H, W, C); this one reads {view_shape}")
+    channels = view_shape[-1]
+    channels_first = net_shape != view_shape and net_shape[0] == channels
+    images = spec_images(folder, channels, channels_first)
+    flat = np.stack([image.x for image in images])
+    if flat.shape[1] != int(np.prod(view_shape)):
+        raise ValueError(f"the specs under {folder} bound {flat.shape[1]} inputs; the model reads "
+                         f"{int(np.prod(view_shape))} {view_shape}")
+    inputs = np.asarray(input_view.to_view(flat), dtype=np.float64).reshape(len(flat), *view_shape)
+    return inputs, np.array([image.label for image in images]), [image.name for image in images]

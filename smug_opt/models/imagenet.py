@@ -19,7 +19,7 @@ if TYPE_CHECKING:
     from smug_opt.network.graph import Network
 
 __all__ = ["EFFICIENTNET_LITE0", "IMAGENET_PIXEL_MEAN", "PHOTOS", "efficientnet_lite0_module",
-           "load_efficientnet_lite0", "photo"]
+           "evaluation_photos", "load_efficientnet_lite0", "photo"]
 
 EFFICIENTNET_LITE0 = "efficientnet-lite0"
 IMAGE_SIZE = 224
@@ -93,3 +93,22 @@ def photo(name: str, size: int = IMAGE_SIZE) -> np.ndarray:
     top, left = (h - side) // 2, (w - side) // 2
     square = image[top:top + side, left:left + side, :3]
     return resize(square, (size, size), preserve_range=True, anti_aliasing=True).astype(np.float64)
+
+
+def evaluation_photos() -> dict[str, np.ndarray]:
+    """The ImageNet evaluation suite's 24 inputs, built from :data:`PHOTOS` alone (nothing is
+    downloaded; the same arrays every time): each photo as :func:`photo` gives it, its
+    mirror image (``_flip``), its central 75 % zoomed to 224×224 (``_zoom``) and that zoom
+    mirrored (``_zoom_flip``); RGB 0–255 float64 ``(224, 224, 3)``, by name."""
+    from skimage.transform import resize
+
+    suite = {}
+    for name in PHOTOS:
+        full = photo(name)
+        square = photo(name, size=2 * IMAGE_SIZE)
+        margin = IMAGE_SIZE // 4
+        zoom = resize(square[margin:-margin, margin:-margin], (IMAGE_SIZE, IMAGE_SIZE), preserve_range=True,
+                      anti_aliasing=True)
+        suite |= {name: full, f"{name}_flip": full[:, ::-1], f"{name}_zoom": zoom,
+                  f"{name}_zoom_flip": zoom[:, ::-1]}
+    return suite
