@@ -57,7 +57,8 @@ def test_cifar_spec_images_are_classified_as_their_specs_say(name):
 def test_evaluate_cli_on_the_cifar10_small_specs(tmp_path):
     net, specs, count = _cifar("cifar10_small")
     proc = subprocess.run([sys.executable, "-m", "smug_opt", "evaluate", "--model", str(net),
-                           "--specs", str(specs), "--methods", "smug,gradcam", "--k", "100", "--cell", "2", "--curve-steps", "10",
+                           "--specs", str(specs), "--methods", "smug,gradcam", "--k", "100", "--cell", "2",
+                           "--curve-steps", "10",
                            "--road-levels", "0.5", "--out", str(tmp_path), "--quiet"],
                           capture_output=True, text=True, timeout=900)
     assert proc.returncode == 0, proc.stderr[-3000:]
