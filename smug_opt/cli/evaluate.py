@@ -57,6 +57,8 @@ def add_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParse
                    "embedded model)")
     p.add_argument("--cell", type=int, help="SMUG cell size, also the deletion/insertion grid "
                    "(default: the model's own)")
+    p.add_argument("--eps", type=float, help="method robust: how far each free pixel may move (L∞, the "
+                   "model's input units, e.g. 0.05 on [0, 1] digits)")
     p.add_argument("--time-limit", type=float, default=60.0, help="seconds per solve (default 60)")
     p.add_argument("--road-levels", type=_fractions, metavar="P,P,...",
                    help="fractions of pixels ROAD removes (default 0.1,0.2,...,0.9)")
@@ -98,6 +100,9 @@ def _check_args(args: argparse.Namespace) -> None:
         (not args.pixel_scale > 0, f"--pixel-scale must be positive, got {args.pixel_scale:g}"),
         (args.chunk < 1, f"--chunk must be at least 1, got {args.chunk}"),
         (args.curve_steps < 1, f"--curve-steps must be at least 1, got {args.curve_steps}"),
+        (args.eps is not None and not args.eps > 0, f"--eps must be positive, got {args.eps}"),
+        (args.methods is not None and "robust" in args.methods.split(",") and args.eps is None,
+         "--methods robust needs --eps (e.g. 0.05)"),
         (args.sanity_stages < 0, f"--sanity-stages must be at least 0, got {args.sanity_stages}"),
         (args.images is not None and args.specs is not None, "give --images or --specs, not both"),
         ((args.images is None and args.specs is None) != (args.model is None),
@@ -110,7 +115,7 @@ def _check_args(args: argparse.Namespace) -> None:
     for bad, message in checks:
         if bad:
             raise ValueError(message)
-    if args.methods is None or "smug" in args.methods.split(","):
+    if args.methods is None or {"smug", "robust"} & set(args.methods.split(",")):
         from smug_opt.backend_choice import BackendChoice
 
         args.backend = BackendChoice.parse(args.backend)  # parsed once; unknown names fail here
@@ -205,7 +210,7 @@ def run(args: argparse.Namespace) -> int:
             names = [f"test digit #{int(i)}" for i in indices]
         zoo.load(model, progress=not args.quiet)  # trains and caches it on first use
     with executor_from_args(args) as executor:
-        result = evaluate(model, inputs, labels, methods, backend=args.backend, k=args.k,
+        result = evaluate(model, inputs, labels, methods, backend=args.backend, k=args.k, eps=args.eps,
                           gamma=args.gamma, cell=args.cell, time_limit=args.time_limit,
                           sanity_stages=args.sanity_stages, curve_steps=args.curve_steps,
                           road_levels=ROAD_LEVELS if args.road_levels is None else args.road_levels,

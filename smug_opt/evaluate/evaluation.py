@@ -16,7 +16,7 @@ import json
 import pickle
 import sys
 from collections.abc import Iterator, Sequence
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -96,6 +96,7 @@ def _record(index: int, name: str, method: str, o: MethodOutcome) -> dict[str, A
         "recall": None if o.recall is None or np.isnan(o.recall) else o.recall,
         "status": o.status,
         "proof": o.proof,
+        **({} if o.details is None else {"details": o.details}),
         "seconds": o.seconds,
         "error": o.error,
     }
@@ -148,7 +149,8 @@ def _load_subject(model: Any) -> Subject:
     if isinstance(model, Subject):
         return model
     if _by_reference(model):
-        return as_subject((model if isinstance(model, ModelRef) else ModelRef(model)).load()[0])
+        ref = model if isinstance(model, ModelRef) else ModelRef(model)
+        return replace(as_subject(ref.load()[0]), reference=ref)
     return as_subject(model)
 
 
@@ -245,6 +247,7 @@ def evaluate(
     k: int | None = None,
     gamma: float | None = None,
     cell: int | None = None,
+    eps: float | None = None,
     backend: str | BackendChoice = DEFAULT_BACKEND,
     time_limit: float = 60.0,
     boxes: Sequence[Box | None] | None = None,
@@ -272,7 +275,8 @@ def evaluate(
     methods work). ``softmax``: the model outputs logits; confidences are their softmax.
     SMUG runs with ``params`` (default: the model's own,
     :func:`smug_opt.models.catalog.describe`; ``k``, ``gamma``, ``cell`` given here
-    replace theirs) on ``backend`` within ``time_limit``; the SMUG cell is also the
+    replace theirs) on ``backend`` within ``time_limit`` (``eps``: method robust's, in the
+    model's input units; its minimum search and query time as ``params`` say); the SMUG cell is also the
     deletion/insertion grid. ``boxes``: one ground-truth box (or ``None``) per image;
     ``rationales``: one boolean token mask per text. ``sis_threshold`` and ``mask_id`` (the
     pad/mask token, also the text deletion baseline) are for SIS. ``sanity_stages`` > 0 runs
@@ -314,7 +318,7 @@ def evaluate(
     if len(input_names) != len(inputs):
         raise ValueError(f"names must have one entry per input ({len(inputs)}); got {len(input_names)}")
     notes = _annotations(inputs, modality, boxes, rationales)
-    smug = smug_parameters(_spec(model), params, k=k, gamma=gamma, cell=cell)
+    smug = smug_parameters(_spec(model), params, k=k, gamma=gamma, cell=cell, eps=eps)
     if sanity_stages < 0:
         raise ValueError(f"sanity_stages must be >= 0; got {sanity_stages}")
     if curve_steps < 1:

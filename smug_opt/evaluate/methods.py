@@ -53,7 +53,9 @@ class Settings:
                 "sis_threshold": self.sis_threshold, "mask_id": self.mask_id,
                 "ig_steps": self.ig_steps, "softmax": self.softmax,
                 "road_levels": list(self.road_levels), "sanity_stages": self.sanity_stages,
-                "curve_steps": self.curve_steps}
+                "curve_steps": self.curve_steps,
+                **({} if self.smug.eps is None else {"eps": self.smug.eps, "minimum": self.smug.minimum,
+                                                     "query_time": self.smug.query_time})}
 
 
 @dataclass(frozen=True, eq=False)
@@ -63,19 +65,23 @@ class Subject:
     model: Any
     predict_fn: PredictFn
     keras_model: Any | None
+    reference: Any | None = None
+    """The :class:`~smug_opt.batch.ModelRef` the model was loaded from (None: given as an object)."""
 
 
 @dataclass(frozen=True, eq=False)
 class MethodMap:
     """A method's map for one input; ``lsc`` when the method already scored its box;
     ``status`` and ``proof`` for a solver's mask (the SMUG methods): its status and whether
-    its minimality is proven exactly (``"exact"``) or rests on the solver (``"solver"``)."""
+    its minimality is proven exactly (``"exact"``) or rests on the solver (``"solver"``);
+    ``details``: a verified explanation's record (size, subset-minimal, minimum bound/gap)."""
 
     saliency: np.ndarray
     mask: np.ndarray | None
     lsc: LSCResult | None = None
     status: str | None = None
     proof: str | None = None
+    details: dict[str, Any] | None = None
 
 
 Compute = Callable[[Subject, Settings, np.ndarray, int, Any], MethodMap]
@@ -109,6 +115,33 @@ def _smug(variant: SmugMethod) -> Compute:
                          proof=None if r is None or r.proof is None else str(r.proof.value))
 
     return compute
+
+
+def _robust(subject: Subject, s: Settings, x: np.ndarray, label: int, note: Any) -> MethodMap:
+    """The verified explanation of the model's prediction (which must be ``label``) at
+    ``s.smug.eps``: the fixed pixels are the mask."""
+    from smug_opt.executors import worker_cache
+    from smug_opt.robustness.model_explanation import explain_robust, network_of
+
+    p = s.smug
+    if p.eps is None:
+        raise ValueError("method robust needs eps (evaluate(..., eps=0.05), --eps 0.05)")
+    ref = subject.reference
+    if ref is None:
+        network = network_of(subject.model)
+    else:
+        network = worker_cache(("robust-network", ref), lambda: network_of(
+            ref.name, input_shape=ref.input_shape, input_layout=ref.input_layout,
+            input_range=ref.input_range))
+    result = explain_robust(network, x, eps=p.eps, minimum=p.minimum, time_limit=s.time_limit,
+                            query_time=p.query_time, backend=s.backend, target=label)
+    fixed = np.asarray(result.fixed_view(), dtype=bool)
+    fixed = (fixed.any(axis=-1) if fixed.ndim == 3 else fixed).reshape(x.shape[:2])
+    record = result.record()
+    kept = ("size", "inputs", "target", "eps", "subset_minimal", "minimum", "check")
+    details = {key: record[key] for key in kept if key in record}
+    status = "ROBUST" if result.check.passed else "CHECK_FAILED"
+    return MethodMap(fixed.astype(np.float64), fixed, status=status, proof=result.proof, details=details)
 
 
 def _network_adapter(subject: Subject) -> Any:
@@ -188,6 +221,8 @@ METHODS: dict[str, Method] = {
             _groundtruth,
         ),
         Method("sis", "Sufficient Input Subset by backward selection", _TEXT, _sis),
+        Method("robust", "verified explanation: pixels that, fixed, keep the label within eps (--eps)",
+               _IMAGE, _robust),
     )
 }
 """Every method the runner knows, by name."""

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Literal
+from typing import Any, Literal
 
 import numpy as np
 
@@ -28,7 +28,9 @@ class MethodOutcome:
     check, :mod:`smug_opt.evaluate.randomisation`), ``None`` when not run;
     ``sanity_cascade`` holds ``(layers randomised, Spearman, SSIM)`` for each stage of the
     cascade (empty when not run). ``status``/``proof``: a solver mask's status and proof level
-    (:class:`~smug_opt.evaluate.methods.MethodMap`), ``None`` for other methods.
+    (:class:`~smug_opt.evaluate.methods.MethodMap`), ``None`` for other methods;
+    ``details``: what a verified explanation proved (size, subset-minimal, minimum bound and
+    gap), ``None`` for other methods.
     """
 
     saliency: np.ndarray | None
@@ -48,6 +50,7 @@ class MethodOutcome:
     sanity_cascade: tuple[tuple[int, float | None, float | None], ...] = ()
     status: str | None = None
     proof: str | None = None
+    details: dict[str, Any] | None = None
 
 
 @dataclass(frozen=True)

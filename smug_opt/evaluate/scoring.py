@@ -99,7 +99,7 @@ def evaluate_input(
         scores = score_map(subject, settings, x, label, note, mm)
         scores |= _sanity(name, randomised, settings, x, label, note, mm.saliency)
         out[name] = MethodOutcome(saliency=mm.saliency, mask=mm.mask, seconds=seconds, status=mm.status,
-                                  proof=mm.proof, **scores)
+                                  proof=mm.proof, details=mm.details, **scores)
     return out
 
 

@@ -196,6 +196,7 @@ def test_every_registered_method_is_described():
         "optbox",
         "groundtruth",
         "sis",
+        "robust",
     }
     assert all(m.description and m.modalities for m in METHODS.values())
 
