@@ -15,6 +15,9 @@
   :func:`~smug_opt.safe_lp_bound.strengthened_safe_lp_bound`, rigorous whatever the LP
   solver's accuracy; above ``v - 1`` for an integral objective (at least ``v`` otherwise)
   it proves the incumbent optimal. A bound above a verified solution claims nothing.
+* Otherwise (no ReLUs) the **safe search** (:mod:`smug_opt.safe_search`): a branch-and-bound
+  whose every pruning is a safe LP bound or a safely evaluated Farkas ray, with reduced-cost
+  fixing; it finds the exact optimum (or proves infeasibility) from the incumbent on.
 * Otherwise the **exact backend** (its own isolated worker, like any solve) answers the
   residual question for the incumbent's exact objective ``v``: "is there a solution with
   ``c·x < v``" (``v`` written exactly, as a sum of float64 terms); for INFEASIBLE, "is
@@ -92,6 +95,10 @@ def certify(problem: Problem, result: SolveResult, *, ask: Step, deadline: Deadl
         settled = _by_safe_lp_bound(problem, result, incumbent, deadline, start)
         if settled is not None:
             return settled
+    searched = _by_safe_search(problem, result, incumbent if incumbent and incumbent.ok else None,
+                               deadline, start)
+    if searched is not None:
+        return searched
     if not exact.available():
         return _downgraded(result, exact.missing(), start)
     return _Residual(problem, result, incumbent, exact, start).run()
@@ -123,6 +130,25 @@ def _by_safe_lp_bound(problem: Problem, result: SolveResult, incumbent: Verifica
         return None
     return _settled(problem, result, incumbent, f"the safe LP bound {bound!r} (Neumaier-Shcherbina "
                                                 f"on the strengthened LP relaxation's duals)", start)
+
+
+# -------------------------------------------------------------- the safe search
+def _by_safe_search(problem: Problem, result: SolveResult, incumbent: Verification | None,
+                    deadline: Deadline, start: float) -> SolveResult | None:
+    """The claim settled by the rigorous branch-and-bound of :mod:`smug_opt.safe_search`
+    (problems without ReLUs), or None when it does not finish by ``deadline``."""
+    from smug_opt.safe_search.prove import applies, prove_optimum
+
+    if not applies(problem) or deadline.passed(0.05):
+        return None
+    try:
+        proof = prove_optimum(problem, incumbent, deadline)
+    except ImportError:  # no HiGHS here: the exact backend answers alone
+        return None
+    if not proof.proven:
+        return None
+    return _settled(problem, result, proof.best,
+                    f"a branch-and-bound with safe LP bounds ({proof.summary()})", start)
 
 
 # ------------------------------------------------------------------- enumeration

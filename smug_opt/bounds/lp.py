@@ -17,7 +17,7 @@ import scipy.sparse as sp
 from smug_opt.backend import LpSolver
 from smug_opt.exact import TINY, UNIT_ROUNDOFF
 
-__all__ = ["LP_SECONDS", "RelaxationLP", "lp_solver", "safe_min"]
+__all__ = ["LP_SECONDS", "RelaxationLP", "lp_solver", "safe_dual_bound", "safe_min"]
 
 LP_SECONDS = 5.0
 """Time limit of each bound LP; one that hits it keeps the bound it had."""
@@ -155,9 +155,21 @@ def safe_min(c: np.ndarray, At: sp.csr_matrix, abs_At: sp.csr_matrix, row_lo: np
               row_hi: np.ndarray, col_lb: np.ndarray, col_ub: np.ndarray, y: np.ndarray) -> float:
     """A rigorous lower bound on ``min c·v`` s.t. ``row_lo <= A v <= row_hi``,
     ``col_lb <= v <= col_ub`` (finite), from any multipliers ``y`` (Neumaier–Shcherbina).
+    :func:`safe_dual_bound` without the reduced costs."""
+    return safe_dual_bound(c, At, abs_At, row_lo, row_hi, col_lb, col_ub, y)[0]
+
+
+def safe_dual_bound(c: np.ndarray, At: sp.csr_matrix, abs_At: sp.csr_matrix, row_lo: np.ndarray,
+                    row_hi: np.ndarray, col_lb: np.ndarray, col_ub: np.ndarray, y: np.ndarray
+                    ) -> tuple[float, np.ndarray]:
+    """:func:`safe_min`'s bound ``F`` and the float reduced costs ``r = c − Aᵀy`` it used.
 
     ``c·v = yᵀ(Av) + rᵀv`` with ``r = c − Aᵀy``; each part is bounded below over the rows'
-    and the columns' ranges, and the float64 rounding of every step is subtracted.
+    and the columns' ranges, and the float64 rounding of every step is subtracted. ``F``
+    is below the real sum ``T = Σ y_i·side_i + Σ_j min(r_j·lb_j, r_j·ub_j) − Σ_j e_j·
+    max(|lb_j|, |ub_j|)`` (``e_j`` bounding ``r_j``'s own rounding), so narrowing a column
+    whose bounds are [0, 1] to the side its ``r_j`` opposes raises ``T`` by exactly
+    ``|r_j|`` (reduced-cost fixing, :mod:`smug_opt.safe_search`).
     """
     # a multiplier may only lean on a finite side of its row
     y = np.where((y > 0) & ~np.isfinite(row_lo), 0.0, y)
@@ -173,4 +185,4 @@ def safe_min(c: np.ndarray, At: sp.csr_matrix, abs_At: sp.csr_matrix, row_lo: np
     n_terms = row_terms.size + col_terms.size
     err = (2.0 * (n_terms + 2) * UNIT_ROUNDOFF * (np.abs(row_terms).sum() + np.abs(col_terms).sum())
            + col_err.sum() * (1.0 + 4.0 * n_terms * UNIT_ROUNDOFF) + (n_terms + 2) * TINY)
-    return float(total - err)
+    return float(total - err), r

@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 from scripted_backend import ScriptedBackend
 
-from smug_opt import Problem, RawResult, Status, registry, solve, verify
+from smug_opt import Problem, ProblemBuilder, RawResult, Sense, Status, registry, solve, verify
 from smug_opt.certify import ENUMERATION_BINARIES, certify
 from smug_opt.deadline import Deadline
 
@@ -72,7 +72,18 @@ def test_enumeration_corrects_a_wrong_infeasible(liars: None) -> None:
     assert verify(SMALL, r.x).ok
 
 
-def test_z3_proves_the_residual_question() -> None:
+def _with_relu(p: Problem) -> Problem:
+    """``p`` plus a ReLU of the first binary (cost 0): the safe search does not take it."""
+    b = ProblemBuilder()
+    x = b.add_binaries(p.num_vars)
+    b.add_constraints(p.A.toarray(), x, [Sense(s) for s in p.senses], p.rhs)
+    y = b.add_continuous(1, 0.0, 1.0)
+    b.add_relus(y, [[1.0]], x[:1], lo=[0.0], hi=[1.0])
+    b.set_objective(x, p.objective)
+    return b.build()
+
+
+def test_the_safe_search_and_z3_prove_the_residual_question() -> None:
     p, optimum = _wide()
     p = replace(p, objective=np.full(p.num_vars, 1.1))  # no safe LP bound meets it exactly
     plain = solve(p, "highs", time_limit=30)
@@ -80,6 +91,11 @@ def test_z3_proves_the_residual_question() -> None:
     r = solve(p, "highs", time_limit=30, certify=True)
     assert r.status is Status.OPTIMAL and r.proof == "exact"
     assert verify(p, r.x).objective == 4 * Fraction(1.1) and r.objective == float(4 * Fraction(1.1))
+    assert "branch-and-bound with safe LP bounds" in r.message
+    with_relu = _with_relu(p)  # the same question with a ReLU: z3 answers it
+    r = solve(with_relu, "highs", time_limit=30, certify=True)
+    assert r.status is Status.OPTIMAL and r.proof == "exact"
+    assert verify(with_relu, r.x).objective == 4 * Fraction(1.1)
     assert "z3 (exact) proved no solution is better" in r.message
     assert plain.times.certify == 0 and 0 < r.times.certify <= r.times.total  # the bench's column
     r = solve(_wide()[0], "highs", time_limit=30, certify=True)  # count of cells: the LP bound

@@ -1,0 +1,114 @@
+"""The LP relaxation of a problem without ReLUs, warm-started across column-bound changes,
+and the rigorous bounds its floating-point answers give.
+
+One HiGHS model (dual simplex, no presolve) is built once; a node of the search changes
+only column bounds, so each solve restarts from the last basis. HiGHS is an oracle here:
+its duals and Farkas rays are turned into bounds by :func:`~smug_opt.bounds.lp.safe_dual_bound`
+(Neumaier and Shcherbina 2004), valid in exact arithmetic whatever their accuracy. Strict
+rows are relaxed to non-strict ones: a relaxation, so every bound stays valid.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from smug_opt.bounds.lp import safe_dual_bound
+from smug_opt.console import silenced_stdout
+from smug_opt.ir import Problem, Sense
+
+__all__ = ["LpAnswer", "Relaxation"]
+
+
+@dataclass(frozen=True)
+class LpAnswer:
+    """``status``: ``"optimal"`` (``x``, row duals ``y`` and the float ``value`` set),
+    ``"infeasible"`` (``ray``: HiGHS's dual ray, None when it gave none) or ``"unknown"``
+    (time limit or a solver failure)."""
+
+    status: str
+    x: np.ndarray | None = None
+    y: np.ndarray | None = None
+    value: float = float("nan")
+    ray: np.ndarray | None = None
+
+
+class Relaxation:
+    """``min c·x`` over ``problem``'s rows (strict ones as non-strict) within column
+    bounds that :meth:`solve` takes afresh each time."""
+
+    def __init__(self, problem: Problem) -> None:
+        import highspy
+
+        if problem.num_relus:
+            raise ValueError("the safe search's relaxation takes problems without ReLUs")
+        self._highspy = highspy
+        self.problem = problem
+        senses, rhs = problem.senses, problem.rhs
+        at_least = np.isin(senses, (Sense.GE, Sense.GT, Sense.EQ))
+        at_most = np.isin(senses, (Sense.LE, Sense.LT, Sense.EQ))
+        self.row_lo = np.where(at_least, rhs, -np.inf)
+        self.row_hi = np.where(at_most, rhs, np.inf)
+        self.cost = np.asarray(problem.objective, dtype=np.float64)
+        A = problem.A.tocsc()
+        self.At = problem.A.T.tocsr()
+        self.abs_At = abs(self.At).tocsr()
+        lp = highspy.HighsLp()
+        lp.num_col_, lp.num_row_ = problem.num_vars, problem.num_rows
+        lp.col_cost_ = self.cost
+        lp.col_lower_, lp.col_upper_ = np.asarray(problem.lb), np.asarray(problem.ub)
+        lp.row_lower_ = np.where(np.isfinite(self.row_lo), self.row_lo, -highspy.kHighsInf)
+        lp.row_upper_ = np.where(np.isfinite(self.row_hi), self.row_hi, highspy.kHighsInf)
+        lp.a_matrix_.format_ = highspy.MatrixFormat.kColwise
+        lp.a_matrix_.start_ = A.indptr.astype(np.int32)
+        lp.a_matrix_.index_ = A.indices.astype(np.int32)
+        lp.a_matrix_.value_ = A.data.astype(np.float64)
+        with silenced_stdout():  # HiGHS prints its banner on construction
+            self._h: Any = highspy.Highs()
+        self._h.setOptionValue("output_flag", False)
+        self._h.setOptionValue("threads", 1)
+        self._h.setOptionValue("presolve", "off")  # keeps the basis and Farkas rays
+        self._h.setOptionValue("simplex_strategy", 1)  # dual simplex: warm after bound changes
+        self._h.passModel(lp)
+        self._columns = np.arange(problem.num_vars, dtype=np.int32)
+        self.lps = 0
+
+    def solve(self, lb: np.ndarray, ub: np.ndarray, seconds: float, warm: bool = True) -> LpAnswer:
+        """The relaxation within column bounds ``lb``, ``ub`` (``warm`` False: from scratch)."""
+        h, highspy = self._h, self._highspy
+        if not warm:
+            h.clearSolver()
+        h.changeColsBounds(self._columns.size, self._columns, lb, ub)
+        h.setOptionValue("time_limit", h.getRunTime() + max(seconds, 0.01))  # HiGHS's clock runs on
+        h.run()
+        self.lps += 1
+        status = h.getModelStatus()
+        if status == highspy.HighsModelStatus.kOptimal:
+            solution = h.getSolution()
+            return LpAnswer("optimal", x=np.asarray(solution.col_value, dtype=np.float64),
+                            y=np.asarray(solution.row_dual, dtype=np.float64),
+                            value=float(h.getInfo().objective_function_value))
+        if status == highspy.HighsModelStatus.kInfeasible:
+            _, has_ray, ray = h.getDualRay()
+            return LpAnswer("infeasible", ray=np.asarray(ray, dtype=np.float64) if has_ray else None)
+        return LpAnswer("unknown")
+
+    def safe_bound(self, y: np.ndarray, lb: np.ndarray, ub: np.ndarray) -> tuple[float, np.ndarray]:
+        """A rigorous lower bound on ``c·x`` over the relaxation within ``lb``, ``ub`` from
+        the multipliers ``y``, and the float reduced costs it used."""
+        return safe_dual_bound(self.cost, self.At, self.abs_At, self.row_lo, self.row_hi, lb, ub, y)
+
+    def proves_infeasible(self, ray: np.ndarray | None, lb: np.ndarray, ub: np.ndarray) -> bool:
+        """Whether ``ray`` (either sign) proves the relaxation within ``lb``, ``ub`` empty:
+        the safe lower bound of ``0·x`` it gives is positive."""
+        if ray is None or not np.all(np.isfinite(ray)):
+            return False
+        zero = np.zeros(self.cost.size)
+        for sign in (1.0, -1.0):
+            bound, _ = safe_dual_bound(zero, self.At, self.abs_At, self.row_lo, self.row_hi, lb, ub,
+                                       sign * ray)
+            if bound > 0:
+                return True
+        return False

@@ -1,0 +1,315 @@
+"""A branch-and-bound whose every pruning is rigorous: the proof that no solution beats an
+incumbent, for problems without ReLUs.
+
+Each node's LP (:class:`~smug_opt.safe_search.relaxation.Relaxation`, warm-started) gives
+float duals; their safe bound ``F`` (Neumaier and Shcherbina 2004) prunes the node when no
+solution below the incumbent ``U`` can lie under it: ``F > U − 1`` for an integral
+objective, ``F >= U`` otherwise. An infeasible node is pruned only by a Farkas ray whose
+safe evaluation is positive. Every incumbent is verified exactly (:func:`~smug_opt.verification.verify`).
+
+**Reduced-cost fixing** (at every node): with reduced costs ``r`` of the safe bound, a free
+binary whose ``r_j > 0`` would raise the bound by exactly ``r_j`` if set to 1 (see
+:func:`~smug_opt.bounds.lp.safe_dual_bound`), so it is fixed to 0 in the node's subtree
+when ``F + r_j`` (rounded down) prunes; ``r_j < 0`` fixes it to 1 likewise.
+
+Node order: best bound first, diving into one child after each branching. Branching:
+pseudo-costs, initialised by strong branching on a few candidates (a child whose safe
+bound prunes fixes its variable the other way instead).
+"""
+
+from __future__ import annotations
+
+import heapq
+import math
+import time
+from dataclasses import dataclass
+from fractions import Fraction
+
+import numpy as np
+
+from smug_opt.deadline import Deadline
+from smug_opt.ir import Problem
+from smug_opt.safe_search.relaxation import LpAnswer, Relaxation
+from smug_opt.verification import Verification, verify
+
+__all__ = ["SearchOutcome", "Settings", "search"]
+
+_FRACTIONAL = 1e-6
+"""A binary's LP value this far from 0 and 1 counts as fractional."""
+
+
+@dataclass(frozen=True)
+class Settings:
+    """Switches for the ablation (all on by default)."""
+
+    reduced_cost_fixing: bool = True
+    warm_start: bool = True
+    strong_candidates: int = 8
+    """Candidates without pseudo-costs whose children's LPs are solved per node (0: none)."""
+    max_nodes: int = 1_000_000
+
+
+@dataclass(frozen=True)
+class SearchOutcome:
+    """``proven``: the tree closed, so ``best`` is optimal (None: the problem is
+    infeasible); otherwise ``why`` says what stopped it. ``bound`` is a rigorous lower
+    bound on the optimum when the search was cut short (None when unknown)."""
+
+    proven: bool
+    best: Verification | None
+    nodes: int
+    lps: int
+    fixed_by_reduced_costs: int
+    seconds: float
+    why: str = ""
+
+
+@dataclass
+class _Node:
+    """Fixed binaries (-1 free, else the value) and the LP value its parent predicted."""
+
+    fixed: np.ndarray
+    estimate: float
+    branched: tuple[int, int, float, float] | None = None  # (var, side, fraction, parent value)
+
+
+class _GaveUp(Exception):
+    pass
+
+
+class _Search:
+    def __init__(self, problem: Problem, incumbent: Verification | None, deadline: Deadline,
+                 settings: Settings) -> None:
+        self.problem, self.settings, self.deadline = problem, settings, deadline
+        self.lp = Relaxation(problem)
+        self.binaries = np.flatnonzero(problem.binary)
+        self.pure = self.binaries.size == problem.num_vars
+        self.integral = problem.integral_objective
+        self.best = incumbent if incumbent is not None and incumbent.ok else None
+        n = self.binaries.size
+        self.pc_sum = np.zeros((2, n))
+        self.pc_count = np.zeros((2, n))
+        self.nodes = self.fixings = 0
+        self.start = time.monotonic()
+
+    # ----------------------------------------------------------------- pruning
+    def threshold(self) -> float:
+        """A node whose safe bound exceeds this (``>=`` for a non-integral objective) holds
+        no solution better than the incumbent."""
+        if self.best is None:
+            return math.inf
+        u = self.best.objective
+        return float(u - 1) if self.integral else float(u)
+
+    def prunes(self, bound: float) -> bool:
+        t = self.threshold()
+        if math.isinf(t) or not math.isfinite(bound):
+            return False
+        exact_t = self.best.objective - 1 if self.integral else self.best.objective  # type: ignore[union-attr]
+        return Fraction(bound) > exact_t if self.integral else Fraction(bound) >= exact_t
+
+    def offer(self, x: np.ndarray) -> None:
+        v = verify(self.problem, x)
+        if v.ok and (self.best is None or v.objective < self.best.objective):
+            self.best = v
+
+    # ------------------------------------------------------------------- nodes
+    def bounds(self, fixed: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        lb = np.array(self.problem.lb, dtype=np.float64)
+        ub = np.array(self.problem.ub, dtype=np.float64)
+        on, off = fixed == 1, fixed == 0
+        lb[self.binaries[on]] = 1.0
+        ub[self.binaries[off]] = 0.0
+        return lb, ub
+
+    def solve(self, fixed: np.ndarray) -> tuple[LpAnswer, np.ndarray, np.ndarray]:
+        left = self.deadline.seconds_left(0.0)
+        if (left is not None and left <= 0) or self.nodes >= self.settings.max_nodes:
+            raise _GaveUp(f"time limit after {self.nodes} nodes" if self.nodes < self.settings.max_nodes
+                          else f"node limit ({self.settings.max_nodes})")
+        lb, ub = self.bounds(fixed)
+        answer = self.lp.solve(lb, ub, math.inf if left is None else left, warm=self.settings.warm_start)
+        return answer, lb, ub
+
+    def run(self) -> None:
+        root = _Node(np.full(self.binaries.size, -1, dtype=np.int8), -math.inf)
+        queue: list[tuple[float, int, _Node]] = []
+        counter = 0
+        node: _Node | None = root
+        while True:
+            if node is None:
+                while queue:
+                    estimate, _, candidate = heapq.heappop(queue)
+                    if not self.prunes(estimate):
+                        node = candidate
+                        break
+                if node is None:
+                    return
+            children = self.process(node)
+            node = None
+            if children:
+                node = children[0]
+                for child in children[1:]:
+                    counter += 1
+                    heapq.heappush(queue, (child.estimate, counter, child))
+
+    def process(self, node: _Node) -> list[_Node]:
+        """Solve ``node``; the children to explore (the first to dive into)."""
+        self.nodes += 1
+        fixed = node.fixed
+        while True:  # repeated when strong branching fixes a variable
+            answer, lb, ub = self.solve(fixed)
+            free = fixed == -1
+            if answer.status == "unknown":
+                raise _GaveUp("HiGHS did not solve a node's LP")
+            if answer.status == "infeasible":
+                if self.lp.proves_infeasible(answer.ray, lb, ub):
+                    return []
+                return self.fallback_branch(fixed, lb)
+            assert answer.x is not None and answer.y is not None
+            self.learn(node, answer.value)
+            bound, r = self.lp.safe_bound(answer.y, lb, ub)
+            if self.prunes(bound):
+                return []
+            xb = answer.x[self.binaries]
+            integral = np.all(np.minimum(np.abs(xb), np.abs(1 - xb)) <= 1e-9)
+            if integral and self.pure:
+                self.offer(np.round(answer.x))
+                if self.prunes(bound) or not free.any():
+                    return []
+            if not free.any():
+                raise _GaveUp("a node with every binary fixed is not closed by its safe LP bound")
+            if self.settings.reduced_cost_fixing and self.best is not None:
+                fixed = self.fix_by_reduced_costs(fixed, bound, r)
+                free = fixed == -1
+                if not free.any():
+                    continue  # a leaf now: its LP decides it
+            distance = np.minimum(xb - 0.0, 1.0 - xb)
+            fractional = np.flatnonzero(free & (distance > _FRACTIONAL))
+            if fractional.size == 0:
+                return self.fallback_branch(fixed, lb, r)
+            choice = self.choose(fractional, xb, answer.value, fixed)
+            if choice is None:  # both sides of a candidate pruned: so is the node
+                return []
+            if isinstance(choice, np.ndarray):  # strong branching fixed some: solve again
+                fixed = choice
+                continue
+            k = choice
+            f = float(xb[k])
+            first = 1 if f >= 0.5 else 0
+            children = []
+            for side in (first, 1 - first):
+                child = fixed.copy()
+                child[k] = side
+                children.append(_Node(child, bound, (k, side, f if side == 0 else 1 - f, answer.value)))
+            return children
+
+    def fix_by_reduced_costs(self, fixed: np.ndarray, bound: float, r: np.ndarray) -> np.ndarray:
+        """``fixed`` plus the free binaries whose other side the safe bound prunes."""
+        rb = r[self.binaries]
+        free = fixed == -1
+        raised = np.nextafter(bound + np.abs(rb), -np.inf)  # the real bound with the side flipped
+        t = self.threshold()
+        candidates = np.flatnonzero(free & (rb != 0) & (raised >= t))
+        if candidates.size == 0:
+            return fixed
+        fixed = fixed.copy()
+        count = 0
+        for k in candidates.tolist():
+            if self.prunes(float(raised[k])):
+                fixed[k] = 0 if rb[k] > 0 else 1
+                count += 1
+        self.fixings += count
+        return fixed
+
+    def learn(self, node: _Node, value: float) -> None:
+        if node.branched is None:
+            return
+        k, side, fraction, parent = node.branched
+        if fraction > 0 and math.isfinite(value) and math.isfinite(parent):
+            self.pc_sum[side, k] += max(value - parent, 0.0) / fraction
+            self.pc_count[side, k] += 1
+
+    def pseudo_costs(self) -> np.ndarray:
+        known = self.pc_count > 0
+        mean = np.array([self.pc_sum[s][known[s]].sum() / max(known[s].sum(), 1) for s in (0, 1)])
+        mean = np.where(mean > 0, mean, 1.0)
+        return np.where(known, self.pc_sum / np.maximum(self.pc_count, 1), mean[:, None])
+
+    def choose(self, fractional: np.ndarray, xb: np.ndarray, value: float, fixed: np.ndarray
+               ) -> int | np.ndarray | None:
+        """The binary to branch on, ``fixed`` with variables strong branching fixed, or
+        None when strong branching pruned both sides of one (the node is closed)."""
+        pc = self.pseudo_costs()
+        f = xb[fractional]
+        score = np.maximum(pc[0, fractional] * f, 1e-6) * np.maximum(pc[1, fractional] * (1 - f), 1e-6)
+        order = fractional[np.argsort(-score, kind="stable")]
+        unknown = [k for k in order.tolist() if self.pc_count[:, k].min() == 0]
+        unknown = unknown[:self.settings.strong_candidates]
+        if not unknown or self.best is None:
+            return int(order[0])
+        best_k, best_score = int(order[0]), -1.0
+        changed = fixed.copy()
+        for k in unknown:
+            gains = []
+            for side in (0, 1):
+                trial = changed.copy()
+                trial[k] = side
+                answer, tlb, tub = self.solve(trial)
+                fraction = float(xb[k]) if side == 0 else 1.0 - float(xb[k])
+                if answer.status == "infeasible" and self.lp.proves_infeasible(answer.ray, tlb, tub):
+                    gains.append(math.inf)
+                    continue
+                if answer.status != "optimal":
+                    gains.append(0.0)
+                    continue
+                assert answer.y is not None
+                if self.prunes(self.lp.safe_bound(answer.y, tlb, tub)[0]):
+                    gains.append(math.inf)
+                    continue
+                gain = max(answer.value - value, 0.0)
+                self.pc_sum[side, k] += gain / max(fraction, 1e-9)
+                self.pc_count[side, k] += 1
+                gains.append(gain)
+            if math.isinf(gains[0]) and math.isinf(gains[1]):
+                return None
+            if math.isinf(gains[0]) or math.isinf(gains[1]):
+                changed[k] = 1 if math.isinf(gains[0]) else 0
+                continue
+            score_k = max(gains[0], 1e-6) * max(gains[1], 1e-6)
+            if score_k > best_score:
+                best_k, best_score = k, score_k
+        if not np.array_equal(changed, fixed):
+            return changed
+        return best_k
+
+    def fallback_branch(self, fixed: np.ndarray, lb: np.ndarray, r: np.ndarray | None = None) -> list[_Node]:
+        """Branch on a free binary when the LP gives no fractional one (an LP point on a
+        strict row, or an infeasibility HiGHS did not prove): the one of largest |r|."""
+        free = np.flatnonzero(fixed == -1)
+        if free.size == 0:
+            if self.pure:  # a single point: verification decides it
+                self.offer(lb)
+                return []
+            raise _GaveUp("a node with every binary fixed is not closed by its LP")
+        weight = np.zeros(free.size) if r is None else np.abs(r[self.binaries[free]])
+        k = int(free[int(np.argmax(weight))])
+        children = []
+        for side in (0, 1):
+            child = fixed.copy()
+            child[k] = side
+            children.append(_Node(child, -math.inf))
+        return children
+
+
+def search(problem: Problem, incumbent: Verification | None, deadline: Deadline,
+           settings: Settings | None = None) -> SearchOutcome:
+    """Prove ``incumbent`` optimal for ``problem`` (no ReLUs), or find the optimum, by
+    ``deadline``: see the module doc. ``incumbent`` None: also prove infeasibility."""
+    s = _Search(problem, incumbent, deadline, settings or Settings())
+    try:
+        s.run()
+    except _GaveUp as stop:
+        return SearchOutcome(False, s.best, s.nodes, s.lp.lps, s.fixings, time.monotonic() - s.start,
+                             str(stop))
+    return SearchOutcome(True, s.best, s.nodes, s.lp.lps, s.fixings, time.monotonic() - s.start)
