@@ -85,6 +85,11 @@ class Relaxation:
         h.run()
         self.lps += 1
         status = h.getModelStatus()
+        if status not in (highspy.HighsModelStatus.kOptimal, highspy.HighsModelStatus.kInfeasible,
+                          highspy.HighsModelStatus.kTimeLimit):
+            h.clearSolver()  # a warm start gone wrong: once more from scratch
+            h.run()
+            status = h.getModelStatus()
         if status == highspy.HighsModelStatus.kOptimal:
             solution = h.getSolution()
             return LpAnswer("optimal", x=np.asarray(solution.col_value, dtype=np.float64),

@@ -30,7 +30,7 @@ import numpy as np
 from smug_opt.deadline import Deadline
 from smug_opt.ir import Problem
 from smug_opt.safe_search.relaxation import LpAnswer, Relaxation
-from smug_opt.verification import Verification, verify
+from smug_opt.verification import Verification, decide_rows, verify
 
 __all__ = ["SearchOutcome", "Settings", "search"]
 
@@ -160,8 +160,10 @@ class _Search:
         while True:  # repeated when strong branching fixes a variable
             answer, lb, ub = self.solve(fixed)
             free = fixed == -1
-            if answer.status == "unknown":
-                raise _GaveUp("HiGHS did not solve a node's LP")
+            if answer.status == "unknown":  # no bound: the node is split (leaves are verified)
+                if self.deadline.passed():
+                    raise _GaveUp(f"time limit after {self.nodes} nodes")
+                return self.fallback_branch(fixed, lb)
             if answer.status == "infeasible":
                 if self.lp.proves_infeasible(answer.ray, lb, ub):
                     return []
@@ -187,7 +189,7 @@ class _Search:
             distance = np.minimum(xb - 0.0, 1.0 - xb)
             fractional = np.flatnonzero(free & (distance > _FRACTIONAL))
             if fractional.size == 0:
-                return self.fallback_branch(fixed, lb, r)
+                return self.fallback_branch(fixed, lb, answer.x)
             choice = self.choose(fractional, xb, answer.value, fixed)
             if choice is None:  # both sides of a candidate pruned: so is the node
                 return []
@@ -283,17 +285,32 @@ class _Search:
             return changed
         return best_k
 
-    def fallback_branch(self, fixed: np.ndarray, lb: np.ndarray, r: np.ndarray | None = None) -> list[_Node]:
-        """Branch on a free binary when the LP gives no fractional one (an LP point on a
-        strict row, or an infeasibility HiGHS did not prove): the one of largest |r|."""
+    def fallback_branch(self, fixed: np.ndarray, lb: np.ndarray, x: np.ndarray | None = None) -> list[_Node]:
+        """Branch when the LP gives no fractional binary (an LP point on a strict row, or an
+        infeasibility HiGHS did not prove): on a free binary of a row the rounded LP point
+        violates exactly; a violated row with none free (binaries only) closes the node."""
         free = np.flatnonzero(fixed == -1)
         if free.size == 0:
             if self.pure:  # a single point: verification decides it
                 self.offer(lb)
                 return []
             raise _GaveUp("a node with every binary fixed is not closed by its LP")
-        weight = np.zeros(free.size) if r is None else np.abs(r[self.binaries[free]])
-        k = int(free[int(np.argmax(weight))])
+        k = int(free[0])
+        if x is not None:
+            point = np.round(x) if self.pure else x
+            violated = np.flatnonzero(~decide_rows(self.problem, point[None, :]).holds[0])
+            position = np.full(self.problem.num_vars, -1)
+            position[self.binaries] = np.arange(self.binaries.size)
+            for i in violated.tolist():
+                A = self.problem.A
+                support = position[A.indices[A.indptr[i]:A.indptr[i + 1]]]
+                support = support[support >= 0]
+                open_ = support[fixed[support] == -1]
+                if open_.size:
+                    k = int(open_[0])
+                    break
+                if self.pure:  # the row's activity is the same at every point of the node
+                    return []
         children = []
         for side in (0, 1):
             child = fixed.copy()
