@@ -55,8 +55,10 @@ from smug_opt.result import Proof, SolveResult
 from smug_opt.step import Step
 from smug_opt.verification import Verification, decide_rows, verify
 
-__all__ = ["ENUMERATION_BINARIES", "ENUMERATION_RELU_BINARIES", "EXACT_CAPABILITIES", "LP_SHARE",
-           "certify", "exact_backend", "exact_options", "objective_below"]
+__all__ = ["DEFAULT_SHARE", "ENUMERATION_BINARIES", "ENUMERATION_RELU_BINARIES", "EXACT_CAPABILITIES",
+           "LP_SHARE",
+           "certify", "certify_within_share", "exact_backend", "exact_options", "objective_below",
+           "worth_certifying"]
 
 ENUMERATION_BINARIES = 14
 """Problems of binaries only, with at most this many, are settled by exact enumeration."""
@@ -71,6 +73,46 @@ LP_SECONDS = 10.0
 """Its time without a time limit."""
 
 _ENUMERATION = "exact enumeration of every binary assignment"
+
+
+DEFAULT_SHARE = 0.1
+"""``solve``'s default certification may add at most this share of the solve's own time."""
+
+MIN_SHARE_SECONDS = 0.05
+"""A smaller share is not tried (strengthening alone would overrun it)."""
+
+
+def worth_certifying(problem: Problem) -> bool:
+    """Whether ``solve``'s default (``certify=None``) tries to certify a floating-point
+    claim about ``problem``: problems without ReLUs, where the safe LP bound and the safe
+    search apply (measured in benchmarks/certify/safe_search_*.md); they get
+    :data:`DEFAULT_SHARE` of the solve's time and leave the claim as it was when that ends."""
+    from smug_opt.safe_search.prove import applies
+
+    return applies(problem)
+
+
+def certify_within_share(problem: Problem, result: SolveResult, deadline: Deadline) -> SolveResult:
+    """The default certification: the safe LP bound and the safe search only, within
+    :data:`DEFAULT_SHARE` of the solve's time (and ``deadline``). A claim they do not settle
+    keeps its ``proof: solver`` (only an explicit ``certify=True`` downgrades)."""
+    if result.proof == "exact" or result.status not in (Status.OPTIMAL, Status.INFEASIBLE):
+        return result
+    if DEFAULT_SHARE * result.times.total < MIN_SHARE_SECONDS:
+        return result
+    start = time.monotonic()
+    budget = Deadline.after(DEFAULT_SHARE * result.times.total)
+    share = budget if deadline.at is None or (budget.at is not None and budget.at < deadline.at) else deadline
+    incumbent = None if result.x is None else verify(problem, result.x)
+    incumbent = incumbent if incumbent is not None and incumbent.ok else None
+    settled = None
+    if incumbent is not None:
+        settled = _by_safe_lp_bound(problem, result, incumbent, share, start, share_all=True)
+    if settled is None and not share.passed(0.01):
+        settled = _by_safe_search(problem, result, incumbent, share, start)
+    if settled is not None and settled.proof == "exact":
+        return settled
+    return _finish(result, note="", start=start)
 
 
 def certify(problem: Problem, result: SolveResult, *, ask: Step, deadline: Deadline) -> SolveResult:
@@ -106,13 +148,17 @@ def certify(problem: Problem, result: SolveResult, *, ask: Step, deadline: Deadl
 
 # ------------------------------------------------------------- the safe LP bound
 def _by_safe_lp_bound(problem: Problem, result: SolveResult, incumbent: Verification,
-                      deadline: Deadline, start: float) -> SolveResult | None:
+                      deadline: Deadline, start: float, share_all: bool = False) -> SolveResult | None:
     """The incumbent proven optimal by
     :func:`~smug_opt.safe_lp_bound.strengthened_safe_lp_bound` (above
-    ``v - 1`` for an integral objective, else at least ``v``), or None when it is not."""
+    ``v - 1`` for an integral objective, else at least ``v``), or None when it is not.
+    It may take :data:`LP_SHARE` of the time left (``share_all``: all of it)."""
     from smug_opt.safe_lp_bound import strengthened_safe_lp_bound
 
-    lp_deadline = Deadline.after(LP_SECONDS) if deadline.at is None else deadline.share(LP_SHARE)
+    if share_all:
+        lp_deadline = deadline
+    else:
+        lp_deadline = Deadline.after(LP_SECONDS) if deadline.at is None else deadline.share(LP_SHARE)
     if lp_deadline.passed(0.05):
         return None
     try:

@@ -15,6 +15,7 @@ import numpy as np
 from smug_opt.backend import SolveOptions
 from smug_opt.backend_choice import DEFAULT_BACKEND, BackendChoice
 from smug_opt.bound_by_construction import exact_by_construction, optimal_start
+from smug_opt.certify import worth_certifying
 from smug_opt.claims import OBJECTIVE_TOLERANCE, objective_tolerance
 from smug_opt.deadline import Deadline
 from smug_opt.errors import ParameterError
@@ -24,7 +25,15 @@ from smug_opt.registry import backend_class
 from smug_opt.result import SolveResult
 from smug_opt.spawn import resolve_memory_limit
 from smug_opt.step import Step
-from smug_opt.strategies import MIN_SECONDS, Certify, Race, SingleBackend, Strengthen, WorkerSettings
+from smug_opt.strategies import (
+    MIN_SECONDS,
+    Certify,
+    CertifyWithinShare,
+    Race,
+    SingleBackend,
+    Strengthen,
+    WorkerSettings,
+)
 from smug_opt.strengthen.presolve import Pieces, worth_strengthening
 
 __all__ = ["DEFAULT_GRACE", "OBJECTIVE_TOLERANCE", "PROBLEM_START", "objective_tolerance", "solve",
@@ -111,9 +120,13 @@ def solve(
     if not choice.is_race:
         backend_class(choice.name).check_extras(extras or {})
     start_x = start_values(problem, start)
+    within_share = False
     if certify is None:  # certify where the input calls for it, on a floating-point solver
         certify = _float_solver(choice) and any(issue.certify for issue in numeric_issues(problem))
+        within_share = not certify and _float_solver(choice) and worth_certifying(problem)
     step: Step = _Solve(settings, strengthen)
+    if within_share:
+        step = CertifyWithinShare(step)
     if certify:
         from smug_opt.certify import exact_options
 

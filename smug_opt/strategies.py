@@ -105,3 +105,21 @@ class Certify:
         certified = certify(problem, result, ask=self.questions, deadline=deadline)
         spent = time.monotonic() - began
         return replace(certified, times=replace(certified.times, certify=certified.times.certify + spent))
+
+
+@dataclass(frozen=True)
+class CertifyWithinShare:
+    """``inner``'s OPTIMAL/INFEASIBLE proven exactly when that takes at most a small share
+    of its time (:func:`smug_opt.certify.certify_within_share`); otherwise left as it was."""
+
+    inner: Step
+
+    def __call__(self, problem: Problem, choice: BackendChoice, deadline: Deadline,
+                 start: np.ndarray | None) -> SolveResult:
+        from smug_opt.certify import certify_within_share
+
+        result = self.inner(problem, choice, deadline, start)
+        began = time.monotonic()
+        certified = certify_within_share(problem, result, deadline)
+        spent = time.monotonic() - began
+        return replace(certified, times=replace(certified.times, certify=certified.times.certify + spent))

@@ -86,7 +86,7 @@ def _with_relu(p: Problem) -> Problem:
 def test_the_safe_search_and_z3_prove_the_residual_question() -> None:
     p, optimum = _wide()
     p = replace(p, objective=np.full(p.num_vars, 1.1))  # no safe LP bound meets it exactly
-    plain = solve(p, "highs", time_limit=30)
+    plain = solve(p, "highs", time_limit=30, certify=False)
     assert plain.status is Status.OPTIMAL and plain.proof == "solver"
     r = solve(p, "highs", time_limit=30, certify=True)
     assert r.status is Status.OPTIMAL and r.proof == "exact"
@@ -181,5 +181,34 @@ def test_a_wide_row_is_flagged_only() -> None:
     p = Problem.from_arrays([[1e9, 1.0, 1.0]], ">=", [2.0])
     (issue,) = numeric_issues(p)
     assert issue.kind == "row-range" and not issue.certify
-    r = solve(p, "highs", time_limit=20)
+    r = solve(p, "highs", time_limit=20, certify=False)
     assert r.proof == "solver" and r.numeric_issues == (str(issue),)
+
+
+def test_default_certification_within_its_share() -> None:
+    """The default certifies problems without ReLUs within a tenth of the solve's time: a
+    claim it settles becomes exact; one it cannot settle in time keeps ``proof: solver``
+    (no downgrade), while an explicit ``certify=True`` downgrades it."""
+    from smug_opt.certify import DEFAULT_SHARE, certify_within_share, worth_certifying
+
+    p, _ = _wide()
+    p = replace(p, objective=np.full(p.num_vars, 1.1))  # the safe search settles it, in ~0.1-1 s
+    assert worth_certifying(p) and not worth_certifying(_with_relu(p))
+    plain = solve(p, "highs", time_limit=30, certify=False)
+    assert plain.status is Status.OPTIMAL and plain.proof == "solver"
+    slow = replace(plain, times=replace(plain.times, total=60.0 / DEFAULT_SHARE))  # a 60 s share
+    settled = certify_within_share(p, slow, Deadline.after(60))
+    assert settled.status is Status.OPTIMAL and settled.proof == "exact"
+    assert "branch-and-bound with safe LP bounds" in settled.message
+    quick = replace(plain, times=replace(plain.times, total=0.0))  # no share at all
+    kept = certify_within_share(p, quick, Deadline.after(60))
+    assert kept.status is Status.OPTIMAL and kept.proof == "solver" and kept.objective == plain.objective
+    from smug_opt.backend import SolveOptions
+    from smug_opt.certify import exact_options
+    from smug_opt.strategies import SingleBackend, WorkerSettings
+
+    ask = SingleBackend(WorkerSettings(exact_options(SolveOptions()), isolate=True, grace=1.0,
+                                       memory_limit_mb=None))
+    explicit = certify(p, plain, ask=ask, deadline=Deadline.after(-1.0))
+    assert explicit.status is Status.FEASIBLE and explicit.proof is None
+

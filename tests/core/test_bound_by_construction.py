@@ -37,7 +37,7 @@ def test_a_cardinality_row_proves_a_count() -> None:
     r = solve(p, "highs", time_limit=20)
     assert r.status is Status.OPTIMAL and r.objective == 2.0 and r.proof == "exact"
     harder = Problem.from_arrays(A, [">=", ">="], [2.0, 5.0])  # optimum 3 > the row's 2
-    r = solve(harder, "highs", time_limit=20)
+    r = solve(harder, "highs", time_limit=20, certify=False)  # not by construction: the solver's word
     assert r.objective == 3.0 and r.proof == "solver"
 
 
