@@ -187,7 +187,13 @@ class _Prover:
 
     def _close_by_one_row(self, fixed: Mapping[int, tuple[int, int]]) -> int:
         """Every binary is fixed, yet the LP (within its tolerances) did not close the node:
-        a row the point violates exactly, with the bounds, is an absurdity."""
+        a row the point violates exactly, with the bounds, is an absurdity; or the elastic
+        LP's duals (HiGHS called an infeasible point optimal within its tolerances)."""
+        duals = self.lp.elastic_duals({j: v for j, (v, _) in fixed.items()}, self.deadline - time.monotonic())
+        if duals is not None:
+            multipliers, rhs = self._combine({}, duals, fixed)
+            if rhs > 0:
+                return self._close(multipliers(), rounded=False)
         for k, row in enumerate(self.rows):
             for sign in {"G": (1.0,), "L": (-1.0,), "E": (1.0, -1.0)}[row.sense]:
                 unit = np.zeros(len(self.rows))
