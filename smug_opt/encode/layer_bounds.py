@@ -43,16 +43,19 @@ ENUMERATION_WORK = 2e10
 """Multiply-adds that ``"crown"`` may spend on MLPs evaluating every mask of at most the
 mask-size limit's cells (about 2M masks of the 784-32-10 MLP, 75k of 784-256-256-10)."""
 
-ENUMERATION_SECONDS = 20.0
+ENUMERATION_SECONDS = 45.0
 """Seconds the minimum-size proof over small masks of a general network may take (its
 work estimate counts only the linear layers' multiply-adds; on a loaded machine a CNN's
-masks took minutes): stopped early, it proves the sizes it finished."""
+masks took minutes): stopped early, it proves the sizes it finished. VeriVital's max-pool
+CNN needs 18-45 s for every mask of up to 2 of its ~180 cells at load 9 (20 s left 3 of
+its 20 inputs with a 3-pixel greedy mask unproven)."""
 
-FEWEST_WORK = 2e9
+FEWEST_WORK = 5e9
 """Multiply-adds that ``"crown"`` may spend on MLPs, when the masks up to the limit are too
-many, evaluating every mask of fewer cells to prove a minimum size (up to 2 of 174 cells of
-784-256-256-10 in about 0.3 s: a cardinality row of 3). A budget of 1e11, reaching 3
-cells, takes 80-130 s per input and proves no greedy mask minimal."""
+many, evaluating every mask of fewer cells to prove a minimum size (up to 2 of 380 cells of
+784-256-256-10, about 0.3 s per 2e9: a cardinality row of 3, which proves the beam search's
+3-cell masks minimal; 2e9 stopped at 1 cell for a 250-cell digit). A budget of 1e11,
+reaching 3 cells, takes 80-130 s per input."""
 
 
 @dataclass(frozen=True, eq=False)
