@@ -139,8 +139,9 @@ def certify(problem: Problem, result: SolveResult, *, ask: Step, deadline: Deadl
             return settled
     searched = _by_safe_search(problem, result, incumbent if incumbent and incumbent.ok else None,
                                deadline, start)
-    if searched is not None:
+    if searched is not None and searched.proof == "exact":
         return searched
+    result = searched or result  # its note says why it did not settle the claim
     if not exact.available():
         return _downgraded(result, exact.missing(), start)
     return _Residual(problem, result, incumbent, exact, start).run()
@@ -182,7 +183,8 @@ def _by_safe_lp_bound(problem: Problem, result: SolveResult, incumbent: Verifica
 def _by_safe_search(problem: Problem, result: SolveResult, incumbent: Verification | None,
                     deadline: Deadline, start: float) -> SolveResult | None:
     """The claim settled by the rigorous branch-and-bound of :mod:`smug_opt.safe_search`
-    (problems without ReLUs), or None when it does not finish by ``deadline``."""
+    (problems without ReLUs, proof exact); ``result`` with a note saying why when the
+    search ran but did not finish by ``deadline``; None when it did not run."""
     from smug_opt.safe_search.prove import applies, prove_optimum
 
     if not applies(problem) or deadline.passed(0.05):
@@ -192,7 +194,8 @@ def _by_safe_search(problem: Problem, result: SolveResult, incumbent: Verificati
     except ImportError:  # no HiGHS here: the exact backend answers alone
         return None
     if not proof.proven:
-        return None
+        return replace(result, message="; ".join(m for m in (
+            result.message, f"the safe search did not settle it ({proof.why}; {proof.summary()})") if m))
     return _settled(problem, result, proof.best,
                     f"a branch-and-bound with safe LP bounds ({proof.summary()})", start)
 
