@@ -11,7 +11,6 @@ row per explained input: ``numpy.load`` reads them), ``overlays/`` (optional) an
 
 from __future__ import annotations
 
-import logging
 import os
 import time
 from collections.abc import Iterator, Mapping, Sequence
@@ -21,8 +20,9 @@ from typing import Any
 
 import numpy as np
 
-from smug_opt.executors import Executor, SequentialExecutor, worker_cache
+from smug_opt.executors import Executor, SequentialExecutor
 from smug_opt.explain_settings import ExplainSettings
+from smug_opt.model_ref import ModelRef, model_loads
 from smug_opt.parameters import Method
 from smug_opt.runstore import RunFolder, model_identity
 
@@ -32,39 +32,6 @@ __all__ = ["BatchRun", "ExplainSettings", "ExplainedInput", "ModelRef", "explain
 KIND = "explain"
 OVERLAYS_DIR = "overlays"
 SUMMARY_FILE = "summary.md"
-_loads = 0  # models loaded by this process (a worker loads each model once)
-
-
-@dataclass(frozen=True)
-class ModelRef:
-    """How a worker finds the model: a spec (an embedded model's name, a .keras/.h5, .onnx
-    or .pt2 file, package.module:factory) and what the user declared about its input
-    (:func:`smug_opt.models.resolve.as_adapter`)."""
-
-    name: str
-    input_shape: tuple[int, ...] | None = None
-    input_layout: str | None = None
-    input_range: tuple[float, float] | None = None
-
-    def load(self) -> Any:
-        """The model's adapter, loaded once per worker process."""
-        return worker_cache(("model", self), self._load)
-
-    def _load(self) -> Any:
-        global _loads
-        from smug_opt.models import zoo
-        from smug_opt.models.resolve import as_adapter
-
-        logging.getLogger("tensorflow").setLevel(logging.ERROR)  # AutoGraph notes, once per worker
-        adapter = as_adapter(self.name, input_shape=self.input_shape, input_layout=self.input_layout,
-                             input_range=self.input_range)
-        _loads += 1
-        info: dict[str, Any] = {"model": self.name}
-        if self.name in zoo.available_models() and not zoo.is_pretrained(self.name):
-            info["model_test_accuracy"] = zoo.test_accuracy(self.name)
-        return adapter, info
-
-
 @dataclass(frozen=True, eq=False)
 class ExplainedInput:
     """One input's outcome: its record (the fields of ``record.json``) and, when the solver
@@ -158,7 +125,7 @@ def explain_chunk(chunk: _Chunk) -> _ChunkDone:
             record["overlay"] = _write_overlay(e, x, Path(chunk.overlays_dir), name, info["model"])
         cell_mask = None if e.cell_mask is None else e.cell_mask.reshape(e.grid.shape)
         done.append(ExplainedInput(index, name, record, e.mask, e.saliency, cell_mask))
-    return _ChunkDone(done, os.getpid(), _loads)
+    return _ChunkDone(done, os.getpid(), model_loads())
 
 
 def _explain_robust_chunk(chunk: _Chunk, adapter: Any, info: dict[str, Any]) -> _ChunkDone:
@@ -183,7 +150,7 @@ def _explain_robust_chunk(chunk: _Chunk, adapter: Any, info: dict[str, Any]) -> 
             continue
         record = {**base, **extra, **record, "seconds": time.perf_counter() - start}
         done.append(ExplainedInput(index, name, record, fixed, fixed.astype(np.float64), fixed))
-    return _ChunkDone(done, os.getpid(), _loads)
+    return _ChunkDone(done, os.getpid(), model_loads())
 
 
 def _write_overlay(e: Any, x: np.ndarray, folder: Path, name: str, model: str) -> str | None:

@@ -77,8 +77,9 @@ def main() -> None:
             else:
                 ablated.append("-")
         rows.append((claim, how in ("LP bound", "search"), spent / r.times.total, r.times.total))
-        print(f"| {inst.name} | {r.status.name} | {r.objective} | {r.times.total:.2f} | {how} | {spent:.2f} | "
-              f"{spent / r.times.total:.2f} | {summary} | " + " | ".join(ablated) + " |", flush=True)
+        cells = [inst.name, r.status.name, str(r.objective), f"{r.times.total:.2f}", how, f"{spent:.2f}",
+                 f"{spent / r.times.total:.2f}", summary, *ablated]
+        print("| " + " | ".join(cells) + " |", flush=True)
     claims = [row for row in rows if row[0]]
     certified = sum(row[1] for row in claims)
     ratios = np.array([row[2] for row in claims if row[2] is not None])

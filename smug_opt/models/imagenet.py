@@ -102,7 +102,7 @@ def evaluation_photos() -> dict[str, np.ndarray]:
     mirrored (``_zoom_flip``); RGB 0–255 float64 ``(224, 224, 3)``, by name."""
     from skimage.transform import resize
 
-    suite = {}
+    suite: dict[str, np.ndarray] = {}
     for name in PHOTOS:
         full = photo(name)
         square = photo(name, size=2 * IMAGE_SIZE)

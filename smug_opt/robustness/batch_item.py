@@ -22,8 +22,8 @@ def robust_network(model: Any, settings: ExplainSettings) -> Any:
     """The :class:`~smug_opt.network.graph.Network` of a batch's model (a
     :class:`~smug_opt.batch.ModelRef`, read once per worker, or a model object), with the
     input range the model reference or else ``settings`` declares (None: the model's own)."""
-    from smug_opt.batch import ModelRef
     from smug_opt.executors import worker_cache
+    from smug_opt.model_ref import ModelRef
     from smug_opt.robustness.model_explanation import network_of
 
     if isinstance(model, ModelRef):

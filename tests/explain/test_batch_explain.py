@@ -128,7 +128,7 @@ def test_dask_local_cluster_matches_and_loads_the_model_once_per_worker(digits, 
         with DaskExecutor(client) as executor:
             items = list(explain_many("mnist-cnn", digits, settings=SETTINGS, executor=executor,
                                       out=tmp_path / "dask", chunk_size=1))
-        loads = client.run(lambda: __import__("smug_opt.batch").batch._loads)
+        loads = client.run(lambda: __import__("smug_opt.model_ref").model_ref.model_loads())
     assert len(items) == N
     assert sorted(loads.values()) in ([1, 1], [0, 1])  # 8 tasks, at most one model load per worker
     _assert_same_results(_reopen(tmp_path / "dask"), reference)
