@@ -20,6 +20,7 @@ from smug_opt.backend import (
 )
 from smug_opt.bridges import MilpForm, to_milp
 from smug_opt.bridges.milp import SolverObjective, solver_objective, start_vector
+from smug_opt.console import silenced_stdout
 from smug_opt.ir import Problem
 
 __all__ = ["HighsBackend"]
@@ -169,7 +170,8 @@ class HighsLpSolver:
         import highspy
 
         self._highspy = highspy
-        self._h = highspy.Highs()
+        with silenced_stdout():  # HiGHS prints its banner on construction
+            self._h = highspy.Highs()
         self._h.setOptionValue("output_flag", False)
         self._h.setOptionValue("threads", 1)
         self._h.setOptionValue("presolve", "off")

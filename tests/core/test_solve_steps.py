@@ -11,7 +11,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from smug_opt import Problem, solve
+from smug_opt import Problem, ProblemBuilder, solve
 from smug_opt.backend import SolveOptions, Status
 from smug_opt.backend_choice import BackendChoice
 from smug_opt.deadline import Deadline
@@ -88,10 +88,17 @@ def test_certification_asks_its_exact_questions_through_the_step_it_was_given():
     pytest.importorskip("z3")
     from smug_opt.certify import exact_backend, exact_options
 
-    # more binaries than enumeration settles, and no incumbent for an LP bound: z3 is asked
+    # more binaries than enumeration settles, no incumbent for an LP bound, and a ReLU, which
+    # the safe search does not take: z3 is asked
     n = 20
     rng = np.random.default_rng(0)
-    p = Problem.from_arrays(rng.uniform(0.1, 1.0, (1, n)), [">"], [25.0])  # infeasible
+    b = ProblemBuilder()
+    m = b.add_binaries(n)
+    y = b.add_continuous(1, 0.0, 100.0)
+    b.add_relus(y, rng.uniform(0.1, 1.0, (1, n)), m, np.array([0.0]))
+    b.add_constraints(np.array([[1.0]]), y, ">", 25.0)  # infeasible: the sum stays below 20
+    b.set_objective(m, 1.0)
+    p = b.build()
     exact = WorkerSettings(exact_options(SolveOptions()), isolate=True, grace=1.0, memory_limit_mb=None)
     questions = _Counted(SingleBackend(exact))
     started = time.monotonic()
