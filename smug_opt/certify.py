@@ -120,6 +120,8 @@ def certify(problem: Problem, result: SolveResult, *, ask: Step, deadline: Deadl
     by ``deadline``. Results whose claim is already exact, or that claim nothing provable,
     pass through. ``ask`` answers the exact questions (a solve step built with
     :func:`exact_options`, each question in its own worker)."""
+    if result.status is Status.ERROR and _enumerable(problem):
+        return _answered_after_error(problem, result, ExactQuestions(problem, ask, deadline), deadline)
     if result.proof == "exact" or not (
             result.status in (Status.OPTIMAL, Status.INFEASIBLE)
             or (result.status is Status.FEASIBLE and result.x is not None)):
@@ -239,6 +241,20 @@ def _enumerate(problem: Problem, deadline: Deadline | None = None) -> Verificati
     return best
 
 
+def _answered_after_error(problem: Problem, result: SolveResult, exact: ExactQuestions,
+                          deadline: Deadline) -> SolveResult:
+    """A solver that failed on a problem small enough to enumerate (a CBC that refuses a
+    coefficient of 1e22, say): the two exact methods answer instead; the solver's ERROR
+    stands unless they agree."""
+    start = time.monotonic()
+    try:
+        enumerated = _enumerate(problem, deadline)
+    except TimeoutError:
+        return result
+    answered = _cross_checked(problem, result, enumerated, exact, start)
+    return answered if answered.proof == Proof.EXACT else result
+
+
 def _cross_checked(problem: Problem, result: SolveResult, enumerated: Verification | None,
                    exact: ExactQuestions, start: float) -> SolveResult:
     """Enumeration's answer, exact only when the exact backend (the second exact method) confirms it."""
@@ -323,7 +339,7 @@ def _settled(problem: Problem, result: SolveResult, best: Verification | None, h
              start: float) -> SolveResult:
     """The exact answer ``best`` (None: infeasible) replaces ``result``'s claim."""
     if best is None:
-        wrong = result.status is not Status.INFEASIBLE
+        wrong = result.status not in (Status.INFEASIBLE, Status.ERROR)
         note = (f"certified INFEASIBLE by {how}" if not wrong else
                 f"the solver's claim was wrong: {how} shows the problem is infeasible")
         return _finish(result, status=Status.INFEASIBLE, x=None, objective=None, bound=math.inf,
@@ -331,9 +347,13 @@ def _settled(problem: Problem, result: SolveResult, best: Verification | None, h
                        verification="no solution to verify: infeasibility is a proof (see proof)",
                        note=note, start=start)
     same = result.x is not None and result.objective == float(best.objective)
-    note = (f"certified {'OPTIMAL' if result.status is Status.OPTIMAL else 'optimal'} by {how}" if same
-            else f"the solver's {result.status.name} was not optimal: certification found objective "
-                 f"{float(best.objective)!r} ({how})")
+    if result.status is Status.ERROR:
+        note = f"the solver failed; optimum {float(best.objective)!r} found by {how}"
+    elif same:
+        note = f"certified {'OPTIMAL' if result.status is Status.OPTIMAL else 'optimal'} by {how}"
+    else:
+        note = (f"the solver's {result.status.name} was not optimal: certification found objective "
+                f"{float(best.objective)!r} ({how})")
     return _corrected(problem, result, best, note, start, proven=True)
 
 

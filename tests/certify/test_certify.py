@@ -40,10 +40,19 @@ class ProudOptimal(ScriptedBackend):
         return RawResult(Status.OPTIMAL, x, value, value, "optimal")
 
 
+class Failing(ScriptedBackend):
+    """Fails on everything, as a CBC that refuses a coefficient of 1e22 does."""
+
+    name: ClassVar[str] = "test-failing"
+
+    def answer(self, problem: Problem) -> RawResult:
+        return RawResult(Status.ERROR, solver_status="model not valid")
+
+
 @pytest.fixture
 def liars(monkeypatch: pytest.MonkeyPatch) -> None:
     found = dict(registry._entry_points())
-    for cls in (FalseInfeasible, ProudOptimal):
+    for cls in (FalseInfeasible, ProudOptimal, Failing):
         found[cls.name] = EntryPoint(cls.name, f"{__name__}:{cls.__name__}", registry.ENTRY_POINT_GROUP)
     registry.refresh()
     monkeypatch.setattr(registry, "_entry_points", lambda: found)
@@ -70,6 +79,16 @@ def test_enumeration_corrects_a_wrong_infeasible(liars: None) -> None:
     assert r.status is Status.OPTIMAL and r.objective == 1.0 and r.proof == "exact"
     assert "claim was wrong" in r.message or "was not optimal" in r.message
     assert verify(SMALL, r.x).ok
+
+
+def test_a_failed_solve_of_an_enumerable_problem_is_answered_exactly(liars: None) -> None:
+    assert solve(SMALL, "test-failing", isolate=False, certify=False).status is Status.ERROR
+    r = solve(SMALL, "test-failing", isolate=False, certify=True)
+    assert r.status is Status.OPTIMAL and r.objective == 1.0 and r.proof == "exact", r.message
+    assert "the solver failed" in r.message and verify(SMALL, r.x).ok
+    infeasible = Problem.from_arrays([[1.0, 1.0]], [">"], [2.0])
+    r = solve(infeasible, "test-failing", isolate=False, certify=True)
+    assert r.status is Status.INFEASIBLE and r.proof == "exact", r.message
 
 
 def _with_relu(p: Problem) -> Problem:
