@@ -36,7 +36,7 @@ import math
 import time
 from dataclasses import replace
 from fractions import Fraction
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -55,9 +55,12 @@ from smug_opt.result import Proof, SolveResult
 from smug_opt.step import Step
 from smug_opt.verification import Verification, decide_rows, verify
 
-__all__ = ["DEFAULT_SHARE", "ENUMERATION_BINARIES", "ENUMERATION_RELU_BINARIES", "EXACT_CAPABILITIES",
-           "LP_SHARE",
-           "certify", "certify_within_share", "exact_backend", "exact_options", "objective_below",
+if TYPE_CHECKING:
+    from smug_opt.safe_search.search import Settings
+
+__all__ = ["DEFAULT_BACKSTOP_SECONDS", "DEFAULT_LPS", "ENUMERATION_BINARIES", "ENUMERATION_RELU_BINARIES",
+           "EXACT_CAPABILITIES", "LP_SHARE",
+           "certify", "certify_within_budget", "exact_backend", "exact_options", "objective_below",
            "worth_certifying"]
 
 ENUMERATION_BINARIES = 14
@@ -75,43 +78,51 @@ LP_SECONDS = 10.0
 _ENUMERATION = "exact enumeration of every binary assignment"
 
 
-DEFAULT_SHARE = 0.1
-"""``solve``'s default certification may add at most this share of the solve's own time."""
+DEFAULT_LPS = 128
+"""``solve``'s default certification: the LPs the safe search may solve after the safe LP
+bound (a work budget, so whether a claim is certified never depends on the machine's load)."""
 
-MIN_SHARE_SECONDS = 0.05
-"""A smaller share is not tried (strengthening alone would overrun it)."""
+DEFAULT_BACKSTOP_SECONDS = 10.0
+"""A backstop on the default certification's wall time (besides the solve's deadline) for an
+LP far slower than the budget assumes; reached, it leaves the claim as it was and says so."""
 
 
 def worth_certifying(problem: Problem) -> bool:
     """Whether ``solve``'s default (``certify=None``) tries to certify a floating-point
     claim about ``problem``: problems without ReLUs, where the safe LP bound and the safe
-    search apply (measured in benchmarks/certify/safe_search_*.md); they get
-    :data:`DEFAULT_SHARE` of the solve's time and leave the claim as it was when that ends."""
+    search apply (measured in benchmarks/certify/safe_search_*.md); they get the safe LP
+    bound and :data:`DEFAULT_LPS` LPs of the safe search, and keep the claim as it was when
+    that does not settle it."""
     from smug_opt.safe_search.prove import applies
 
     return applies(problem)
 
 
-def certify_within_share(problem: Problem, result: SolveResult, deadline: Deadline) -> SolveResult:
-    """The default certification: the safe LP bound and the safe search only, within
-    :data:`DEFAULT_SHARE` of the solve's time (and ``deadline``). A claim they do not settle
-    keeps its ``proof: solver`` (only an explicit ``certify=True`` downgrades)."""
+def certify_within_budget(problem: Problem, result: SolveResult, deadline: Deadline) -> SolveResult:
+    """The default certification: the safe LP bound, then the safe search up to
+    :data:`DEFAULT_LPS` LPs (by ``deadline``, and :data:`DEFAULT_BACKSTOP_SECONDS` at most).
+    A claim they do not settle keeps its ``proof: solver`` (only an explicit
+    ``certify=True`` downgrades)."""
+    from smug_opt.safe_search.search import Settings
+
     if result.proof == "exact" or result.status not in (Status.OPTIMAL, Status.INFEASIBLE):
         return result
-    if DEFAULT_SHARE * result.times.total < MIN_SHARE_SECONDS:
-        return result
     start = time.monotonic()
-    budget = Deadline.after(DEFAULT_SHARE * result.times.total)
-    share = budget if deadline.at is None or (budget.at is not None and budget.at < deadline.at) else deadline
+    backstop = Deadline.after(DEFAULT_BACKSTOP_SECONDS)
+    budget = backstop if deadline.at is None or (backstop.at is not None and backstop.at < deadline.at) \
+        else deadline
     incumbent = None if result.x is None else verify(problem, result.x)
     incumbent = incumbent if incumbent is not None and incumbent.ok else None
     settled = None
     if incumbent is not None:
-        settled = _by_safe_lp_bound(problem, result, incumbent, share, start, share_all=True)
-    if settled is None and not share.passed(0.01):
-        settled = _by_safe_search(problem, result, incumbent, share, start)
+        settled = _by_safe_lp_bound(problem, result, incumbent, budget, start, share_all=True)
+    if settled is None and not budget.passed(0.01):
+        settled = _by_safe_search(problem, result, incumbent, budget, start,
+                                  Settings(max_lps=DEFAULT_LPS))
     if settled is not None and settled.proof == "exact":
         return settled
+    if budget.passed(0.0):
+        return _finish(result, note="the default certification reached its time backstop", start=start)
     return _finish(result, note="", start=start)
 
 
@@ -183,7 +194,7 @@ def _by_safe_lp_bound(problem: Problem, result: SolveResult, incumbent: Verifica
 
 # -------------------------------------------------------------- the safe search
 def _by_safe_search(problem: Problem, result: SolveResult, incumbent: Verification | None,
-                    deadline: Deadline, start: float) -> SolveResult | None:
+                    deadline: Deadline, start: float, settings: Settings | None = None) -> SolveResult | None:
     """The claim settled by the rigorous branch-and-bound of :mod:`smug_opt.safe_search`
     (problems without ReLUs, proof exact); ``result`` with a note saying why when the
     search ran but did not finish by ``deadline``; None when it did not run."""
@@ -192,7 +203,7 @@ def _by_safe_search(problem: Problem, result: SolveResult, incumbent: Verificati
     if not applies(problem) or deadline.passed(0.05):
         return None
     try:
-        proof = prove_optimum(problem, incumbent, deadline)
+        proof = prove_optimum(problem, incumbent, deadline, settings)
     except ImportError:  # no HiGHS here: the exact backend answers alone
         return None
     if not proof.proven:

@@ -28,7 +28,7 @@ from smug_opt.step import Step
 from smug_opt.strategies import (
     MIN_SECONDS,
     Certify,
-    CertifyWithinShare,
+    CertifyWithinBudget,
     Race,
     SingleBackend,
     Strengthen,
@@ -120,13 +120,13 @@ def solve(
     if not choice.is_race:
         backend_class(choice.name).check_extras(extras or {})
     start_x = start_values(problem, start)
-    within_share = False
+    within_budget = False
     if certify is None:  # certify where the input calls for it, on a floating-point solver
         certify = _float_solver(choice) and any(issue.certify for issue in numeric_issues(problem))
-        within_share = not certify and _float_solver(choice) and worth_certifying(problem)
+        within_budget = not certify and _float_solver(choice) and worth_certifying(problem)
     step: Step = _Solve(settings, strengthen)
-    if within_share:
-        step = CertifyWithinShare(step)
+    if within_budget:
+        step = CertifyWithinBudget(step)
     if certify:
         from smug_opt.certify import exact_options
 

@@ -108,18 +108,18 @@ class Certify:
 
 
 @dataclass(frozen=True)
-class CertifyWithinShare:
-    """``inner``'s OPTIMAL/INFEASIBLE proven exactly when that takes at most a small share
-    of its time (:func:`smug_opt.certify.certify_within_share`); otherwise left as it was."""
+class CertifyWithinBudget:
+    """``inner``'s OPTIMAL/INFEASIBLE proven exactly when a small, fixed amount of work does
+    it (:func:`smug_opt.certify.certify_within_budget`); otherwise left as it was."""
 
     inner: Step
 
     def __call__(self, problem: Problem, choice: BackendChoice, deadline: Deadline,
                  start: np.ndarray | None) -> SolveResult:
-        from smug_opt.certify import certify_within_share
+        from smug_opt.certify import certify_within_budget
 
         result = self.inner(problem, choice, deadline, start)
         began = time.monotonic()
-        certified = certify_within_share(problem, result, deadline)
+        certified = certify_within_budget(problem, result, deadline)
         spent = time.monotonic() - began
         return replace(certified, times=replace(certified.times, certify=certified.times.certify + spent))

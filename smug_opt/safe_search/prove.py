@@ -10,7 +10,7 @@ it (verified exactly).
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 
@@ -50,7 +50,8 @@ def applies(problem: Problem) -> bool:
 def prove_optimum(problem: Problem, incumbent: Verification | None, deadline: Deadline,
                   settings: Settings | None = None, *, strengthened: bool = True) -> Proof:
     """The exact optimum of ``problem`` proven by the safe search by ``deadline``, or
-    why not; ``incumbent`` (verified) is the solution to beat."""
+    why not; ``incumbent`` (verified) is the solution to beat. ``settings``' node and LP
+    limits bound the parts' searches together."""
     from smug_opt.strengthen import strengthen
 
     start = time.monotonic()
@@ -68,7 +69,7 @@ def prove_optimum(problem: Problem, incumbent: Verification | None, deadline: De
             x = np.concatenate([incumbent.x[part.columns], np.ones(part.carried.size)])
             candidate = verify(part.problem, x)
             part_incumbent = candidate if candidate.ok else None
-        o = search(part.problem, part_incumbent, deadline, settings)
+        o = search(part.problem, part_incumbent, deadline, _left(settings or Settings(), nodes, lps))
         nodes, lps, fixings = nodes + o.nodes, lps + o.lps, fixings + o.fixed_by_reduced_costs
         if not o.proven or o.best is None:
             why = o.why if not o.proven else "a part of the strengthened problem is infeasible"
@@ -82,3 +83,9 @@ def prove_optimum(problem: Problem, incumbent: Verification | None, deadline: De
                      f"the parts' optima ({float(optimum)!r}) do not give a solution of the problem "
                      f"of that objective ({best.summary()}, objective {float(best.objective)!r})")
     return Proof(True, best, nodes, lps, fixings, len(s.parts), seconds)
+
+
+def _left(settings: Settings, nodes: int, lps: int) -> Settings:
+    """``settings`` with the nodes and LPs the earlier parts used taken off its limits."""
+    return replace(settings, max_nodes=max(settings.max_nodes - nodes, 0),
+                   max_lps=max(settings.max_lps - lps, 0))

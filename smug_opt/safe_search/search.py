@@ -47,6 +47,8 @@ class Settings:
     strong_candidates: int = 8
     """Candidates without pseudo-costs whose children's LPs are solved per node (0: none)."""
     max_nodes: int = 1_000_000
+    max_lps: int = 1_000_000_000
+    """LPs the search may solve: a work budget, unlike the deadline independent of load."""
 
 
 @dataclass(frozen=True)
@@ -124,9 +126,12 @@ class _Search:
 
     def solve(self, fixed: np.ndarray) -> tuple[LpAnswer, np.ndarray, np.ndarray]:
         left = self.deadline.seconds_left(0.0)
-        if (left is not None and left <= 0) or self.nodes >= self.settings.max_nodes:
-            raise _GaveUp(f"time limit after {self.nodes} nodes" if self.nodes < self.settings.max_nodes
-                          else f"node limit ({self.settings.max_nodes})")
+        if left is not None and left <= 0:
+            raise _GaveUp(f"time limit after {self.nodes} nodes")
+        if self.nodes >= self.settings.max_nodes:
+            raise _GaveUp(f"node limit ({self.settings.max_nodes})")
+        if self.lp.lps >= self.settings.max_lps:
+            raise _GaveUp(f"LP limit ({self.settings.max_lps}) after {self.nodes} nodes")
         lb, ub = self.bounds(fixed)
         answer = self.lp.solve(lb, ub, math.inf if left is None else left, warm=self.settings.warm_start)
         return answer, lb, ub

@@ -139,7 +139,7 @@ def test_z3_certifies_infeasibility() -> None:
                                                     (Status.INFEASIBLE, Status.NO_SOLUTION)])
 def test_claims_are_downgraded_when_time_runs_out(status: Status, downgraded: Status) -> None:
     p, _ = _wide()
-    result = solve(p, "highs", time_limit=30)
+    result = solve(p, "highs", time_limit=30, certify=False)  # the claim as the solver made it
     if status is Status.INFEASIBLE:
         result = replace(result, status=Status.INFEASIBLE, x=None, objective=None, bound=float("inf"))
     from smug_opt.backend import SolveOptions
@@ -204,23 +204,29 @@ def test_a_wide_row_is_flagged_only() -> None:
     assert r.proof == "solver" and r.numeric_issues == (str(issue),)
 
 
-def test_default_certification_within_its_share() -> None:
-    """The default certifies problems without ReLUs within a tenth of the solve's time: a
-    claim it settles becomes exact; one it cannot settle in time keeps ``proof: solver``
-    (no downgrade), while an explicit ``certify=True`` downgrades it."""
-    from smug_opt.certify import DEFAULT_SHARE, certify_within_share, worth_certifying
+def test_default_certification_is_a_work_budget_not_a_share_of_time(monkeypatch) -> None:
+    """The default certifies problems without ReLUs with the safe LP bound and at most
+    ``DEFAULT_LPS`` LPs of the safe search, whatever the solve took (so a record's
+    ``proof`` never depends on the machine's load): a claim it settles becomes exact; one
+    it cannot settle keeps ``proof: solver`` (no downgrade), while an explicit
+    ``certify=True`` downgrades it."""
+    import smug_opt.certify as certify_module
+    from smug_opt.certify import certify_within_budget, worth_certifying
 
     p, _ = _wide()
-    p = replace(p, objective=np.full(p.num_vars, 1.1))  # the safe search settles it, in ~0.1-1 s
+    assert solve(p, "highs", time_limit=30).proof == "exact"  # the safe LP bound settles it
+    p = replace(p, objective=np.full(p.num_vars, 1.1))  # the LP bound falls short: a search of ~115 LPs
     assert worth_certifying(p) and not worth_certifying(_with_relu(p))
     plain = solve(p, "highs", time_limit=30, certify=False)
     assert plain.status is Status.OPTIMAL and plain.proof == "solver"
-    slow = replace(plain, times=replace(plain.times, total=60.0 / DEFAULT_SHARE))  # a 60 s share
-    settled = certify_within_share(p, slow, Deadline.after(60))
-    assert settled.status is Status.OPTIMAL and settled.proof == "exact"
-    assert "branch-and-bound with safe LP bounds" in settled.message
-    quick = replace(plain, times=replace(plain.times, total=0.0))  # no share at all
-    kept = certify_within_share(p, quick, Deadline.after(60))
+    monkeypatch.setattr(certify_module, "DEFAULT_LPS", 1000)
+    for total in (0.0, 0.01, 60.0):  # a fast or a slow solve: the same work, the same answer
+        settled = certify_within_budget(p, replace(plain, times=replace(plain.times, total=total)),
+                                        Deadline.after(60))
+        assert settled.status is Status.OPTIMAL and settled.proof == "exact"
+        assert "branch-and-bound with safe LP bounds" in settled.message
+    monkeypatch.setattr(certify_module, "DEFAULT_LPS", 10)  # a budget too small for the search
+    kept = certify_within_budget(p, plain, Deadline.after(60))
     assert kept.status is Status.OPTIMAL and kept.proof == "solver" and kept.objective == plain.objective
     from smug_opt.backend import SolveOptions
     from smug_opt.certify import exact_options

@@ -135,11 +135,12 @@ def test_highs_proves_a_pure_lp() -> None:
     assert r.bound == pytest.approx(1.5, abs=1e-5)
 
 
-@pytest.mark.parametrize(("backend", "expected"), [
-    ("z3", "infeasibility proven in exact arithmetic"),
-    ("highs", "infeasibility rests on HiGHS"),
+@pytest.mark.parametrize(("backend", "flags", "expected"), [
+    ("z3", [], "infeasibility proven in exact arithmetic"),
+    ("highs", [], "infeasibility proven in exact arithmetic"),  # the default certification
+    ("highs", ["--no-certify"], "infeasibility rests on HiGHS"),
 ])
-def test_cli_says_what_was_proven(backend: str, expected: str, tmp_path: Any,
+def test_cli_says_what_was_proven(backend: str, flags: list[str], expected: str, tmp_path: Any,
                                   capfd: pytest.CaptureFixture[str]) -> None:
     from smug_opt.cli import main
 
@@ -147,7 +148,7 @@ def test_cli_says_what_was_proven(backend: str, expected: str, tmp_path: Any,
     save_problem(Problem.from_arrays([[1.0, 1.0], [1.0, -1.0]], [">", ">"], [1.0, 0.5]), path)
     from smug_opt.cli import EXIT_NO_ANSWER
 
-    assert main(["solve", str(path), "--backend", backend, "--time-limit", "20"]) == EXIT_NO_ANSWER
+    assert main(["solve", str(path), "--backend", backend, "--time-limit", "20", *flags]) == EXIT_NO_ANSWER
     out = capfd.readouterr().out
     assert "INFEASIBLE" in out and f"proof      {expected}" in out
     assert "solution   no solution to verify: infeasibility is a proof" in out
