@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import os
 import time
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -99,13 +99,17 @@ def _read(source: Any, adapter: Any, settings: ExplainSettings) -> tuple[np.ndar
     return x, {}
 
 
+_Explained = tuple[dict[str, Any], np.ndarray | None, np.ndarray | None, np.ndarray | None]
+"""One input's record fields, mask, saliency and cell mask."""
+_ExplainOne = Callable[[np.ndarray, str], _Explained]
+"""Explains one input (its values, its name) with the chunk's model and settings."""
+
+
 def explain_chunk(chunk: _Chunk) -> _ChunkDone:
     """Explain every input of a chunk (a task: runs wherever the executor puts it)."""
-    from smug_opt.explanation import explain
-
     adapter, info = _adapter(chunk.model)
-    if chunk.settings.params.method is Method.ROBUST:
-        return _explain_robust_chunk(chunk, adapter, info)
+    robust = chunk.settings.params.method is Method.ROBUST
+    explain_one = _robust_explainer(chunk, adapter) if robust else _smug_explainer(chunk, adapter, info)
     done = []
     for index, name, source in chunk.items:
         start = time.perf_counter()
@@ -114,43 +118,44 @@ def explain_chunk(chunk: _Chunk) -> _ChunkDone:
             base["input"] = f"row {index}"
         try:
             x, extra = _read(source, adapter, chunk.settings)
-            e = explain(adapter, x, **chunk.settings.explain_kwargs())
-        except (ValueError, FileNotFoundError) as exc:
-            record = {**base, "status": "ERROR", "error": str(exc),
-                      "seconds": time.perf_counter() - start}
-            done.append(ExplainedInput(index, name, record, None, None, None))
-            continue
-        record = {**base, **extra, **e.record(), "seconds": time.perf_counter() - start}
-        if e.ok and chunk.overlays_dir is not None:
-            record["overlay"] = _write_overlay(e, x, Path(chunk.overlays_dir), name, info["model"])
-        cell_mask = None if e.cell_mask is None else e.cell_mask.reshape(e.grid.shape)
-        done.append(ExplainedInput(index, name, record, e.mask, e.saliency, cell_mask))
-    return _ChunkDone(done, os.getpid(), model_loads())
-
-
-def _explain_robust_chunk(chunk: _Chunk, adapter: Any, info: dict[str, Any]) -> _ChunkDone:
-    """:func:`explain_chunk` for method robust: the fixed values are the mask, saliency and
-    cell mask of the run's arrays."""
-    from smug_opt.robustness.batch_item import explain_robust_input, robust_network
-
-    network = robust_network(chunk.model if isinstance(chunk.model, ModelRef) else adapter, chunk.settings)
-    done = []
-    for index, name, source in chunk.items:
-        start = time.perf_counter()
-        base = {"index": index, "name": name, **info}
-        if not isinstance(source, str):
-            base["input"] = f"row {index}"
-        try:
-            x, extra = _read(source, adapter, chunk.settings)
-            overlay = None if chunk.overlays_dir is None else Path(chunk.overlays_dir) / f"{name}.png"
-            record, fixed = explain_robust_input(network, x, chunk.settings, overlay)
+            record, mask, saliency, cell_mask = explain_one(x, name)
         except (ValueError, FileNotFoundError) as exc:
             record = {**base, "status": "ERROR", "error": str(exc), "seconds": time.perf_counter() - start}
             done.append(ExplainedInput(index, name, record, None, None, None))
             continue
         record = {**base, **extra, **record, "seconds": time.perf_counter() - start}
-        done.append(ExplainedInput(index, name, record, fixed, fixed.astype(np.float64), fixed))
+        done.append(ExplainedInput(index, name, record, mask, saliency, cell_mask))
     return _ChunkDone(done, os.getpid(), model_loads())
+
+
+def _smug_explainer(chunk: _Chunk, adapter: Any, info: dict[str, Any]) -> _ExplainOne:
+    """One input explained by SMUG (its overlay drawn where the run keeps them)."""
+    from smug_opt.explanation import explain
+
+    def explain_one(x: np.ndarray, name: str) -> _Explained:
+        e = explain(adapter, x, **chunk.settings.explain_kwargs())
+        record = e.record()
+        if e.ok and chunk.overlays_dir is not None:
+            record["overlay"] = _write_overlay(e, x, Path(chunk.overlays_dir), name, info["model"])
+        cell_mask = None if e.cell_mask is None else e.cell_mask.reshape(e.grid.shape)
+        return record, e.mask, e.saliency, cell_mask
+
+    return explain_one
+
+
+def _robust_explainer(chunk: _Chunk, adapter: Any) -> _ExplainOne:
+    """One input's verified explanation (method robust): the fixed values are the mask,
+    saliency and cell mask of the run's arrays."""
+    from smug_opt.robustness.batch_item import explain_robust_input, robust_network
+
+    network = robust_network(chunk.model if isinstance(chunk.model, ModelRef) else adapter, chunk.settings)
+
+    def explain_one(x: np.ndarray, name: str) -> _Explained:
+        overlay = None if chunk.overlays_dir is None else Path(chunk.overlays_dir) / f"{name}.png"
+        record, fixed = explain_robust_input(network, x, chunk.settings, overlay)
+        return record, fixed, fixed.astype(np.float64), fixed
+
+    return explain_one
 
 
 def _write_overlay(e: Any, x: np.ndarray, folder: Path, name: str, model: str) -> str | None:
