@@ -32,6 +32,11 @@ __all__ = ["solve_strengthened"]
 MIN_RETRY_SECONDS = 0.5
 """Time left below which the second pass does not start another part."""
 
+MIN_PART_SECONDS = 2.0
+"""The least share a part gets while that much time is left: hundreds of tiny parts (a 3x3
+stem has 340) would otherwise give each a share shorter than an isolated worker's start on
+a busy machine; the first part killed that way ended the whole solve with no solution."""
+
 
 def solve_strengthened(problem: Problem, pieces: Pieces, solve_part: Step, choice: BackendChoice,
                        deadline: Deadline, *, solver: str, start: np.ndarray | None = None) -> SolveResult:
@@ -53,7 +58,7 @@ def solve_strengthened(problem: Problem, pieces: Pieces, solve_part: Step, choic
             if deadline.passed():
                 break
             left = len(prepared.parts) - k
-            share = deadline.share(max(weights[k] / sum(weights[k:]), 1 / left))
+            share = _at_least(deadline.share(max(weights[k] / sum(weights[k:]), 1 / left)), deadline)
         part_start = None if start is None else np.concatenate(
             [start[part.columns], np.ones(part.carried.size)])
         result = solve_part(part.problem, choice, share, part_start)
@@ -62,6 +67,13 @@ def solve_strengthened(problem: Problem, pieces: Pieces, solve_part: Step, choic
             break
     _second_pass(prepared.parts, results, solve_part, choice, deadline)
     return _combine(prepared, results, begun, time_limit, str(choice), solver, notes)
+
+
+def _at_least(share: Deadline, deadline: Deadline) -> Deadline:
+    """``share`` lengthened to :data:`MIN_PART_SECONDS`, within ``deadline``."""
+    if (share.remaining() or 0.0) >= MIN_PART_SECONDS:
+        return share
+    return deadline if (deadline.remaining() or 0.0) <= MIN_PART_SECONDS else Deadline.after(MIN_PART_SECONDS)
 
 
 def _second_pass(parts: Sequence[Part], results: list[SolveResult], solve_part: Step,

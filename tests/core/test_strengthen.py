@@ -277,3 +277,29 @@ def test_a_part_starved_of_its_share_gets_the_time_left_over() -> None:
     assert limits[2] > 20  # nearly all of the 30 s the second part left
     assert result.status is Status.OPTIMAL and verify(problem, result.x).ok
     assert result.objective == float(brute_force(problem).objective)
+
+
+def test_every_part_of_many_gets_at_least_the_least_share() -> None:
+    """Hundreds of tiny parts (a 3x3 stem has 340) must not each get a share shorter than
+    a worker's start: the first part killed in its share ended the solve NO_SOLUTION."""
+    from smug_opt.backend_choice import BackendChoice
+    from smug_opt.deadline import Deadline
+    from smug_opt.strengthen.solve_parts import MIN_PART_SECONDS, solve_strengthened
+
+    parts = 12
+    A = np.zeros((parts, 2 * parts))
+    for k in range(parts):
+        A[k, 2 * k:2 * k + 2] = [1.0, 2.0]
+    problem = Problem.from_arrays(A, ">", np.full(parts, 1.5))
+    given: list[float] = []
+
+    def solve_part(part_problem, choice, deadline, start):  # a step (smug_opt.step.Step)
+        given.append(deadline.remaining())
+        return solve(part_problem, choice, time_limit=deadline, start=start, strengthen=False)
+
+    result = solve_strengthened(problem, Pieces(components=True, cuts=False, implied=False, fixings=False),
+                                solve_part, BackendChoice.parse("highs"), Deadline.after(parts * 1.0),
+                                solver="highs")
+    assert len(given) == parts  # an equal share would be 1 s (12 s, 12 parts)
+    assert min(given) >= MIN_PART_SECONDS - 0.05
+    assert result.status is Status.OPTIMAL and result.objective == parts
