@@ -39,6 +39,9 @@ if TYPE_CHECKING:
 
 __all__ = ["FAULT_KEY", "SLOW_CHECK", "SLOW_CHECK_SECONDS", "SolutionCheck", "Solved", "main"]
 
+CERTIFY_SETTINGS: Mapping[str, bool | None] = {"auto": None, "on": True, "off": False}
+"""A run's certify setting and the ``solve(certify=...)`` it stands for."""
+
 FAULT_KEY = "_bench_fault"
 SLOW_CHECK = "slow-check"
 SLOW_CHECK_SECONDS = 4.0
@@ -125,7 +128,8 @@ def main(fd: int, parent_pid: int) -> None:
                        threads=job.threads, seed=job.seed, isolate=False,
                        grace=min(job.grace, DEFAULT_GRACE),  # a race's workers: the rest of
                        # the job's grace is left for verifying what they found
-                       strengthen=strengthen, extras=dict(job.extras))
+                       strengthen=strengthen, extras=dict(job.extras),
+                       certify=CERTIFY_SETTINGS[job.certify])
         conn.send(("solved", time.monotonic()))  # the harness's own checks are not solve time
         if fault == SLOW_CHECK:
             time.sleep(SLOW_CHECK_SECONDS)

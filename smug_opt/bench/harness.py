@@ -23,6 +23,7 @@ from typing import Any, ClassVar
 
 from smug_opt import __version__
 from smug_opt.backend import Status
+from smug_opt.bench.child import CERTIFY_SETTINGS
 from smug_opt.bench.job import JOB_GRACE, Job, failed_record, run_job
 from smug_opt.bench.records import (
     RESULTS_FILE,
@@ -66,7 +67,9 @@ class RunConfig:
     instance names (None: all); ``run.json`` keeps the latest invocation's.
     ``strengthen`` is ``"auto"`` (``solve``'s default), ``"off"`` or the strengthening
     pieces every job runs (``"all"`` or names separated by commas; see
-    :class:`smug_opt.strengthen.Pieces`).
+    :class:`smug_opt.strengthen.Pieces`). ``certify`` is ``"auto"`` (``solve``'s default),
+    ``"on"`` (``certify=True``: every floating-point OPTIMAL/INFEASIBLE proven exactly
+    within the job's time limit, else downgraded) or ``"off"``.
     """
 
     backends: tuple[str, ...]
@@ -81,9 +84,10 @@ class RunConfig:
     instance_filter: str | None = None
     strengthen: str = "auto"
     extras: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
+    certify: str = "auto"
 
     MEASUREMENT: ClassVar[tuple[str, ...]] = ("time_limit", "threads", "seed", "grace", "memory_limit_mb",
-                                              "strengthen")
+                                              "strengthen", "certify")
 
     def __post_init__(self) -> None:
         if not self.backends:
@@ -100,6 +104,9 @@ class RunConfig:
             raise ValueError(f"memory_limit_mb must be positive, got {self.memory_limit_mb!r}")
         if self.strengthen not in ("auto", "off"):
             Pieces.parse(self.strengthen)
+        if self.certify not in CERTIFY_SETTINGS:
+            raise ParameterError("certify", f"must be one of {', '.join(CERTIFY_SETTINGS)}, "
+                                            f"got {self.certify!r}")
 
     def merged_with(self, earlier: RunConfig) -> RunConfig:
         """This configuration extended by ``earlier``'s backends, suites, folders and repeats;
@@ -192,7 +199,7 @@ def plan_jobs(config: RunConfig, instances: dict[str, list[Instance]]) -> list[J
     return [
         Job(suite, instance, backend, repeat, config.time_limit, config.threads, config.seed,
             config.grace, config.memory_limit_mb, config.strengthen,
-            extras=dict(config.extras.get(backend, {})), check=checks.get(suite))
+            extras=dict(config.extras.get(backend, {})), check=checks.get(suite), certify=config.certify)
         for repeat in range(config.repeats)
         for suite, items in instances.items()
         for instance in items

@@ -78,6 +78,7 @@ class Job:
     strengthen: str = "auto"  # "off" or the strengthening pieces: "all", "cuts,tables", ...
     extras: Mapping[str, Any] = field(default_factory=dict)
     check: SolutionCheck | None = None
+    certify: str = "auto"  # solve's certify: "auto" (its default), "on" (True) or "off" (False)
 
     @property
     def key(self) -> RecordKey:

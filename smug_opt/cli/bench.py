@@ -41,6 +41,12 @@ def add_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParse
                    help="kill a job whose resident memory passes MB (default: 1/8 of the "
                         "machine's RAM, at least 1024; inf: no limit)")
     add_strengthen_options(r)
+    certify = r.add_mutually_exclusive_group()
+    certify.add_argument("--certify", action="store_true", default=None,
+                         help="prove every floating-point OPTIMAL/INFEASIBLE exactly within the job's "
+                              "time limit, else downgrade it (solve's certify=True; the report's "
+                              "'certified' column); default: solve's own choice")
+    certify.add_argument("--no-certify", action="store_false", dest="certify", help="never certify")
     r.add_argument("--filter", default=None, metavar="GLOB", help="only instances whose name matches")
     add_executor_options(r, what="jobs")
     r.add_argument("--out", type=Path, default=None,
@@ -100,6 +106,7 @@ def _run(args: argparse.Namespace) -> int:
         grace=JOB_GRACE if args.grace is None else args.grace,
         memory_limit_mb=resolve_memory_limit(args.memory_limit), instance_filter=args.filter,
         strengthen=_strengthen_text(args),
+        certify="auto" if args.certify is None else "on" if args.certify else "off",
     )
     out = args.out or Path("bench") / "+".join([*args.suite, *(d.resolve().name for d in args.instances)])
     check_out_dir(out)

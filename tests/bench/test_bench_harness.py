@@ -196,3 +196,25 @@ def test_a_strengthened_run_records_what_was_done(tmp_path):
                                 instance_dirs=(str(directory),)), tmp_path / "run", quiet=True)
     with pytest.raises(ValueError, match="unknown strengthening piece"):
         RunConfig(backends=("highs",), time_limit=1.0, suites=("synthetic",), strengthen="cut")
+
+
+def test_a_certified_run_proves_its_claims_and_says_so(tmp_path):
+    """``certify="on"`` (``bench run --certify``) runs every job with ``certify=True``: the
+    claim is exact and the certification's seconds are recorded (the report's 'certified'
+    column); ``"off"`` leaves the same claim on HiGHS's word. The setting is part of the
+    measurement: a run directory does not mix them."""
+    directory = write_instances(tmp_path / "inst", ["a"])
+    runs = {}
+    for setting in ("on", "off"):
+        config = RunConfig(backends=("highs",), time_limit=20.0, instance_dirs=(str(directory),),
+                           certify=setting)
+        (runs[setting],) = run_benchmark(config, tmp_path / setting, quiet=True).records
+    on, off = runs["on"], runs["off"]
+    assert on.status is off.status is Status.OPTIMAL and on.objective == off.objective
+    assert on.proof == "exact" and on.certified and on.times.certify > 0, on.message
+    assert off.proof == "solver" and not off.certified and off.times.certify == 0
+    with pytest.raises(RunConfigMismatchError, match="certify"):
+        run_benchmark(RunConfig(backends=("highs",), time_limit=20.0, instance_dirs=(str(directory),)),
+                      tmp_path / "on", quiet=True)
+    with pytest.raises(ValueError, match="certify must be one of auto, on, off"):
+        RunConfig(backends=("highs",), time_limit=1.0, suites=("synthetic",), certify="yes")
