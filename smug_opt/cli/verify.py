@@ -9,8 +9,12 @@ import csv
 import sys
 import time
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from smug_opt.backend_choice import DEFAULT_BACKEND
+
+if TYPE_CHECKING:
+    from smug_opt.runstore import RunFolder
 
 __all__ = ["add_parser", "run"]
 
@@ -39,6 +43,9 @@ def add_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParse
     p.add_argument("--out", metavar="DIR", help="with --instances: the run folder (records.jsonl)")
     p.add_argument("--resume", action="store_true", help="with --instances: continue a run in --out")
     p.add_argument("--overwrite", action="store_true", help="with --instances: replace a run in --out")
+    p.add_argument("--retry-unknown", action="store_true",
+                   help="with --resume: run again the instances whose last answer was unknown (the new "
+                        "record is appended; an instance's last record counts)")
     p.add_argument("--limit", type=int, default=None, metavar="N",
                    help="with --instances: stop after N instances (this invocation)")
     return p
@@ -56,8 +63,8 @@ def run(args: argparse.Namespace) -> int:
     if not (args.model and args.spec):
         raise ValueError("give a model and a property (smug-opt verify net.onnx spec.vnnlib), "
                          "or --instances CSV --out DIR")
-    if args.out or args.resume or args.limit is not None:
-        raise ValueError("--out, --resume and --limit go with --instances")
+    if args.out or args.resume or args.retry_unknown or args.limit is not None:
+        raise ValueError("--out, --resume, --retry-unknown and --limit go with --instances")
     from smug_opt.robustness.instance import load_instance_model, results_text, verify_files
 
     model = load_instance_model(args.model)
@@ -97,10 +104,13 @@ def _run_instances(args: argparse.Namespace) -> int:
         raise FileNotFoundError(f"no instance csv {csv_path}")
     rows = _instances(csv_path)
     config = {"instances": str(csv_path), "backend": args.backend, "time_limit": args.time_limit}
+    if args.retry_unknown and not args.resume:
+        raise ValueError("--retry-unknown goes with --resume")
     folder, note = RunFolder.open(args.out, config, kind=KIND, resume=args.resume, overwrite=args.overwrite)
     if note:
         print(note, file=sys.stderr)
-    done = folder.done()
+    done = {name for name, r in _last_records(folder).items()
+            if not (args.retry_unknown and r["answer"] == "unknown")}
     models: dict[str, InstanceModel] = {}
     ran = 0
     for index, (model_name, spec_name, timeout) in enumerate(rows):
@@ -127,7 +137,12 @@ def _run_instances(args: argparse.Namespace) -> int:
         ran += 1
         print(f"{index + 1}/{len(rows)} {name}: {record['answer']} ({record['wall_seconds']:.1f} s)",
               file=sys.stderr)
-    answers = [r["answer"] for r in folder.records()]
+    answers = [r["answer"] for r in _last_records(folder).values()]
     summary = ", ".join(f"{a} {answers.count(a)}" for a in ("unsat", "sat", "unknown", "error"))
     print(f"{len(answers)}/{len(rows)} instances done: {summary}")
     return 0
+
+
+def _last_records(folder: RunFolder) -> dict[str, dict]:
+    """Each instance's last record (a retried instance has several)."""
+    return {r["name"]: r for r in folder.records()}

@@ -37,6 +37,13 @@ __all__ = ["ANSWERS", "Verdict", "decide", "one_blas_thread"]
 ANSWERS = ("unsat", "sat", "unknown")
 """VNN-COMP's words (since 2022): property holds, violated, not decided."""
 
+SHORT_RESTARTS = 64
+SHORT_STEPS = 50
+"""The second attack on all open disjuncts: random starts, short step schedules (on
+``mnistfc`` 256x2 prop_9_0.05 the 16 long runs of the first all end at one corner with
+loss 0.94; 64 runs of 50 steps reach the unsafe region in under a second, for 3 of 3
+seeds)."""
+
 Reference = Callable[[np.ndarray], np.ndarray]
 """Class scores ``(batch, n_out)`` of model inputs ``(batch, n_in)`` (flat), by some other
 evaluation of the original model."""
@@ -136,8 +143,12 @@ def decide(query: RobustnessQuery, *, time_limit: float = 60.0,
         open_ = [k for k, how in enumerate(decided) if how == "open"]
         if not open_:
             return verdict("unsat", proof="exact")
-        found = attack(query.net, query.preprocess, query.lo, query.hi,
-                       tuple(query.disjuncts[k] for k in open_), steps=attack_steps, seed=seed)
+        aimed = tuple(query.disjuncts[k] for k in open_)
+        found = attack(query.net, query.preprocess, query.lo, query.hi, aimed, steps=attack_steps, seed=seed)
+        if found.loss >= 0:  # many short runs: the long one's big steps settle in one corner
+            short = attack(query.net, query.preprocess, query.lo, query.hi, aimed, steps=SHORT_STEPS,
+                           restarts=SHORT_RESTARTS, seed=seed + 1 + len(query.disjuncts))
+            found = min(found, short, key=lambda result: result.loss)
     if found.loss < 0:
         ok, outputs, failed = _confirm(query, found.x, references)
         if ok:

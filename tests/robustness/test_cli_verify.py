@@ -110,6 +110,32 @@ def test_instance_csv_with_resume(tmp_path, capsys):
     assert records[1]["outputs"]["onnxruntime"][1] >= records[1]["outputs"]["onnxruntime"][0] + 0.5
 
 
+def test_retry_unknown_runs_only_the_unknowns_again(tmp_path, capsys):
+    """--retry-unknown (with --resume) runs again the instances whose last record says
+    unknown, appends the new record, and the summary counts each instance's last one."""
+    _tiny_onnx(tmp_path / "tiny.onnx")
+    _spec(tmp_path / "holds.vnnlib", (1.0, 1.0), (2.0, 1.1), "(>= Y_1 Y_0)")
+    _spec(tmp_path / "fails.vnnlib", (-1.0, -1.0), (1.0, 1.0), "(>= Y_1 (+ Y_0 0.5))")
+    (tmp_path / "instances.csv").write_text("tiny.onnx,holds.vnnlib,20\ntiny.onnx,fails.vnnlib,20\n")
+    out = tmp_path / "run"
+    args = ["verify", "--instances", str(tmp_path / "instances.csv"), "--out", str(out)]
+    assert main(args) == 0
+    records = out / "records.jsonl"
+    first, second = (json.loads(line) for line in records.read_text().splitlines())
+    second.update(answer="unknown", message="time limit")  # as if the time limit had come first
+    records.write_text(json.dumps(first) + "\n" + json.dumps(second) + "\n")
+    capsys.readouterr()
+    assert main([*args, "--retry-unknown"]) == 1  # it needs --resume
+    assert "--retry-unknown goes with --resume" in capsys.readouterr().err
+    assert main([*args, "--resume"]) == 0
+    assert "2/2 instances done: unsat 1, sat 0, unknown 1" in capsys.readouterr().out
+    assert main([*args, "--resume", "--retry-unknown"]) == 0
+    assert "2/2 instances done: unsat 1, sat 1" in capsys.readouterr().out
+    lines = [json.loads(line) for line in records.read_text().splitlines()]
+    assert [(r["property"], r["answer"]) for r in lines] == [
+        ("holds.vnnlib", "unsat"), ("fails.vnnlib", "unknown"), ("fails.vnnlib", "sat")]
+
+
 @pytest.mark.skipif(not SHARED.is_dir(), reason="../shared/nets/vnncomp2021 is not present")
 def test_real_mnistfc_instance(tmp_path, capsys):
     """mnist-net_256x2 prop_7 at ε 0.03: every published tool that answered said sat; the
@@ -120,6 +146,17 @@ def test_real_mnistfc_instance(tmp_path, capsys):
     assert capsys.readouterr().out.strip() == "sat"
     lines = (tmp_path / "r.txt").read_text().splitlines()
     assert lines[0] == "sat" and len(lines) == 1 + 784 + 10
+
+
+@pytest.mark.skipif(not SHARED.is_dir(), reason="../shared/nets/vnncomp2021 is not present")
+def test_real_mnistfc_counterexample_that_long_attacks_miss(capsys):
+    """mnist-net_256x2 prop_9 at ε 0.05 (sat for every tool that answered): the first
+    attack's 16 long runs all end in one corner (loss 0.94) and branch and bound's descents
+    found nothing in 120 s; the attack of many short runs finds it."""
+    folder = SHARED / "mnistfc"
+    assert main(["verify", str(folder / "mnist-net_256x2.onnx"), str(folder / "prop_9_0.05.vnnlib.gz"),
+                 "--time-limit", "30"]) == 0
+    assert capsys.readouterr().out.strip() == "sat"
 
 
 @pytest.mark.slow
