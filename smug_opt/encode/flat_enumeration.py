@@ -1,105 +1,156 @@
-"""A proven minimum mask size for any masked flat network, by evaluating every smaller
-mask with a rigorous bound on its float64 error.
+"""The search over masks smaller than a known one, for the whole-network encoder: one pass
+over every mask of 0, 1, 2, … cells, while they are few enough, that both finds the first
+size with a mask the float64 network accepts (greedy can miss the optimum) and, once the
+problem's output rows are known, proves the sizes it evaluated in full ruled out.
 
-Each layer's float64 values carry a bound ``eps`` on their distance to the exact values
-of the problem's network: a linear layer adds its sums' rounding
-(:func:`~smug_opt.exact.dot_error_bound`) to ``|W|·eps``; ReLU, clip and max pooling do
-not enlarge it (they are 1-Lipschitz); leaky ReLU and residual sums add their own
-rounding. The problem's output rows lie within a given deviation of the network's exact
-ones (its coefficients are float64 sums and products of the network's:
-:attr:`~smug_opt.encode.network_milp.NetworkEncoding.row_deviation`). A mask is ruled out
-only when its output rows fail by more than all of it.
+Rigour: every layer's float64 values lie within a per-neuron bound ``E`` of the network's
+exact values, for every mask evaluated. A linear layer adds its sums' rounding
+(:func:`~smug_opt.exact.dot_error_bound` over the largest magnitude any evaluated mask gave,
+or over the whole input for a layer that reads it) to ``|W|·E``; ReLU, clip and max
+pooling do not enlarge it (1-Lipschitz); leaky ReLU and residual sums add their own
+rounding. The problem's output rows lie within a given deviation of the network's exact ones
+(:attr:`~smug_opt.encode.network_milp.NetworkEncoding.row_deviation`). A size is ruled out
+when even its mask closest to acceptance fails an output row by more than all of it. One
+bound over all evaluated masks, instead of one per mask, keeps the pass at the cost of the
+float64 evaluation: a mask within that margin of acceptance only ends the proof at its size.
 """
 
 from __future__ import annotations
 
 import math
 import time
+from dataclasses import dataclass
 
 import numpy as np
 import scipy.sparse as sp
 
 from smug_opt.bounds.rounding import ACCUMULATED
-from smug_opt.encode.enumeration import batched_combinations, mask_count
+from smug_opt.encode.enumeration import MAX_ENUMERATED_MASKS, batched_combinations, mask_count
 from smug_opt.encode.masked import MaskedNetwork
 from smug_opt.exact import UNIT_ROUNDOFF, dot_error_bound
 
-__all__ = ["fewest_cells"]
+__all__ = ["SEARCH_SECONDS", "SEARCH_WORK", "SmallMasks", "search_cap", "smaller_masks"]
+
+SEARCH_WORK = 5e10
+"""Multiply-adds (of the linear layers) the search may spend: it takes the sizes whose masks,
+counted from size 0, fit (2M masks of the 784-32-10 MLP; up to 3 of VeriVital's max-pool
+CNN's ~190 cells)."""
+
+SEARCH_SECONDS = 45.0
+"""Seconds the search may take (its work estimate counts only the linear layers'
+multiply-adds): stopped early, it keeps the sizes it finished. VeriVital's max-pool CNN
+needs 15-20 s for every mask of up to 2 of its ~180 cells at load 8."""
 
 
-def fewest_cells(network: MaskedNetwork, below: int, max_masks: int, row_deviation: np.ndarray,
-                 seconds: float = math.inf) -> int:
-    """A proven lower bound on the cells of any mask the problem accepts: the masks of
-    ``0, 1, …, j`` cells are evaluated, ``j < below`` the largest size whose masks number at
-    most ``max_masks`` in all; the fewest cells of a mask that may be accepted, else
-    ``j + 1`` (0 when nothing fits). ``row_deviation``: per output row, how far the problem's
-    slack may lie from the network's. When ``seconds`` run out during size ``k``, the sizes
-    below ``k`` were all evaluated: ``k``."""
+@dataclass(frozen=True, eq=False)
+class SmallMasks:
+    """What :func:`smaller_masks` found.
+
+    ``found``: the first mask the float64 network accepts, of the fewest cells, or None;
+    ``closest``: per size evaluated in full (0, 1, …), the largest worst-row slack
+    ``min_r (out_rows·scores − out_rhs)_r`` among its masks; ``row_error``: per output row,
+    a bound on a float64 slack's distance to the network's exact one, over every mask
+    evaluated."""
+
+    found: np.ndarray | None
+    closest: tuple[float, ...]
+    row_error: np.ndarray
+
+    def proven_minimum(self, below: int, row_deviation: np.ndarray) -> int:
+        """A proven lower bound on the cells of any mask the problem accepts, from the sizes
+        below ``below`` evaluated in full: the first one a mask may satisfy the rows at, else
+        how many were evaluated (0 when none). ``row_deviation``: per output row, how far
+        the problem's slack may lie from the network's."""
+        margin = float(np.max((self.row_error + row_deviation) * ACCUMULATED, initial=0.0))
+        for k, value in enumerate(self.closest[:below]):
+            if value >= -margin:
+                return k
+        return min(below, len(self.closest))
+
+
+def search_cap(network: MaskedNetwork) -> int:
+    """How many masks the search may evaluate on ``network``."""
+    return min(MAX_ENUMERATED_MASKS, network.affordable_masks(SEARCH_WORK))
+
+
+def smaller_masks(network: MaskedNetwork, below: int, max_masks: int | None = None,
+                  seconds: float = SEARCH_SECONDS) -> SmallMasks:
+    """Every mask of ``0, 1, …`` cells, fewer than ``below``, evaluated once, while their
+    number counted from size 0 fits ``max_masks`` (default :func:`search_cap`) and
+    ``seconds`` last; it stops at the first size with a mask the float64 network accepts
+    (the batch's best such mask is ``found``)."""
     n = network.num_cells
-    j = min(below - 1, n)
-    while j >= 0 and mask_count(n, j) > max_masks:
-        j -= 1
-    rows = network.batch_rows()
+    cap = search_cap(network) if max_masks is None else max_masks
     deadline = time.monotonic() + seconds
-    for k in range(j + 1):
+    rows = network.batch_rows()
+    largest = [np.zeros(layer.size) for layer in network.net.layers]  # max |value| seen per neuron
+    tracked = _magnitudes_needed(network)
+    closest: list[float] = []
+    found = None
+    for k in range(min(below, n + 1)):
+        if mask_count(n, k) > cap:
+            break
+        best = -math.inf
         for idx in batched_combinations(n, k, rows=rows):
             if time.monotonic() > deadline:
-                return k
-            masks = np.zeros((idx.shape[0], n))
-            np.put_along_axis(masks, idx, 1.0, axis=1)
-            if _may_accept(network, masks, row_deviation).any():
-                return k
-    return max(j + 1, 0)
+                return SmallMasks(None, tuple(closest), _row_error(network, largest))
+            trials = np.zeros((idx.shape[0], n))
+            np.put_along_axis(trials, idx, 1.0, axis=1)
+            values = network.values(trials)
+            for layer in tracked:
+                np.maximum(largest[layer], np.abs(values[layer]).max(axis=0), out=largest[layer])
+            slack = (values[-1] @ network.out_rows.T - network.out_rhs).min(axis=1)
+            best = max(best, float(slack.max()))
+            if slack.max() > network.tolerance:
+                found = trials[int(np.argmax(slack))]
+                break
+        if found is not None:
+            break
+        closest.append(best)
+    return SmallMasks(found, tuple(closest), _row_error(network, largest))
 
 
-def _may_accept(network: MaskedNetwork, masks: np.ndarray, row_deviation: np.ndarray) -> np.ndarray:
-    """Whether each mask may satisfy the output rows, given its values' error bounds."""
-    values, errors = _values_and_errors(network, masks)
-    scores, eps = values[-1], errors[-1]
-    D = network.out_rows
-    magnitude = np.abs(scores) @ np.abs(D).T + np.abs(network.out_rhs)
-    slack = scores @ D.T - network.out_rhs
-    bound = (eps @ np.abs(D).T + dot_error_bound(D.shape[1], magnitude) + row_deviation) * ACCUMULATED
-    return np.all(slack >= -bound, axis=1)
-
-
-def _values_and_errors(network: MaskedNetwork, masks: np.ndarray
-                       ) -> tuple[list[np.ndarray], list[np.ndarray]]:
+def _magnitudes_needed(network: MaskedNetwork) -> list[int]:
+    """The layers (after the input) whose values' magnitudes :func:`_row_error` reads: those
+    a linear layer reads, residual sums, leaky ReLUs and the scores."""
     layers = network.net.layers
-    values: list[np.ndarray] = [np.asarray(network.inputs @ masks.T).T]  # xa·m: exact
-    errors: list[np.ndarray] = [np.zeros_like(values[0])]
-    for layer, matrix in zip(layers[1:], network.linear_matrices, strict=True):
-        v, e = values[layer.inputs[0]], errors[layer.inputs[0]]
+    needed = {len(layers) - 1}
+    for k, layer in enumerate(layers):
         if layer.kind == "linear":
-            assert matrix is not None  # linear_matrices holds one for every linear layer
-            bias = layer.affine[1]
-            if layer.inputs[0] == 0:
-                v, e = masks, np.zeros_like(masks)
-            absolute = abs(matrix) if sp.issparse(matrix) else np.abs(matrix)
-            # scipy.sparse is untyped: issparse does not narrow matrix to a sparse one
-            terms = (np.diff(matrix.indptr) if sp.issparse(matrix)  # type: ignore[union-attr]
-                     else np.full(matrix.shape[0], matrix.shape[1]))
-            out = np.asarray(matrix @ v.T).T + bias
-            magnitude = np.asarray(absolute @ np.abs(v).T).T + np.abs(bias)
-            err = np.asarray(absolute @ e.T).T + dot_error_bound(terms + 1, magnitude)
+            needed.add(layer.inputs[0])
+        elif layer.kind in ("add", "leaky_relu"):
+            needed.add(k)
+    return sorted(needed - {0})
+
+
+def _row_error(network: MaskedNetwork, largest: list[np.ndarray]) -> np.ndarray:
+    """Per output row, a bound on a float64 slack's distance to the exact one over masks
+    whose float64 values never exceed ``largest`` in magnitude (on the layers
+    :func:`_magnitudes_needed` names; layer 0: the input, whose masked values ``xa·m`` are
+    exact and at most ``|xa|``)."""
+    layers = network.net.layers
+    largest = [np.abs(network.xa), *largest[1:]]
+    errors: list[np.ndarray] = [np.zeros(network.xa.size)]
+    for layer in layers[1:]:
+        source = layer.inputs[0]
+        e = errors[source]
+        if layer.kind == "linear":
+            W, bias = layer.affine  # a layer on the input: its original weights over |xa|
+            absolute = abs(sp.csr_matrix(W))
+            terms = np.diff(sp.csr_matrix(W).indptr) + 1
+            magnitude = np.asarray(absolute @ largest[source]).reshape(-1) + np.abs(bias)
+            err = np.asarray(absolute @ e).reshape(-1) + dot_error_bound(terms, magnitude)
         elif layer.kind == "add":
-            w, f = values[layer.inputs[1]], errors[layer.inputs[1]]
-            out = v + w
-            err = e + f + 2 * UNIT_ROUNDOFF * np.abs(out)
+            err = e + errors[layer.inputs[1]] + 2 * UNIT_ROUNDOFF * largest[len(errors)]
         elif layer.kind == "maxpool":
-            padded = np.concatenate([v, np.full((v.shape[0], 1), -np.inf)], axis=1)
-            out = padded[:, layer.windows].max(axis=2)
-            e_padded = np.concatenate([e, np.zeros((e.shape[0], 1))], axis=1)
-            err = e_padded[:, layer.windows].max(axis=2)
-        elif layer.kind == "relu":
-            out, err = np.maximum(v, 0.0), e
+            err = np.concatenate([e, [0.0]])[layer.pool_windows].max(axis=1)
+        elif layer.kind in ("relu", "clip"):
+            err = e
         elif layer.kind == "leaky_relu":
-            out = np.where(v >= 0, v, layer.alpha * v)
-            err = e + 2 * UNIT_ROUNDOFF * np.abs(out)
-        elif layer.kind == "clip":
-            out, err = np.clip(v, layer.lo, layer.hi), e
+            err = max(1.0, abs(layer.alpha)) * e + 2 * UNIT_ROUNDOFF * largest[len(errors)]
         else:
             raise ValueError(f"no rule for flat layer kind {layer.kind!r}")
-        values.append(out)
-        errors.append(err)
-    return values, errors
+        errors.append(np.asarray(err, dtype=np.float64))
+    D = np.abs(network.out_rows)
+    magnitude = D @ largest[-1] + np.abs(network.out_rhs)
+    return (D @ errors[-1] + dot_error_bound(D.shape[1] + 1, magnitude)) * ACCUMULATED

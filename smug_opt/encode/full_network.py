@@ -18,7 +18,8 @@ from typing import Any
 
 import numpy as np
 
-from smug_opt.encode.enumeration import MAX_ENUMERATED_MASKS, mask_count
+from smug_opt.encode.enumeration import mask_count
+from smug_opt.encode.flat_enumeration import SmallMasks, search_cap, smaller_masks
 from smug_opt.encode.layer_bounds import (
     BOUND_METHODS,
     DEFAULT_BOUNDS,
@@ -27,7 +28,7 @@ from smug_opt.encode.layer_bounds import (
     minimum_size,
 )
 from smug_opt.encode.masked import MaskedNetwork, flat_digest, flat_mlp
-from smug_opt.encode.masks import BEAM_WIDTH, beam_mask, fewer_cells, greedy_mask
+from smug_opt.encode.masks import BEAM_WIDTH, beam_mask, greedy_mask
 from smug_opt.encode.network_milp import NetworkEncoding, encode_network
 from smug_opt.errors import ParameterError
 from smug_opt.ir import Problem, ProblemBuilder
@@ -35,7 +36,7 @@ from smug_opt.models.grid import regular_grid
 from smug_opt.network.flat import FlatNetwork, Preprocess
 from smug_opt.verification import verify
 
-ENCODING_VERSION = 8
+ENCODING_VERSION = 9
 """Bumped whenever :func:`full_network` builds other problems from the same inputs (2:
 masks of fewer cells than the greedy one tried, ``min_cells`` from the affordable sizes;
 3: one encoder over flat networks, layer values as expressions over the variables;
@@ -43,15 +44,9 @@ masks of fewer cells than the greedy one tried, ``min_cells`` from the affordabl
 5: crown proves minimum sizes on MLPs too, the searches over small masks have time budgets;
 6: bounds widened by the coefficients' proven rounding instead of a relative margin;
 7: a beam search for a mask smaller than greedy's where the smaller ones are too many to try;
-8: the minimum-size proofs may spend 5e9 multiply-adds on MLPs (was 2e9), 45 s elsewhere (was 20));
+8: the minimum-size proofs may spend 5e9 multiply-adds on MLPs (was 2e9), 45 s elsewhere (was 20);
+9: one pass over the smaller masks both searches and proves, with error bounds over all of them);
 cached suites of its problems carry it in their version, so they are rebuilt."""
-
-ENUMERATION_WORK = 5e10
-"""Multiply-adds the search for masks smaller than the greedy one may spend (2M masks of
-the 784-32-10 MLP; fewer masks on larger networks)."""
-
-SEARCH_SECONDS = 20.0
-"""Seconds that search may take (optional: stopped early, the greedy mask is kept)."""
 
 BEAM_WORK = 5e9
 """Multiply-adds for the beam search for a smaller mask where the smaller masks are too many
@@ -103,7 +98,8 @@ def full_network(model_or_layers: Any, x: np.ndarray, label: int | None = None, 
     ``max_cells`` adds the row ``Σ M <= K``, which cannot change the optimum when a mask of
     ``K`` cells is feasible, and lets the bounds count only ``K`` cells' contributions:
     ``"greedy"`` takes ``K`` from a greedy mask, or from a smaller one found by trying every
-    mask of fewer cells while they are few enough to enumerate, else by a beam search (the
+    mask of fewer cells while they are few enough to enumerate (the same pass proves the
+    sizes it rules out), else by a beam search (the
     mask is checked in exact arithmetic against the problem and dropped if it fails), an int
     is taken as given, None adds no row.
     """
@@ -120,10 +116,11 @@ def full_network(model_or_layers: Any, x: np.ndarray, label: int | None = None, 
     network = MaskedNetwork.build(net, xa, subject.cell_of, label, margin)
 
     greedy = greedy_mask(network) if max_cells == "greedy" else None
-    cap = min(MAX_ENUMERATED_MASKS, network.affordable_masks(ENUMERATION_WORK))
-    candidates = [] if greedy is None else [fewer_cells(network, greedy, cap, seconds=SEARCH_SECONDS)]
-    if greedy is not None and greedy.sum() > 1 and mask_count(network.num_cells, int(greedy.sum()) - 1) > cap:
-        levels = network.num_cells * (int(greedy.sum()) - 1)
+    search = None if greedy is None else smaller_masks(network, int(greedy.sum()))
+    candidates = [] if search is None else [greedy if search.found is None else search.found]
+    below = 0 if greedy is None else int(greedy.sum())
+    if below > 1 and mask_count(network.num_cells, below - 1) > search_cap(network):
+        levels = network.num_cells * (below - 1)
         width = min(BEAM_WIDTH, network.affordable_masks(BEAM_WORK) // max(levels, 1))
         if width >= MIN_BEAM_WIDTH:
             candidates = [beam_mask(network, candidates[0], width, seconds=BEAM_SECONDS)]
@@ -132,13 +129,13 @@ def full_network(model_or_layers: Any, x: np.ndarray, label: int | None = None, 
     start = None
     for mask in candidates:  # the first mask exact arithmetic accepts is the start and cut-off
         limit = _cell_limit(max_cells, mask)
-        builder, lb, encoding = _build(network, bounds, limit, strengthen)
+        builder, lb, encoding = _build(network, bounds, limit, strengthen, search)
         if verify(builder.build(), np.concatenate([mask, np.zeros(builder.num_vars - mask.size)])).ok:
             start = mask
             break
     if start is None:  # float64 accepted masks exact arithmetic rejects (or none): no cut-off
         limit = _cell_limit(max_cells, None)
-        builder, lb, encoding = _build(network, bounds, limit, strengthen)
+        builder, lb, encoding = _build(network, bounds, limit, strengthen, search)
     neurons = encoding.neurons
     builder.metadata.update({
         "encoding": "full-network",
@@ -172,9 +169,10 @@ def full_network(model_or_layers: Any, x: np.ndarray, label: int | None = None, 
     return builder.build()
 
 
-def _build(network: MaskedNetwork, bounds: str, limit: int | None, strengthen: bool
-           ) -> tuple[ProblemBuilder, LayerBounds, NetworkEncoding]:
-    """A builder holding the problem (metadata still to add), its bounds and encoding."""
+def _build(network: MaskedNetwork, bounds: str, limit: int | None, strengthen: bool,
+           search: SmallMasks | None) -> tuple[ProblemBuilder, LayerBounds, NetworkEncoding]:
+    """A builder holding the problem (metadata still to add), its bounds and encoding
+    (``search``: the smaller masks already evaluated, None to evaluate them here)."""
     n = network.num_cells
     builder = ProblemBuilder()
     binaries = builder.add_binaries(n)
@@ -185,7 +183,7 @@ def _build(network: MaskedNetwork, bounds: str, limit: int | None, strengthen: b
     encoding = encode_network(builder, network, lb, declare=lb.declared, strengthen=strengthen,
                               max_ones=limit)
     assert encoding.row_deviation is not None  # encode_network states its output rows
-    lb = minimum_size(network, lb, limit, encoding.row_deviation)
+    lb = minimum_size(network, lb, limit, encoding.row_deviation, search)
     if lb.min_ones > 0 and lb.declared:  # enumeration proved smaller masks fail
         builder.add_constraints(np.ones((1, n)), binaries, ">=", float(lb.min_ones))
     return builder, lb, encoding

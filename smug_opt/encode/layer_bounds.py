@@ -31,7 +31,8 @@ from dataclasses import dataclass, field, replace
 import numpy as np
 
 from smug_opt.encode.bounds import network_bounds
-from smug_opt.encode.enumeration import MAX_ENUMERATED_MASKS, enumerated_bounds, fewest_ones, mask_count
+from smug_opt.encode.enumeration import enumerated_bounds, fewest_ones, mask_count
+from smug_opt.encode.flat_enumeration import SmallMasks, smaller_masks
 from smug_opt.encode.masked import MaskedNetwork, mlp_form
 
 __all__ = ["BOUND_METHODS", "DEFAULT_BOUNDS", "LayerBounds", "layer_bounds", "minimum_size"]
@@ -42,13 +43,6 @@ DEFAULT_BOUNDS = "crown"
 ENUMERATION_WORK = 2e10
 """Multiply-adds that ``"crown"`` may spend on MLPs evaluating every mask of at most the
 mask-size limit's cells (about 2M masks of the 784-32-10 MLP, 75k of 784-256-256-10)."""
-
-ENUMERATION_SECONDS = 45.0
-"""Seconds the minimum-size proof over small masks of a general network may take (its
-work estimate counts only the linear layers' multiply-adds; on a loaded machine a CNN's
-masks took minutes): stopped early, it proves the sizes it finished. VeriVital's max-pool
-CNN needs 18-45 s for every mask of up to 2 of its ~180 cells at load 9 (20 s left 3 of
-its 20 inputs with a 3-pixel greedy mask unproven)."""
 
 FEWEST_WORK = 5e9
 """Multiply-adds that ``"crown"`` may spend on MLPs, when the masks up to the limit are too
@@ -145,19 +139,18 @@ def _propagated(network: MaskedNetwork, method: str, max_ones: int | None) -> La
 
 
 def minimum_size(network: MaskedNetwork, bounds: LayerBounds, max_ones: int | None,
-                 row_deviation: np.ndarray) -> LayerBounds:
+                 row_deviation: np.ndarray, search: SmallMasks | None = None) -> LayerBounds:
     """``bounds`` with a proven minimum mask size on a network that is not a plain MLP (whose
-    bounds prove it themselves): every mask of fewer than ``max_ones`` cells that fits the
-    budgets evaluated with error bounds, against the problem's output rows, which lie within
-    ``row_deviation`` of the network's (:attr:`NetworkEncoding.row_deviation
+    bounds prove it themselves): from every mask of fewer than ``max_ones`` cells that fits
+    the search's budgets, evaluated with error bounds (``search``, when the encoder already
+    ran :func:`~smug_opt.encode.flat_enumeration.smaller_masks` with at least ``max_ones``,
+    else here), against the problem's output rows, which lie within ``row_deviation`` of
+    the network's (:attr:`NetworkEncoding.row_deviation
     <smug_opt.encode.network_milp.NetworkEncoding.row_deviation>`)."""
-    from smug_opt.encode.flat_enumeration import fewest_cells
-
     if max_ones is None or bounds.method in ("none", "interval") or mlp_form(network.net) is not None:
         return bounds
     start = time.perf_counter()
-    cap = min(MAX_ENUMERATED_MASKS, network.affordable_masks(ENUMERATION_WORK))
-    min_ones = fewest_cells(network, max_ones, cap, row_deviation, seconds=ENUMERATION_SECONDS)
+    min_ones = (search or smaller_masks(network, max_ones)).proven_minimum(max_ones, row_deviation)
     if not min_ones:
         return bounds
     return replace(bounds, min_ones=min_ones, seconds=bounds.seconds + time.perf_counter() - start,

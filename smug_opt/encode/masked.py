@@ -59,10 +59,16 @@ class MaskedNetwork:
 
     def scores(self, masks: np.ndarray) -> np.ndarray:
         """Class scores ``(batch, n_out)`` of cell masks ``(batch, num_cells)``, float64
+        (:meth:`values`' last layer)."""
+        return self.values(masks)[-1]
+
+    def values(self, masks: np.ndarray) -> list[np.ndarray]:
+        """Every layer's float64 values ``(batch, size)`` on cell masks ``(batch, num_cells)``
         (:meth:`FlatNetwork.forward`'s arithmetic, with linear layers that read the input
-        applied to the cells directly and dense-enough matrices as dense arrays)."""
+        applied to the cells directly and dense-enough matrices as dense arrays); entry 0
+        holds the masks themselves, not the affine input."""
         masks = np.asarray(masks, dtype=np.float64)
-        values: list[np.ndarray] = [masks]  # never read: a layer reading the input uses the cells
+        values: list[np.ndarray] = [masks]  # never read as the input: a layer reading it uses the cells
         for layer, matrix in zip(self.net.layers[1:], self.linear_matrices, strict=True):
             source = layer.inputs[0]
             if layer.kind == "linear":
@@ -78,7 +84,7 @@ class MaskedNetwork:
                 single = FlatNetwork((FlatLayer("input", (), v.shape[1]), replace(layer, inputs=(0,))),
                                      (v.shape[1],))
                 values.append(single.forward(v)[-1])
-        return values[-1]
+        return values
 
     @cached_property
     def linear_matrices(self) -> list[np.ndarray | sp.csr_matrix | None]:

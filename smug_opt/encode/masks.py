@@ -1,6 +1,6 @@
-"""Small masks the float64 network accepts, found before solving: a greedy mask, the first
-smaller one among all masks of fewer cells while they are few enough to enumerate, and a
-beam search for a smaller one where they are not.
+"""Small masks the float64 network accepts, found before solving: a greedy mask, and a beam
+search for a smaller one where the smaller masks are too many to try every one
+(:func:`~smug_opt.encode.flat_enumeration.smaller_masks` tries them where they are not).
 The encoder checks the one it keeps in exact arithmetic against its problem (it becomes
 the solve's start and the cardinality row's cut-off)."""
 
@@ -11,10 +11,9 @@ import time
 
 import numpy as np
 
-from smug_opt.encode.enumeration import MAX_ENUMERATED_MASKS, batched_combinations, mask_count
 from smug_opt.encode.masked import MaskedNetwork
 
-__all__ = ["BEAM_WIDTH", "beam_mask", "fewer_cells", "greedy_mask"]
+__all__ = ["BEAM_WIDTH", "beam_mask", "greedy_mask"]
 
 BEAM_WIDTH = 64
 """Masks kept per size by :func:`beam_mask`."""
@@ -44,27 +43,6 @@ def greedy_mask(network: MaskedNetwork) -> np.ndarray | None:
         if slack.max() <= tol:
             return mask
         mask[kept[np.argmax(slack)]] = 0.0
-
-
-def fewer_cells(network: MaskedNetwork, mask: np.ndarray, max_masks: int = MAX_ENUMERATED_MASKS,
-                seconds: float = math.inf) -> np.ndarray:
-    """``mask``, or the first mask of fewer cells the float64 network accepts, trying every
-    mask of 0, 1, 2, … cells while their number fits ``max_masks`` and ``seconds`` last
-    (greedy can miss the optimum; the search is optional, so it may stop anywhere)."""
-    n = network.num_cells
-    deadline = time.monotonic() + seconds
-    for k in range(int(mask.sum())):
-        if mask_count(n, k) > max_masks:
-            break
-        for idx in batched_combinations(n, k, rows=network.batch_rows()):
-            if time.monotonic() > deadline:
-                return mask
-            trials = np.zeros((idx.shape[0], n))
-            np.put_along_axis(trials, idx, 1.0, axis=1)
-            slack = network.slack(trials, chunk=idx.shape[0])
-            if slack.max() > network.tolerance:
-                return trials[int(np.argmax(slack))]
-    return mask
 
 
 def beam_mask(network: MaskedNetwork, mask: np.ndarray, width: int = BEAM_WIDTH,

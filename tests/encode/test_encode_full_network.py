@@ -423,11 +423,12 @@ def test_crown_proves_a_size_where_the_masks_up_to_the_limit_are_too_many(seed, 
     np.testing.assert_array_equal(_problem_feasible(problem, masks[relevant]), expected[relevant])
 
 
-def test_fewer_cells_finds_the_optimum_the_greedy_mask_misses() -> None:
+def test_smaller_masks_finds_the_optimum_the_greedy_mask_misses() -> None:
     """Random 10-cell networks: trying every smaller mask gives a brute-force optimal mask,
     including where the greedy one has more cells (which happens: checked)."""
+    from smug_opt.encode.flat_enumeration import smaller_masks
     from smug_opt.encode.masked import MaskedNetwork, flat_mlp
-    from smug_opt.encode.masks import fewer_cells, greedy_mask
+    from smug_opt.encode.masks import greedy_mask
 
     masks = _all_masks(10)
     missed = 0
@@ -444,7 +445,8 @@ def test_fewer_cells_finds_the_optimum_the_greedy_mask_misses() -> None:
         if greedy is None or np.abs(slack).min() < 1e-6:  # no mask, or a near-tie: skip
             continue
         optimum = int(masks[slack > 0].sum(axis=1).min())
-        better = fewer_cells(network, greedy)
+        found = smaller_masks(network, int(greedy.sum())).found
+        better = greedy if found is None else found
         assert better.sum() == optimum and network.slack(better[None, :])[0] > 0, seed
         missed += int(greedy.sum()) > optimum
     assert missed >= 2
