@@ -10,14 +10,17 @@ rows are relaxed to non-strict ones: a relaxation, so every bound stays valid.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
+import scipy.sparse as sp
 
 from smug_opt.bounds.lp import safe_dual_bound
 from smug_opt.console import silenced_stdout
 from smug_opt.ir import Problem, Sense
+from smug_opt.safe_search.covers import Cut
 
 __all__ = ["LpAnswer", "Relaxation"]
 
@@ -74,6 +77,27 @@ class Relaxation:
         self._h.passModel(lp)
         self._columns = np.arange(problem.num_vars, dtype=np.int32)
         self.lps = 0
+        self.cuts = 0
+
+    def add_cuts(self, cuts: Sequence[Cut]) -> None:
+        """Add rows ``coefs·x >= rhs`` valid for every solution (not merely for the LP):
+        the relaxation stays one, so every bound it gives stays valid."""
+        if not cuts:
+            return
+        highspy = self._highspy
+        n = self.problem.num_vars
+        indptr = np.cumsum([0] + [c.cols.size for c in cuts])
+        rows = sp.csr_matrix((np.concatenate([c.coefs for c in cuts]),
+                              np.concatenate([c.cols for c in cuts]), indptr), shape=(len(cuts), n))
+        rhs = np.array([c.rhs for c in cuts], dtype=np.float64)
+        self.At = sp.hstack([self.At, rows.T], format="csr")
+        self.abs_At = abs(self.At).tocsr()
+        self.row_lo = np.concatenate([self.row_lo, rhs])
+        self.row_hi = np.concatenate([self.row_hi, np.full(len(cuts), np.inf)])
+        self._h.addRows(len(cuts), rhs, np.full(len(cuts), highspy.kHighsInf), rows.nnz,
+                        rows.indptr[:-1].astype(np.int32), rows.indices.astype(np.int32),
+                        rows.data.astype(np.float64))
+        self.cuts += len(cuts)
 
     def solve(self, lb: np.ndarray, ub: np.ndarray, seconds: float, warm: bool = True) -> LpAnswer:
         """The relaxation within column bounds ``lb``, ``ub`` (``warm`` False: from scratch)."""

@@ -12,6 +12,10 @@ binary whose ``r_j > 0`` would raise the bound by exactly ``r_j`` if set to 1 (s
 :func:`~smug_opt.bounds.lp.safe_dual_bound`), so it is fixed to 0 in the node's subtree
 when ``F + r_j`` (rounded down) prunes; ``r_j < 0`` fixes it to 1 likewise.
 
+**Cover cuts** (:mod:`smug_opt.safe_search.covers`): rounds at the root (and optionally
+at every node) add rows valid for every solution, each proven so in exact arithmetic, so the
+LP stays a relaxation of the integer points and every bound above stays rigorous.
+
 Node order: best bound first, diving into one child after each branching. Branching:
 pseudo-costs, initialised by strong branching on a few candidates (a child whose safe
 bound prunes fixes its variable the other way instead).
@@ -29,6 +33,7 @@ import numpy as np
 
 from smug_opt.deadline import Deadline
 from smug_opt.ir import Problem
+from smug_opt.safe_search.covers import CoverSeparator, knapsack_rows
 from smug_opt.safe_search.relaxation import LpAnswer, Relaxation
 from smug_opt.verification import Verification, decide_rows, verify
 
@@ -49,6 +54,10 @@ class Settings:
     max_nodes: int = 1_000_000
     max_lps: int = 1_000_000_000
     """LPs the search may solve: a work budget, unlike the deadline independent of load."""
+    cut_rounds: int = 30
+    """Rounds of cover cuts (:mod:`smug_opt.safe_search.covers`) at the root (0: none)."""
+    node_cut_rounds: int = 0
+    """Rounds of cover cuts at every other node (added to every node's LP: valid everywhere)."""
 
 
 @dataclass(frozen=True)
@@ -92,6 +101,8 @@ class _Search:
         self.pc_sum = np.zeros((2, n))
         self.pc_count = np.zeros((2, n))
         self.nodes = self.fixings = 0
+        cutting = settings.cut_rounds or settings.node_cut_rounds
+        self.covers = CoverSeparator(knapsack_rows(problem) if cutting else [])
         self.start = time.monotonic()
 
     # ----------------------------------------------------------------- pruning
@@ -136,8 +147,26 @@ class _Search:
         answer = self.lp.solve(lb, ub, math.inf if left is None else left, warm=self.settings.warm_start)
         return answer, lb, ub
 
+    def add_root_cuts(self, fixed: np.ndarray) -> None:
+        """Rounds of cover cuts against the root LP point, while they raise its value."""
+        if not self.covers.rows:
+            return
+        last = -math.inf
+        for _ in range(self.settings.cut_rounds):
+            answer, _, _ = self.solve(fixed)
+            if answer.status != "optimal" or answer.value < last + 1e-6 * max(1.0, abs(last)):
+                return
+            last = answer.value
+            assert answer.x is not None
+            cuts = self.covers.separate(answer.x)
+            if not cuts:
+                return
+            self.lp.add_cuts(cuts)
+
     def run(self) -> None:
         root = _Node(np.full(self.binaries.size, -1, dtype=np.int8), -math.inf)
+        if self.settings.cut_rounds:
+            self.add_root_cuts(root.fixed)
         queue: list[tuple[float, int, _Node]] = []
         counter = 0
         node: _Node | None = root
@@ -162,6 +191,7 @@ class _Search:
         """Solve ``node``; the children to explore (the first to dive into)."""
         self.nodes += 1
         fixed = node.fixed
+        rounds = self.settings.node_cut_rounds
         while True:  # repeated when strong branching fixes a variable
             answer, lb, ub = self.solve(fixed)
             free = fixed == -1
@@ -178,6 +208,12 @@ class _Search:
             bound, r = self.lp.safe_bound(answer.y, lb, ub)
             if self.prunes(bound):
                 return []
+            if rounds > 0 and self.covers.rows:
+                rounds -= 1
+                cuts = self.covers.separate(answer.x, min_violation=0.05)
+                if cuts:
+                    self.lp.add_cuts(cuts)
+                    continue
             xb = answer.x[self.binaries]
             integral = np.all(np.minimum(np.abs(xb), np.abs(1 - xb)) <= 1e-9)
             if integral and self.pure:
