@@ -35,7 +35,8 @@ MIN_RETRY_SECONDS = 0.5
 MIN_PART_SECONDS = 2.0
 """The least share a part gets while that much time is left: hundreds of tiny parts (a 3x3
 stem has 340) would otherwise give each a share shorter than an isolated worker's start on
-a busy machine; the first part killed that way ended the whole solve with no solution."""
+a busy machine; the first part killed that way ended the whole solve with no solution.
+A part that still ends with no answer is solved once more while time is left."""
 
 
 def solve_strengthened(problem: Problem, pieces: Pieces, solve_part: Step, choice: BackendChoice,
@@ -62,6 +63,11 @@ def solve_strengthened(problem: Problem, pieces: Pieces, solve_part: Step, choic
         part_start = None if start is None else np.concatenate(
             [start[part.columns], np.ones(part.carried.size)])
         result = solve_part(part.problem, choice, share, part_start)
+        if result.status is Status.NO_SOLUTION and not deadline.passed(MIN_PART_SECONDS):
+            # its share ended before any answer (a worker replaced on a busy machine, say):
+            # once more with an equal share of what is left, rather than give up on all
+            share = _at_least(deadline.share(1 / (len(prepared.parts) - k)), deadline)
+            result = _better(result, solve_part(part.problem, choice, share, part_start))
         results.append(result)
         if result.status in (Status.INFEASIBLE, Status.ERROR) or not result.has_solution:
             break

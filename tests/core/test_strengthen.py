@@ -303,3 +303,29 @@ def test_every_part_of_many_gets_at_least_the_least_share() -> None:
     assert len(given) == parts  # an equal share would be 1 s (12 s, 12 parts)
     assert min(given) >= MIN_PART_SECONDS - 0.05
     assert result.status is Status.OPTIMAL and result.objective == parts
+
+
+def test_a_part_that_ends_with_no_answer_is_solved_once_more() -> None:
+    """A part whose share ends before any answer (here: starved, no start; on a busy
+    machine a worker replaced mid-solve) is solved again while time is left, instead of
+    ending the whole solve NO_SOLUTION."""
+    from smug_opt.backend_choice import BackendChoice
+    from smug_opt.deadline import Deadline
+    from smug_opt.strengthen.solve_parts import solve_strengthened
+
+    A = np.zeros((2, 4))
+    A[0, :2], A[1, 2:] = [1.0, 2.0], [2.0, 1.0]
+    problem = Problem.from_arrays(A, ">", [1.5, 1.5])
+    statuses: list[Status] = []
+
+    def solve_part(part_problem, choice, deadline, start):  # a step (smug_opt.step.Step)
+        starved = not statuses
+        result = solve(part_problem, choice, time_limit=1e-6 if starved else deadline, start=None,
+                       strengthen=False)
+        statuses.append(result.status)
+        return result
+
+    result = solve_strengthened(problem, Pieces(components=True, cuts=False, implied=False, fixings=False),
+                                solve_part, BackendChoice.parse("highs"), Deadline.after(30), solver="highs")
+    assert statuses == [Status.NO_SOLUTION, Status.OPTIMAL, Status.OPTIMAL]
+    assert result.status is Status.OPTIMAL and result.objective == 2
