@@ -253,3 +253,18 @@ def test_a_long_safe_search_hands_the_residual_question_to_z3(monkeypatch) -> No
     assert r.status is Status.OPTIMAL and r.proof == "exact", r.message
     assert "LP limit (10)" in r.message and "z3 (exact) proved no solution is better" in r.message
     assert verify(p, r.x).objective == 4 * Fraction(1.1)
+
+
+def test_the_safe_search_resumes_when_z3_does_not_settle_its_share(monkeypatch) -> None:
+    """Past ``SEARCH_LPS`` z3 gets ``RESIDUAL_SHARE`` of the time left; when it does not
+    settle the claim there (here: a share of nothing), the search resumes without a budget."""
+    import smug_opt.certify as certify_module
+
+    p, _ = _wide()
+    p = replace(p, objective=np.full(p.num_vars, 1.1))  # a search of ~115 LPs
+    monkeypatch.setattr(certify_module, "SEARCH_LPS", 10)
+    monkeypatch.setattr(certify_module, "RESIDUAL_SHARE", 1e-9)
+    r = solve(p, "highs", time_limit=30, certify=True)
+    assert r.status is Status.OPTIMAL and r.proof == "exact", r.message
+    assert "branch-and-bound with safe LP bounds" in r.message and "LP limit" not in r.message
+    assert verify(p, r.x).objective == 4 * Fraction(1.1)
