@@ -38,6 +38,10 @@ stem has 340) would otherwise give each a share shorter than an isolated worker'
 a busy machine; the first part killed that way ended the whole solve with no solution.
 A part that still ends with no answer is solved once more while time is left."""
 
+RETRY_SHARE = 0.5
+"""The share of the time left for that second try (a fresh worker's start at load 10 took
+more than 2 s, twice in a row, on the 3x3 stem)."""
+
 
 def solve_strengthened(problem: Problem, pieces: Pieces, solve_part: Step, choice: BackendChoice,
                        deadline: Deadline, *, solver: str, start: np.ndarray | None = None) -> SolveResult:
@@ -64,10 +68,10 @@ def solve_strengthened(problem: Problem, pieces: Pieces, solve_part: Step, choic
             [start[part.columns], np.ones(part.carried.size)])
         result = solve_part(part.problem, choice, share, part_start)
         if result.status is Status.NO_SOLUTION and not deadline.passed(MIN_PART_SECONDS):
-            # its share ended before any answer (a worker replaced on a busy machine, say):
-            # once more with an equal share of what is left, rather than give up on all
-            share = _at_least(deadline.share(1 / (len(prepared.parts) - k)), deadline)
-            result = _better(result, solve_part(part.problem, choice, share, part_start))
+            # its share ended before any answer (a worker replaced, whose start on a busy
+            # machine takes seconds): once more with half of what is left, rather than give up
+            again = solve_part(part.problem, choice, deadline.share(RETRY_SHARE), part_start)
+            result = _better(result, again)
         results.append(result)
         if result.status in (Status.INFEASIBLE, Status.ERROR) or not result.has_solution:
             break
