@@ -3,8 +3,8 @@
 For each instance of a bench suite: HiGHS (isolated worker, uncertified) within the time
 limit; for an OPTIMAL or INFEASIBLE claim resting on HiGHS, certify's path without z3 (the
 strengthened safe LP bound, then :func:`smug_opt.safe_search.prove.prove_optimum` from
-HiGHS's solution) within ``--certify-time``, with reduced-cost fixing and warm starts on,
-and (where the search ran) with each switched off.
+HiGHS's solution) within ``--certify-time``, with root cover cuts, reduced-cost fixing and
+warm starts on, and (where the search ran) with each switched off.
 
     python benchmarks/certify/safe_search.py mnist-first-layer --time-limit 10 --certify-time 10 > table.md
 """
@@ -25,7 +25,8 @@ from smug_opt.safe_lp_bound import strengthened_safe_lp_bound
 from smug_opt.safe_search import Settings
 from smug_opt.safe_search.prove import applies, prove_optimum
 
-ABLATION = {"no rc-fixing": Settings(reduced_cost_fixing=False), "cold LPs": Settings(warm_start=False)}
+ABLATION = {"no cover cuts": Settings(cut_rounds=0), "no rc-fixing": Settings(reduced_cost_fixing=False),
+            "cold LPs": Settings(warm_start=False)}
 
 
 def certify_time(problem, incumbent, seconds: float, settings: Settings) -> tuple[str, float, str]:

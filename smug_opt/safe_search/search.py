@@ -32,12 +32,17 @@ from fractions import Fraction
 import numpy as np
 
 from smug_opt.deadline import Deadline
+from smug_opt.exact import dot_error_bound
 from smug_opt.ir import Problem
 from smug_opt.safe_search.covers import CoverSeparator, knapsack_rows
 from smug_opt.safe_search.relaxation import LpAnswer, Relaxation
 from smug_opt.verification import Verification, decide_rows, verify
 
 __all__ = ["SearchOutcome", "Settings", "search"]
+
+LEAF_ENUMERATION = 10
+"""A node without an LP answer whose free binaries are at most this many (and no other
+variables) is settled by deciding its points exactly."""
 
 _FRACTIONAL = 1e-6
 """A binary's LP value this far from 0 and 1 counts as fractional."""
@@ -329,12 +334,24 @@ class _Search:
     def fallback_branch(self, fixed: np.ndarray, lb: np.ndarray, x: np.ndarray | None = None) -> list[_Node]:
         """Branch when the LP gives no fractional binary (an LP point on a strict row, or an
         infeasibility HiGHS did not prove): on a free binary of a row the rounded LP point
-        violates exactly; a violated row with none free (binaries only) closes the node."""
+        violates exactly; a violated row with none free (binaries only) closes the node.
+        Binaries only and at most :data:`LEAF_ENUMERATION` free: every point of the node is
+        decided exactly instead (HiGHS may answer no LP of a badly scaled problem)."""
         free = np.flatnonzero(fixed == -1)
+        if self.pure and free.size <= LEAF_ENUMERATION:
+            points = np.repeat(lb[None, :], 1 << free.size, axis=0)
+            bits = (np.arange(1 << free.size)[:, None] >> np.arange(free.size)) & 1
+            points[:, self.binaries[free]] = bits
+            points = points[decide_rows(self.problem, points).holds.all(axis=1)]
+            approx = points @ self.problem.objective
+            magnitude = float(np.abs(self.problem.objective).sum())
+            slack = 2 * float(dot_error_bound(self.problem.num_vars, magnitude))
+            for k in np.argsort(approx, kind="stable").tolist():
+                if self.best is not None and approx[k] > float(self.best.objective) + slack:
+                    break  # this point and every later one are worse than the incumbent
+                self.offer(points[k])
+            return []
         if free.size == 0:
-            if self.pure:  # a single point: verification decides it
-                self.offer(lb)
-                return []
             raise _GaveUp("a node with every binary fixed is not closed by its LP")
         k = int(free[0])
         if x is not None:

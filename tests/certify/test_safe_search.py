@@ -113,3 +113,23 @@ def test_relus_are_left_to_the_exact_backend() -> None:
     y = b.add_continuous(1, 0.0, 1.0)
     b.add_relus(y, [[1.0]], x[:1], lo=[0.0], hi=[1.0])
     assert not applies(b.build())
+
+
+def test_nodes_highs_cannot_answer_are_settled_by_their_points() -> None:
+    """Hypothesis's case: coefficients from 1e-259 to 1e16 leave HiGHS without an answer at
+    every node; the search once split them down to single points (tens of thousands of
+    nodes), now it decides a node's points exactly once few binaries are free."""
+    A = [[0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 10737418240.0, -1e16, 0.0, -5.454703768102646, -24.0,
+          -7.450580596923828e-09],
+         [-3.0, -268435456.0, 0.0, 0.0, 2.0, 0.0, 0.0, 0.0, 1e12, 6.317998022179843, 0.0, 8.853703397591929,
+          2147483648.0, 1e16],
+         [7.867612350606185e-73, 0.0, 2.579743932002759e-183, -201326592.0, -0.6666666666666666, 0.0,
+          3.0, -3.821633049377194e-95, 0.0, 5.076598582683424, 2.118676426764509e-181, 0.1,
+          -8.147298529830094, -0.7],
+         [0.0, -2.0, 0.0, -10.0, -0.7, 9.094947017729282e-13, -3.0969731461400944e-259, 4.0, 2.0, -12582912.0,
+          0.0, 0.0, 0.0, -2.00001]]
+    rhs = [0.0, 17.17170141977177, 4.5099319160167575, -12582922.7]
+    p = Problem.from_arrays(A, ["<", "<=", "<=", ">"], rhs)
+    outcome = search(p, None, Deadline.after(60))
+    assert outcome.proven and outcome.best is not None, outcome.why
+    assert outcome.best.objective == _optimum(p) and outcome.nodes < 2**10
