@@ -64,7 +64,7 @@ def strengthened_safe_lp_bound(problem: Problem, *, deadline: Deadline | None = 
     fixes on plus each part's bound (None when a part has none by ``deadline``, which
     must have a limit). ``seconds`` is the deprecated old keyword (a DeprecationWarning):
     pass ``deadline=Deadline.after(seconds)``."""
-    from smug_opt.strengthen import strengthen
+    from smug_opt.strengthen.reuse import strengthen_reused
 
     if seconds is not None:
         warnings.warn("strengthened_safe_lp_bound(seconds=...) is deprecated: pass "
@@ -80,7 +80,7 @@ def strengthened_safe_lp_bound(problem: Problem, *, deadline: Deadline | None = 
         seconds = limit.seconds_left(0.0)
         return 0.0 if seconds is None else seconds  # never None: the deadline has a limit
 
-    s = strengthen(problem)
+    s = strengthen_reused(problem)
     if not s.applied:
         return safe_lp_bound(problem, seconds=left(), backend=backend)
     total = s.offset

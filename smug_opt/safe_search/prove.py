@@ -52,10 +52,10 @@ def prove_optimum(problem: Problem, incumbent: Verification | None, deadline: De
     """The exact optimum of ``problem`` proven by the safe search by ``deadline``, or
     why not; ``incumbent`` (verified) is the solution to beat. ``settings``' node and LP
     limits bound the parts' searches together."""
-    from smug_opt.strengthen import strengthen
+    from smug_opt.strengthen.reuse import strengthen_reused
 
     start = time.monotonic()
-    s = strengthen(problem) if strengthened else None
+    s = strengthen_reused(problem) if strengthened else None
     if s is None or not s.applied:
         o = search(problem, incumbent, deadline, settings)
         return Proof(o.proven, o.best, o.nodes, o.lps, o.fixed_by_reduced_costs, 1,

@@ -133,3 +133,18 @@ def test_nodes_highs_cannot_answer_are_settled_by_their_points() -> None:
     outcome = search(p, None, Deadline.after(60))
     assert outcome.proven and outcome.best is not None, outcome.why
     assert outcome.best.objective == _optimum(p) and outcome.nodes < 2**10
+
+
+def test_the_safe_lp_bound_and_the_search_strengthen_a_problem_once() -> None:
+    """Certification's two steps share one strengthening of the same problem object; an
+    equal but distinct problem is strengthened afresh."""
+    from smug_opt.strengthen.reuse import strengthen_reused
+
+    p = Problem.from_arrays([[3.0, 1.0, 1.0, 1.0], [0.0, 1.0, 1.0, 0.0]], [">=", ">="], [2.0, 1.0])
+    first = strengthen_reused(p)
+    assert strengthen_reused(p) is first
+    copy = Problem.from_arrays([[3.0, 1.0, 1.0, 1.0], [0.0, 1.0, 1.0, 0.0]], [">=", ">="], [2.0, 1.0])
+    again = strengthen_reused(copy)
+    assert again is not first and again.offset == first.offset and len(again.parts) == len(first.parts)
+    proof = prove_optimum(p, None, Deadline.after(30))
+    assert proof.proven and proof.best is not None and proof.best.objective == _optimum(p)
