@@ -59,19 +59,19 @@ def explain_images(label: str, spec: str, todo: list, args: argparse.Namespace, 
     for name, x, truth in todo:
         if (label, name) in done:
             continue
-        result = explain_robust(network, x, eps=args.eps, minimum=True,
-                                time_limit=args.time_limit, query_time=args.query_time)
+        result = explain_robust(network, x, eps=args.eps, minimum=not args.no_minimum,
+                                time_limit=args.time_limit, query_time=args.query_time, lean=not args.no_lean)
         stem = f"{label.split()[0]}-{name}"
         result.overlay(x.reshape(28, 28), args.out / f"{stem}-fixed.png")
         if result.subset.counterexamples:
             _counterexample_png(result.subset.counterexamples[0], args.out / f"{stem}-counterexample.png")
         record = {"net": label, "image": name, "true_label": truth, "load": os.getloadavg()[0],
-                  **result.record()}
+                  "lean": not args.no_lean, "chunk_query_time": args.chunk_query_time, **result.record()}
         with open(args.out / "results.jsonl", "a") as f:
             f.write(json.dumps(record) + "\n")
-        m = record["minimum"]
+        bound = record["minimum"]["lower_bound"] if "minimum" in record else "-"
         print(f"{label} {name}: size {record['size']} (subset-minimal {record['subset_minimal']['size']}, "
-              f"bound {m['lower_bound']}), {record['seconds']:.1f}s, check "
+              f"bound {bound}), {record['seconds']:.1f}s, check "
               f"{'passed' if record['check']['passed'] else 'FAILED'}", file=sys.stderr, flush=True)
 
 
@@ -95,8 +95,8 @@ def table(rows: list[dict]) -> str:
             f"| {label} | {n} | {np.mean([r['size'] for r in mine]):.1f} "
             f"| {np.mean([r['subset_minimal']['size'] for r in mine]):.1f} "
             f"| {sum(r['subset_minimal']['subset_minimal'] for r in mine)}/{n} "
-            f"| {sum(r['minimum']['proven_minimum'] for r in mine)}/{n} "
-            f"| {np.mean([r['minimum']['lower_bound'] for r in mine]):.1f} "
+            f"| {sum(r.get('minimum', {}).get('proven_minimum', False) for r in mine)}/{n} "
+            f"| {np.mean([r.get('minimum', {}).get('lower_bound', 0) for r in mine]):.1f} "
             f"| {np.mean([r['seconds'] for r in mine]):.1f} "
             f"| {sum(r['check']['passed'] for r in mine)}/{n} passed |")
     return "\n".join(lines)
@@ -110,8 +110,21 @@ def main() -> int:
     p.add_argument("--query-time", type=float, default=5.0, help="seconds per robustness query")
     p.add_argument("--eps", type=float, default=0.05)
     p.add_argument("--nets", default=",".join(MODELS), help="comma-separated subset of the networks")
+    p.add_argument("--no-minimum", action="store_true", help="the subset-minimal traversal only")
+    p.add_argument("--no-lean", action="store_true",
+                   help="ablation: the traversal's queries run decide's full chain")
+    p.add_argument("--chunk-query-time", type=float, default=None,
+                   help="ablation: seconds for a query freeing several values (default: the traversal's own)")
     p.add_argument("--out", type=Path, default=REPO / "benchmarks" / "robust" / "out")
     args = p.parse_args()
+    if args.chunk_query_time is not None:  # the traversal's constant, set for an ablation run
+        import smug_opt.robustness.explanation as traversal
+
+        traversal.CHUNK_QUERY_TIME = args.chunk_query_time
+    else:
+        from smug_opt.robustness.explanation import CHUNK_QUERY_TIME
+
+        args.chunk_query_time = CHUNK_QUERY_TIME
     args.out.mkdir(parents=True, exist_ok=True)
     results = args.out / "results.jsonl"
     rows = [json.loads(line) for line in results.read_text().splitlines()] if results.exists() else []

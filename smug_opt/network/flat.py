@@ -83,11 +83,15 @@ class Preprocess:
         return sp.csr_matrix((self.scale * np.ones(self.index.size), (rows, self.index)),
                              shape=(self.index.size, size))
 
+    @cached_property
+    def _push(self) -> sp.csr_matrix:
+        return self._pull.T.tocsr()  # transposed once: the attacks call backward thousands of times
+
     def backward(self, g_affine: np.ndarray, size: int) -> np.ndarray:
         """The gradient ``(batch, size)`` with respect to the model inputs of a function whose
         gradient with respect to the affine inputs is ``g_affine`` (one sparse product;
         repeated indices add up)."""
-        pulled = np.asarray(self._pull.T @ np.atleast_2d(g_affine).T).T
+        pulled = np.asarray(self._push @ np.atleast_2d(g_affine).T).T
         out = np.zeros((pulled.shape[0], size))
         out[:, : pulled.shape[1]] = pulled
         return out

@@ -61,15 +61,16 @@ def _refuted(bound: torch.Tensor, strict: torch.Tensor) -> torch.Tensor:
 
 
 def branch_and_bound(bounds: ChainBounds, matrix: np.ndarray, rhs: np.ndarray, strict: np.ndarray,
-                     deadline: Deadline, *, batch: int = BATCH) -> BabResult:
+                     deadline: Deadline, *, batch: int = BATCH, root_steps: int = ROOT_STEPS) -> BabResult:
     """Decide whether some input of ``bounds``' box has chain outputs ``y`` with
-    ``matrix·y <= rhs`` (``<`` on the ``strict`` rows), by branch and bound."""
+    ``matrix·y <= rhs`` (``<`` on the ``strict`` rows), by branch and bound (``root_steps``:
+    α-CROWN's steps on the root domain, before any split)."""
     with one_thread():
-        return _branch_and_bound(bounds, matrix, rhs, strict, deadline, batch)
+        return _branch_and_bound(bounds, matrix, rhs, strict, deadline, batch, root_steps)
 
 
 def _branch_and_bound(bounds: ChainBounds, matrix: np.ndarray, rhs: np.ndarray, strict: np.ndarray,
-                      deadline: Deadline, batch: int) -> BabResult:
+                      deadline: Deadline, batch: int, root_steps: int) -> BabResult:
     start = time.monotonic()
     top = len(bounds.chain.weights) - 1
     C = torch.from_numpy(np.array(matrix, dtype=np.float64))
@@ -89,7 +90,7 @@ def _branch_and_bound(bounds: ChainBounds, matrix: np.ndarray, rhs: np.ndarray, 
     splits = [torch.zeros(1, n, dtype=torch.int8) for n in widths]
     alphas = [bounds.initial_alpha(i, 1, R) for i in range(top)]
     betas = [torch.zeros(1, R, n, dtype=torch.float64) for n in widths]
-    root = optimise(bounds, top, C, d, steps=ROOT_STEPS, alphas=alphas, betas=betas, splits=splits,
+    root = optimise(bounds, top, C, d, steps=root_steps, alphas=alphas, betas=betas, splits=splits,
                     stop_above=torch.zeros(R, dtype=torch.float64), deadline=deadline)
     if bool(_refuted(root.bound, strict_t)[0]):
         return done("unsat", 1)

@@ -29,7 +29,7 @@ from smug_opt.backend_choice import DEFAULT_BACKEND, BackendChoice
 from smug_opt.bounds.relu_chain import one_thread
 from smug_opt.deadline import Deadline
 from smug_opt.robustness.attack import attack, flat_gradient, unsafe_loss
-from smug_opt.robustness.bab import branch_and_bound
+from smug_opt.robustness.bab import ROOT_STEPS, branch_and_bound
 from smug_opt.robustness.query import RobustnessQuery
 
 __all__ = ["ANSWERS", "Verdict", "decide", "one_blas_thread"]
@@ -45,6 +45,12 @@ loss 0.94; 64 runs of 50 steps reach the unsafe region in under a second, for 3 
 seeds). The attacks aimed at one disjunct each run the short schedule too: on the 15 sat
 ``mnistfc`` instances decided so far, none needed them, and with 200 steps they took a
 fifth of a 256x4 instance's 300 s before branch and bound at load 10."""
+LEAN_RESTARTS = 4
+LEAN_ROOT_STEPS = 0
+"""A lean query's attack runs and branch and bound's α steps on the root domain: in an
+explanation's queries (few unstable ReLUs, mostly ``unsat``) splitting at once and fewer
+runs cost a third of the full chain on ``mnist-10x2`` (see benchmarks/robust/README.md)."""
+
 
 Reference = Callable[[np.ndarray], np.ndarray]
 """Class scores ``(batch, n_out)`` of model inputs ``(batch, n_in)`` (flat), by some other
@@ -123,11 +129,14 @@ def _nudges(query: RobustnessQuery, k: int, x: np.ndarray) -> list[np.ndarray]:
 def decide(query: RobustnessQuery, *, time_limit: float = 60.0,
            backend: str | BackendChoice = DEFAULT_BACKEND,
            references: Mapping[str, Reference] | None = None, attack_steps: int = 200,
-           seed: int = 0, solve_options: Mapping[str, Any] | None = None) -> Verdict:
+           seed: int = 0, solve_options: Mapping[str, Any] | None = None, lean: bool = False) -> Verdict:
     """Answer ``query`` within ``time_limit`` seconds (see the module docstring).
 
     ``references`` evaluate the original model for the confirmation of a counterexample;
     ``solve_options`` go to :func:`smug_opt.solve` (threads, extras, memory_limit_mb, ...).
+    ``lean``: for the many small queries of an explanation, whose batched attack has
+    already looked for counterexamples: one short attack (:data:`LEAN_RESTARTS` runs) and
+    no aimed ones, and branch and bound splits at once (:data:`LEAN_ROOT_STEPS`).
     """
     from smug_opt.solving import solve
 
@@ -146,8 +155,9 @@ def decide(query: RobustnessQuery, *, time_limit: float = 60.0,
         if not open_:
             return verdict("unsat", proof="exact")
         aimed = tuple(query.disjuncts[k] for k in open_)
-        found = attack(query.net, query.preprocess, query.lo, query.hi, aimed, steps=attack_steps, seed=seed)
-        if found.loss >= 0:  # many short runs: the long one's big steps settle in one corner
+        found = attack(query.net, query.preprocess, query.lo, query.hi, aimed, steps=attack_steps, seed=seed,
+                       restarts=LEAN_RESTARTS if lean else 16)
+        if found.loss >= 0 and not lean:  # many short runs: the long one's big steps settle in one corner
             short = attack(query.net, query.preprocess, query.lo, query.hi, aimed, steps=SHORT_STEPS,
                            restarts=SHORT_RESTARTS, seed=seed + 1 + len(query.disjuncts))
             found = min(found, short, key=lambda result: result.loss)
@@ -160,7 +170,7 @@ def decide(query: RobustnessQuery, *, time_limit: float = 60.0,
     closest = query.net.forward(query.preprocess(found.x[None]))[-1][0]
     open_.sort(key=lambda k: _excess(query, k, closest))  # the attack's nearest first
     with one_blas_thread():
-        for k in open_:  # one attack per disjunct, aimed at it alone
+        for k in ([] if lean else open_):  # one attack per disjunct, aimed at it alone
             if deadline.passed(0.5):
                 break
             near = attack(query.net, query.preprocess, query.lo, query.hi, (query.disjuncts[k],),
@@ -178,7 +188,8 @@ def decide(query: RobustnessQuery, *, time_limit: float = 60.0,
             if deadline.passed(0.5):
                 return verdict("unknown", message="time limit", solves=tuple(bab_log))
             d = query.disjuncts[k]
-            searched = branch_and_bound(chain, d.matrix, d.rhs, d.strict, deadline)
+            searched = branch_and_bound(chain, d.matrix, d.rhs, d.strict, deadline,
+                                        root_steps=LEAN_ROOT_STEPS if lean else ROOT_STEPS)
             bab_log.append({"disjunct": k, "status": searched.status, "domains": searched.domains,
                             "seconds": round(searched.seconds, 3), "solver": "bab",
                             "message": searched.message})

@@ -39,7 +39,7 @@ SMALLEST_BOUND_POOL = 8
 end almost every single value fails the bounds: halving down to each cost 2 bound
 computations a value for nothing)."""
 
-CHUNK_QUERY_TIME = 1.0
+CHUNK_QUERY_TIME = 3.0
 """Seconds at most for a full query freeing several values: one that runs out is split in
 halves (a single value's query gets the whole ``query_time``)."""
 
@@ -93,8 +93,8 @@ def robust_explanation(net: FlatNetwork, preprocess: Preprocess, x: np.ndarray, 
                        valid_range: tuple[float, float] = (0.0, 1.0), label: int | None = None,
                        query_time: float = 5.0, backend: str | BackendChoice = DEFAULT_BACKEND,
                        batch: int | None = None,
-                       time_limit: float | None = None, solve_options: Mapping[str, Any] | None = None
-                       ) -> RobustExplanation:
+                       time_limit: float | None = None, solve_options: Mapping[str, Any] | None = None,
+                       lean: bool = True) -> RobustExplanation:
     """The explanation of ``net``'s label on ``x`` (model input units, flat) at ``eps``.
 
     Three passes, cheapest first: (1) in order of increasing sensitivity, chunks of
@@ -106,7 +106,8 @@ def robust_explanation(net: FlatNetwork, preprocess: Preprocess, x: np.ndarray, 
 
     ``time_limit``: seconds for the whole traversal (values not reached by then stay fixed,
     counted ``undecided``, as do values whose query ran out); ``solve_options`` go to each
-    query's :func:`smug_opt.solve`."""
+    query's :func:`smug_opt.solve`; ``lean``: the full queries run :func:`decide`'s lean
+    chain (the batched attack has already looked for counterexamples)."""
     start = time.monotonic()
     deadline = None if time_limit is None else start + time_limit
     x = np.asarray(x, dtype=np.float64).reshape(-1)
@@ -156,7 +157,7 @@ def robust_explanation(net: FlatNetwork, preprocess: Preprocess, x: np.ndarray, 
             return "unknown"
         queries += 1
         verdict = decide(query_for(extra), time_limit=remaining, backend=backend,
-                         solve_options=solve_options, attack_steps=ATTACK_STEPS)
+                         solve_options=solve_options, attack_steps=ATTACK_STEPS, lean=lean)
         if verdict.answer == "unsat":
             proofs.add(verdict.proof or "solver")
         elif verdict.answer == "sat" and verdict.x is not None:

@@ -146,7 +146,7 @@ def explain_robust(model: Any, x: np.ndarray, *, eps: float, minimum: bool = Fal
                    backend: str | BackendChoice = DEFAULT_BACKEND,
                    target: int | None = None, input_shape: tuple[int, ...] | None = None,
                    input_layout: str | None = None, input_range: tuple[float, float] | None = None,
-                   solve_options: Mapping[str, Any] | None = None) -> RobustResult:
+                   solve_options: Mapping[str, Any] | None = None, lean: bool = True) -> RobustResult:
     """A verified explanation of ``model``'s prediction on ``x`` at ``eps`` (see
     :mod:`smug_opt.robustness.explanation`; with ``minimum``, also
     :mod:`smug_opt.robustness.minimum`, which gets the half of ``time_limit`` the
@@ -155,7 +155,8 @@ def explain_robust(model: Any, x: np.ndarray, *, eps: float, minimum: bool = Fal
 
     ``x``: the input as smug-opt shows it (channels last) or in the network's own shape.
     ``solve_options`` go to each :func:`smug_opt.solve` (default: in this process,
-    ``isolate=False``: a worker per query cost 6 s under load)."""
+    ``isolate=False``: a worker per query cost 6 s under load); ``lean``: the traversal's
+    queries run :func:`~smug_opt.robustness.decide.decide`'s lean chain."""
     from smug_opt.models.network_stem import read_network_stem
     from smug_opt.network.lower import lower
 
@@ -179,7 +180,7 @@ def explain_robust(model: Any, x: np.ndarray, *, eps: float, minimum: bool = Fal
     subset = robust_explanation(flat, preprocess, flat_x, eps=float(eps), valid_range=valid_range,
                                 label=label, query_time=query_time, backend=backend,
                                 time_limit=time_limit / 2 if minimum else time_limit,
-                                solve_options=options)
+                                solve_options=options, lean=lean)
     best = None
     if minimum:
         best = minimum_explanation(flat, preprocess, flat_x, subset, valid_range=valid_range,

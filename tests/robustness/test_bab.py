@@ -17,8 +17,9 @@ from smug_opt.robustness.bab import branch_and_bound
 from smug_opt.vnnlib import Conjunct
 
 
+@pytest.mark.parametrize("root_steps", [60, 0])
 @pytest.mark.parametrize("seed", range(6))
-def test_answers_match_the_exact_minimum(seed):
+def test_answers_match_the_exact_minimum(seed, root_steps):
     rng = np.random.default_rng(seed)
     net = mlp(rng, [2, 3, 4, 3])
     x0 = rng.uniform(-1, 1, 2)
@@ -35,7 +36,7 @@ def test_answers_match_the_exact_minimum(seed):
         if abs(exact) < 1e-6:
             continue
         result = branch_and_bound(cb, c[None], np.zeros(1), np.zeros(1, dtype=bool), Deadline.after(30),
-                                  batch=4)
+                                  batch=4, root_steps=root_steps)
         if exact > 0:
             assert result.status == "unsat", (seed, j, exact, result)
         else:

@@ -13,12 +13,13 @@ from smug_opt.robustness.explanation import label_changes, robust_explanation
 
 
 @pytest.mark.parametrize("seed, eps", [(0, 0.4), (2, 0.4), (9, 0.2), (10, 0.4), (11, 0.8)])
-def test_fixed_set_is_robust_and_subset_minimal(seed, eps):
+@pytest.mark.parametrize("lean", [True, pytest.param(False, marks=pytest.mark.slow)])
+def test_fixed_set_is_robust_and_subset_minimal(seed, eps, lean):
     rng = np.random.default_rng(seed)
     net = mlp(rng, [4, 8, 8, 3])
     pre = Preprocess(np.arange(4), np.ones(4), np.zeros(4))
     x = rng.uniform(0, 1, 4)
-    result = robust_explanation(net, pre, x, eps=eps, query_time=20, batch=2)
+    result = robust_explanation(net, pre, x, eps=eps, query_time=20, batch=2, lean=lean)
     assert 0 < result.size < 4  # these seeds need some inputs fixed, not all
     low, high = np.maximum(x - eps, 0.0), np.minimum(x + eps, 1.0)
     region = label_changes(3, result.label)
