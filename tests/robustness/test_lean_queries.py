@@ -13,6 +13,7 @@ from smug_opt.robustness import RobustnessQuery, decide
 from smug_opt.robustness.explanation import label_changes, robust_explanation
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("seed", range(8))
 def test_lean_answers_match_the_exact_minimum(seed):
     """Per disjunct of a 2-input net's label change: lean ``unsat`` exactly when every
