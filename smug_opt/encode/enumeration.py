@@ -14,6 +14,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
+from smug_opt.encode.masked import BATCH_BYTES
 from smug_opt.exact import dot_error_bound
 
 __all__ = ["MAX_ENUMERATED_MASKS", "batched_combinations", "combination_chunks", "enumerated_bounds",
@@ -84,8 +85,10 @@ def _enumerate(A1: np.ndarray, b1: np.ndarray, layers: Sequence[tuple[np.ndarray
     top = np.sort(np.abs(A1), axis=0)[::-1][:max(max_ones, 1)].sum(axis=0)
     eps1 = dot_error_bound(max_ones, np.abs(b1) + top)
     fewest = -1
+    # per mask and layer about 3 arrays live at once, and the first layer gathers max_ones rows of A1
+    rows = int(min(4096, max(1, BATCH_BYTES // (8 * (3 + max_ones) * sum(widths)))))
     for k in range(min(max_ones, m) + 1):
-        for idx in batched_combinations(m, k):
+        for idx in batched_combinations(m, k, rows=rows):
             z = b1 + A1[idx].sum(axis=1) if k else np.broadcast_to(b1, (1, b1.size))
             values, eps = [z], [eps1]
             for W, b in layers:  # float values, and a bound on their error for this chunk
