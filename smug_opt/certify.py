@@ -40,11 +40,15 @@ from dataclasses import replace
 from fractions import Fraction
 from typing import TYPE_CHECKING, Any
 
-import numpy as np
-
 from smug_opt.backend import Status
 from smug_opt.deadline import Deadline
-from smug_opt.exact import dot_error_bound, float_down
+from smug_opt.exact import float_down
+from smug_opt.exact_enumeration import (
+    ENUMERATION_BINARIES,
+    ENUMERATION_RELU_BINARIES,
+    enumerable,
+    enumerate_optimum,
+)
 from smug_opt.exact_questions import (
     EXACT_CAPABILITIES,
     ExactQuestions,
@@ -55,7 +59,7 @@ from smug_opt.exact_questions import (
 from smug_opt.ir import Problem
 from smug_opt.result import Proof, SolveResult
 from smug_opt.step import Step
-from smug_opt.verification import Verification, decide_rows, verify
+from smug_opt.verification import Verification, verify
 
 if TYPE_CHECKING:
     from smug_opt.safe_search.search import Settings
@@ -64,12 +68,6 @@ __all__ = ["DEFAULT_BACKSTOP_SECONDS", "DEFAULT_LPS", "ENUMERATION_BINARIES", "E
            "EXACT_CAPABILITIES", "LP_SHARE", "RESIDUAL_SHARE", "SEARCH_LPS",
            "certify", "certify_within_budget", "exact_backend", "exact_options", "objective_below",
            "worth_certifying"]
-
-ENUMERATION_BINARIES = 14
-"""Problems of binaries only, with at most this many, are settled by exact enumeration."""
-
-ENUMERATION_RELU_BINARIES = 8
-"""The same for problems with ReLUs (each assignment is verified on its own)."""
 
 LP_SHARE = 0.25
 """The share of the time left that the safe LP bound, tried first, may take."""
@@ -146,7 +144,7 @@ def certify(problem: Problem, result: SolveResult, *, ask: Step, deadline: Deadl
     by ``deadline``. Results whose claim is already exact, or that claim nothing provable,
     pass through. ``ask`` answers the exact questions (a solve step built with
     :func:`exact_options`, each question in its own worker)."""
-    if result.status is Status.ERROR and _enumerable(problem):
+    if result.status is Status.ERROR and enumerable(problem):
         return _answered_after_error(problem, result, ExactQuestions(problem, ask, deadline), deadline)
     if result.proof == "exact" or not (
             result.status in (Status.OPTIMAL, Status.INFEASIBLE)
@@ -154,9 +152,9 @@ def certify(problem: Problem, result: SolveResult, *, ask: Step, deadline: Deadl
         return result
     start = time.monotonic()
     exact = ExactQuestions(problem, ask, deadline)
-    if _enumerable(problem):
+    if enumerable(problem):
         try:
-            enumerated = _enumerate(problem, deadline)
+            enumerated = enumerate_optimum(problem, deadline)
         except TimeoutError:
             return _downgraded(result, "exact enumeration did not finish within the time limit", start)
         return _cross_checked(problem, result, enumerated, exact, start)
@@ -239,45 +237,6 @@ def _by_safe_search(problem: Problem, result: SolveResult, incumbent: Verificati
                     f"a branch-and-bound with safe LP bounds ({proof.summary()})", start)
 
 
-# ------------------------------------------------------------------- enumeration
-def _enumerable(problem: Problem) -> bool:
-    n = int(problem.binary.sum())
-    limit = ENUMERATION_RELU_BINARIES if problem.num_relus else ENUMERATION_BINARIES
-    return problem.determined_by_binaries and n <= limit
-
-
-def _enumerate(problem: Problem, deadline: Deadline | None = None) -> Verification | None:
-    """The exact optimum over every binary assignment (None: infeasible). Without ReLUs,
-    rows are decided by :func:`~smug_opt.verification.decide_rows` and the feasible
-    assignments verified in order of their float objective, stopping once it exceeds the
-    best by more than twice its rigorous error bound. With ReLUs part of the objective
-    sits on their outputs, which only verification computes (exactly): every assignment is
-    verified. Raises TimeoutError past ``deadline``."""
-    binary = np.flatnonzero(problem.binary)
-    count = 1 << binary.size
-    X = np.zeros((count, problem.num_vars))
-    X[:, binary] = (np.arange(count)[:, None] >> np.arange(binary.size)) & 1
-    if problem.num_relus:
-        order = list(range(count))
-        approx = np.full(count, -math.inf)  # unknown: never stop early
-    else:
-        maybe = decide_rows(problem, X).holds.all(axis=1)
-        approx = X @ problem.objective
-        order = np.flatnonzero(maybe)[np.argsort(approx[maybe], kind="stable")].tolist()
-    slack = 2 * float(dot_error_bound(problem.num_vars, float(np.abs(problem.objective).sum())))
-    best: Verification | None = None
-    best_approx = math.inf
-    for done, k in enumerate(order):
-        if approx[k] > best_approx + slack:
-            break
-        if deadline is not None and done % 256 == 255 and deadline.passed():
-            raise TimeoutError
-        v = verify(problem, X[k])
-        if v.ok and (best is None or v.objective < best.objective):
-            best, best_approx = v, float(approx[k])
-    return best
-
-
 def _answered_after_error(problem: Problem, result: SolveResult, exact: ExactQuestions,
                           deadline: Deadline) -> SolveResult:
     """A solver that failed on a problem small enough to enumerate (a CBC that refuses a
@@ -285,7 +244,7 @@ def _answered_after_error(problem: Problem, result: SolveResult, exact: ExactQue
     stands unless they agree."""
     start = time.monotonic()
     try:
-        enumerated = _enumerate(problem, deadline)
+        enumerated = enumerate_optimum(problem, deadline)
     except TimeoutError:
         return result
     answered = _cross_checked(problem, result, enumerated, exact, start)

@@ -117,7 +117,9 @@ def full_network(model_or_layers: Any, x: np.ndarray, label: int | None = None, 
 
     greedy = greedy_mask(network) if max_cells == "greedy" else None
     search = None if greedy is None else smaller_masks(network, int(greedy.sum()))
-    candidates = [] if search is None else [greedy if search.found is None else search.found]
+    candidates: list[np.ndarray] = []
+    if greedy is not None and search is not None:
+        candidates.append(greedy if search.found is None else search.found)
     below = 0 if greedy is None else int(greedy.sum())
     if below > 1 and mask_count(network.num_cells, below - 1) > search_cap(network):
         levels = network.num_cells * (below - 1)

@@ -16,8 +16,9 @@ from hypothesis import strategies as st
 from random_problems import coefficient
 
 from smug_opt import Problem, ProblemBuilder, Status, load_problem, registry, solve, verify
-from smug_opt.certify import _cross_checked, _enumerate, objective_below
+from smug_opt.certify import _cross_checked, objective_below
 from smug_opt.deadline import Deadline
+from smug_opt.exact_enumeration import enumerate_optimum
 from smug_opt.exact_questions import ExactQuestions
 from smug_opt.testing.brute_force import brute_force, exact_optimum
 
@@ -69,7 +70,7 @@ def test_rebuilt_cases_are_the_shared_repros(case: Case) -> None:
 @pytest.mark.parametrize("case", [c for c in CASES if c.name.startswith("relu")], ids=lambda c: c.name)
 def test_enumeration_counts_the_relu_outputs_objective(case: Case) -> None:
     p = case.build()
-    assert _enumerate(p).objective == brute_force(p).objective
+    assert enumerate_optimum(p).objective == brute_force(p).objective
 
 
 def test_a_wrong_enumeration_is_caught_and_nothing_is_claimed() -> None:
