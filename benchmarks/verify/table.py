@@ -89,12 +89,30 @@ def table(shared: Path) -> str:
                       f"Our answers by how they were reached: "
                       + ", ".join(f"{how} {n}" for how, n in sorted(Counter(
                           _how(mine[k]) for k in run).items())) + ".", ""]
+        retried = _retried(here / benchmark)
+        if retried:
+            lines += [f"Run again (`--retry-unknown`), the last record counting: {', '.join(retried)}.", ""]
+        missing = [f"{k[0].removesuffix('.onnx').removeprefix('mnist-net_')} {k[1]}" for k in instances
+                   if k not in mine]
+        if missing:
+            lines += [f"Not run ({len(missing)}): {', '.join(missing)}.", ""]
         if conflicts:
             lines += ["Contradictions with our unsat answers (to investigate):", ""]
             lines += [f"- {c}" for c in conflicts] + [""]
         else:
             lines += ["No published sat contradicts an unsat of ours.", ""]
     return "\n".join(lines)
+
+
+def _retried(run: Path) -> list[str]:
+    """The instances with several records, each with its answers in order."""
+    records = run / "records.jsonl"
+    if not records.is_file():
+        return []
+    answers: dict[str, list[str]] = {}
+    for r in map(json.loads, records.read_text().splitlines()):
+        answers.setdefault(f"{r['model'].removesuffix('.onnx')} {r['property']}", []).append(r["answer"])
+    return [f"{name} ({' then '.join(a)})" for name, a in answers.items() if len(a) > 1]
 
 
 def _against_majority(tool: str, everyone: dict[str, dict], instances: list) -> int:
