@@ -143,6 +143,7 @@ def explain(
     ig_batch: int | None = None,
     progress: Callable[[int, int], None] | None = None,
     always_keep: np.ndarray | None = None,
+    attributions: Attribution | None = None,
 ) -> Explanation:
     """Explain ``model``'s prediction on one input ``x`` with SMUG (or SMUG_base).
 
@@ -166,6 +167,9 @@ def explain(
     :func:`smug_opt.solve` (threads, seed, relative_gap, extras, ...). ``always_keep``
     (bool, the mask grid's shape): positions that are not part of the input proper (text
     padding); a cell made only of them is kept by construction and not counted.
+    ``attributions``: the IG of this model, input and target at these ``steps`` computed
+    before (another explanation's ``attributions``: SMUG and SMUG_base of one input share
+    it), used instead of computing it again; one of another shape, target or steps raises.
     """
     from smug_opt.encode.first_layer import encode_first_layer
     from smug_opt.mask_baseline import baseline_affine_input
@@ -188,9 +192,12 @@ def explain(
 
         grid = cell_grid(adapter.affine, p.cell, grid_shape)
     t0 = time.perf_counter()
-    attribution = integrated_gradients(adapter, x, target=target, steps=p.steps, batch_size=ig_batch,
-                                       progress=progress)
-    o, _ = adapter.first_layer(x)
+    o, h = adapter.first_layer(x)
+    if attributions is None:
+        attribution = integrated_gradients(adapter, x, target=target, steps=p.steps, batch_size=ig_batch,
+                                           progress=progress)
+    else:
+        attribution = _reused(attributions, h.shape, target, p.steps)
     neurons = top_k_neurons(attribution, p.k, eligible=o.reshape(-1) > 0)
     t1 = time.perf_counter()
     baseline = baseline_affine_input(adapter, p.baseline, picture, pixel_mean=describe(model).pixel_mean)
@@ -219,6 +226,17 @@ def explain(
     explanation = _explanation(p.method.value, attribution, neurons, encoding, cell_scores, cell_mask,
                                result, used, times)
     return replace(explanation, problem=problem, fixed=fixed)
+
+
+def _reused(attribution: Attribution, shape: tuple[int, ...], target: int | None, steps: int) -> Attribution:
+    """``attribution``, checked to be of the first layer's ``shape``, ``target`` and ``steps``."""
+    wrong = [f"{what} {got} (expected {want})" for what, got, want in (
+        ("shape", tuple(attribution.values.shape), tuple(shape)), ("steps", attribution.steps, steps),
+        ("target", attribution.target, attribution.target if target is None else target))
+        if got != want]
+    if wrong:
+        raise ValueError(f"the attributions given do not fit this explanation: {'; '.join(wrong)}")
+    return attribution
 
 
 def _fixed_cells(grid: CellGrid, always_keep: np.ndarray) -> np.ndarray:

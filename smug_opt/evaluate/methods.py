@@ -3,9 +3,10 @@ boxes, SIS, and what each needs (the model as :class:`Subject`, the run's :class
 
 from __future__ import annotations
 
+import hashlib
 import sys
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
@@ -67,6 +68,9 @@ class Subject:
     keras_model: Any | None
     reference: Any | None = None
     """The :class:`~smug_opt.batch.ModelRef` the model was loaded from (None: given as an object)."""
+    attributions: dict[tuple[bytes, int, int], Any] = field(init=False, default_factory=dict, repr=False)
+    """The last input's first-layer Integrated Gradients by (input, label, steps): SMUG and
+    SMUG_base select their neurons from the same IG, computed once (the costly part of both)."""
 
 
 @dataclass(frozen=True, eq=False)
@@ -104,8 +108,11 @@ def _smug(variant: SmugMethod) -> Compute:
     def compute(subject: Subject, s: Settings, x: np.ndarray, label: int, note: Any) -> MethodMap:
         from smug_opt.explanation import explain
 
+        key = (hashlib.sha1(np.ascontiguousarray(x).tobytes()).digest(), label, s.smug.steps)
         e = explain(subject.model, x, params=s.smug.updated(method=variant), backend=s.backend,
-                    time_limit=s.time_limit, target=label)
+                    time_limit=s.time_limit, target=label, attributions=subject.attributions.get(key))
+        subject.attributions.clear()  # one input's at a time
+        subject.attributions[key] = e.attributions
         if e.saliency is None or e.mask is None:
             status = "no solver result" if e.result is None else e.result.status.name
             raise ValueError(f"{variant} returned no mask ({status})")

@@ -269,6 +269,38 @@ def test_smug_and_smug_base_flow_through_the_runner():
         assert smug.sparsity <= base.sparsity
 
 
+def test_smug_and_smug_base_share_one_integrated_gradients_per_input(monkeypatch):
+    os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+    keras = pytest.importorskip("keras")
+    pytest.importorskip("highspy")
+    import importlib
+
+    from smug_opt.explanation import explain
+
+    # the package re-exports the function under the module's name
+    ig_module = importlib.import_module("smug_opt.models.integrated_gradients")
+
+    keras.utils.set_random_seed(0)
+    model = keras.Sequential([keras.Input((30, 30, 1)),
+                              keras.layers.Conv2D(4, 5, strides=3, activation="relu"),
+                              keras.layers.Flatten(), keras.layers.Dense(2, activation="softmax")])
+    images, _ = squares(2)
+    images = images.astype(np.float32)
+    expected = [explain(model, x, method="smug_base", k=10, cell=3, target=1).mask for x in images]
+    real, calls = ig_module.integrated_gradients, []
+
+    def counted(*args, **kwargs):
+        calls.append(1)
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(ig_module, "integrated_gradients", counted)
+    result = evaluate(model, images, [1, 1], ["smug", "smug_base"], k=10, cell=3, time_limit=20,
+                      progress=False)
+    assert len(calls) == 2  # one per input, not one per method and input
+    for per_input, mask in zip(result.outcomes, expected, strict=True):
+        assert np.array_equal(per_input["smug_base"].mask, mask)  # each input's own IG
+
+
 def test_curve_steps_set_the_deletion_and_insertion_points(tmp_path):
     from smug_opt.evaluate import deletion_curve, insertion_curve
 

@@ -167,3 +167,23 @@ def test_cli_text_explanation(tmp_path):
     record = json.loads((out / "record.json").read_text())
     assert record["verified"] is True and record["mask_size"] >= 1
     assert "<span" in (out / "explanation.html").read_text()
+
+
+def test_given_attributions_replace_the_integrated_gradients(cnn, digits):
+    from dataclasses import replace
+
+    _, xs, _ = digits
+    smug = explain(cnn, xs[0], k=100, cell=2, backend="highs", time_limit=60)
+    base = explain(cnn, xs[0], method="smug_base", k=100, cell=2, attributions=smug.attributions)
+    assert base.attributions is smug.attributions
+    fresh = explain(cnn, xs[0], method="smug_base", k=100, cell=2)
+    assert np.array_equal(base.neurons, fresh.neurons) and np.array_equal(base.mask, fresh.mask)
+    # the given attributions decide the neurons: reversed ones pick others
+    flipped = replace(smug.attributions, values=smug.attributions.values[..., ::-1].copy())
+    other = explain(cnn, xs[0], method="smug_base", k=100, cell=2, attributions=flipped)
+    assert not np.array_equal(other.neurons, fresh.neurons)
+    with pytest.raises(ValueError, match="steps 64 .expected 8."):
+        explain(cnn, xs[0], method="smug_base", k=100, cell=2, steps=8, attributions=smug.attributions)
+    wrong = (smug.attributions.target + 1) % 10
+    with pytest.raises(ValueError, match="target"):
+        explain(cnn, xs[0], method="smug_base", k=100, cell=2, target=wrong, attributions=smug.attributions)
