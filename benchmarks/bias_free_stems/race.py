@@ -3,12 +3,15 @@ chosen instance of the suite (strengthened, every piece) within the same limit, 
 time, and the table says status, objective, bound, gap and seconds side by side; the parts
 table says where the cells sit (the bound stalls in the largest parts).
 
-    python benchmarks/bias_free_stems/race.py OUT --settings auto,highs+z3 \
+    python benchmarks/bias_free_stems/race.py OUT --settings size-rule,auto \
         --filter 'conv7s2-f64-china-s0,conv7s2-f64-flower-s0,keras-ResNet50-china,keras-DenseNet121-china'
 
-A setting is ``auto`` or backends joined by ``+`` (raced: ``highs+z3`` is ``backend="highs,z3"``).
+A setting is ``auto``, ``size-rule`` (``auto`` with each part raced as its size says, HiGHS +
+CBC below 3,000 rows: the rule before :data:`~smug_opt.strengthen.solve_parts.PART_RACE`) or
+backends joined by ``+`` (raced: ``highs+z3`` is ``backend="highs,z3"``).
 The problems come from the bench cache (built once, as ``smug-opt bench run`` builds them);
-each result is one line of ``OUT/results.jsonl`` (a rerun skips what is there).
+each result is one line of ``OUT/results.jsonl`` (a rerun skips what is there); the table of
+all of them is printed at the end.
 """
 
 from __future__ import annotations
@@ -20,12 +23,12 @@ import time
 from pathlib import Path
 
 
-def _problems(names: list[str]) -> dict:
+def _problems(suite: str, names: list[str]) -> dict:
     """The suite's problems by name (built into the bench cache once, as ``bench run`` does)."""
     from smug_opt.bench.suites import load_suite
     from smug_opt.problem_file import load_problem
 
-    instances = {i.name: i for i in load_suite("bias-free-stems")}
+    instances = {i.name: i for i in load_suite(suite)}
     return {name: load_problem(instances[name].problem_path) for name in names}
 
 
@@ -37,33 +40,59 @@ def _parts(problem) -> list[dict]:
                   key=lambda d: -d["cells"])
 
 
-def main() -> None:
+def _solve(problem, setting: str, time_limit: float):
     from smug_opt import solve
+    from smug_opt.strengthen import solve_parts
 
+    rule = solve_parts.part_choice
+    if setting == "size-rule":
+        solve_parts.part_choice = lambda choice: choice
+    try:
+        backend = "auto" if setting == "size-rule" else setting.replace("+", ",")
+        return solve(problem, backend, time_limit=time_limit, strengthen=True)
+    finally:
+        solve_parts.part_choice = rule
+
+
+def table(rows: list[dict]) -> str:
+    """The results side by side: one line per instance and setting."""
+    lines = ["| instance | setting | status | objective | bound | gap | seconds | load "
+             "| largest parts (cells/rows) |", "|---|---|---|---|---|---|---|---|---|"]
+    for r in sorted(rows, key=lambda r: r["instance"]):
+        gap = "–" if r["gap"] is None else f"{100 * r['gap']:.1f} %"
+        parts = ", ".join(f"{p['cells']}/{p['rows']}" for p in r["largest_parts"])
+        lines.append(f"| {r['instance']} | {r['setting']} | {r['status']} | {r['objective']:.0f} "
+                     f"| {r['bound']:.0f} | {gap} | {r['seconds']} | {r['load']} | {parts} |")
+    return "\n".join(lines)
+
+
+def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("out", type=Path)
-    ap.add_argument("--settings", default="auto,highs+z3")
+    ap.add_argument("--settings", default="size-rule,auto")
     ap.add_argument("--filter", required=True, help="instance names, separated by commas")
+    ap.add_argument("--suite", default="bias-free-stems")
     ap.add_argument("--time-limit", type=float, default=60.0)
     args = ap.parse_args()
     args.out.mkdir(parents=True, exist_ok=True)
     results = args.out / "results.jsonl"
     done = {(r["instance"], r["setting"]) for r in map(json.loads, results.read_text().splitlines())} \
         if results.exists() else set()
-    for name, problem in _problems(args.filter.split(",")).items():
+    for name, problem in _problems(args.suite, args.filter.split(",")).items():
         parts = _parts(problem)
         for setting in args.settings.split(","):
             if (name, setting) in done:
                 continue
             load = os.getloadavg()[0]
             t = time.perf_counter()
-            r = solve(problem, setting.replace("+", ","), time_limit=args.time_limit, strengthen=True)
+            r = _solve(problem, setting, args.time_limit)
             row = {"instance": name, "setting": setting, "status": r.status.name, "objective": r.objective,
                    "bound": r.bound, "gap": r.gap, "seconds": round(time.perf_counter() - t, 1),
                    "load": round(load, 1), "parts": len(parts), "largest_parts": parts[:3]}
             print(json.dumps(row), flush=True)
             with results.open("a") as f:
                 f.write(json.dumps(row) + "\n")
+    print(table([json.loads(line) for line in results.read_text().splitlines()]))
 
 
 if __name__ == "__main__":

@@ -19,7 +19,7 @@ from fractions import Fraction
 import numpy as np
 
 from smug_opt.backend import Status
-from smug_opt.backend_choice import BackendChoice
+from smug_opt.backend_choice import BackendChoice, ChoiceKind
 from smug_opt.deadline import Deadline
 from smug_opt.ir import Problem
 from smug_opt.result import Attempt, Proof, SolveResult, Strengthening, Timings
@@ -27,7 +27,7 @@ from smug_opt.step import Step
 from smug_opt.strengthen.presolve import Part, Pieces, Strengthened, strengthen
 from smug_opt.verification import snap_binaries, verify
 
-__all__ = ["solve_strengthened"]
+__all__ = ["PART_RACE", "part_choice", "solve_strengthened"]
 
 MIN_RETRY_SECONDS = 0.5
 """Time left below which the second pass does not start another part."""
@@ -42,11 +42,26 @@ RETRY_SHARE = 0.5
 """The share of the time left for that second try (a fresh worker's start at load 10 took
 more than 2 s, twice in a row, on the 3x3 stem)."""
 
+PART_RACE = ("highs", "z3")
+"""What ``auto`` races on every strengthened part, whatever its size: with integer rows the
+parts are pseudo-Boolean, where z3 proves what CBC (``auto``'s partner of HiGHS below 3,000
+rows) does not (benchmarks/bias_free_stems/README.md, "Racing z3 on every part")."""
+
+
+def part_choice(choice: BackendChoice) -> BackendChoice:
+    """The backends for the strengthened parts: :data:`PART_RACE` for ``auto`` when both are
+    usable, else ``choice`` as given."""
+    from smug_opt.registry import available_backends
+
+    if choice.kind is not ChoiceKind.AUTO or not set(PART_RACE) <= set(available_backends()):
+        return choice
+    return BackendChoice(ChoiceKind.RACE, PART_RACE)
+
 
 def solve_strengthened(problem: Problem, pieces: Pieces, solve_part: Step, choice: BackendChoice,
                        deadline: Deadline, *, solver: str, start: np.ndarray | None = None) -> SolveResult:
-    """Strengthen ``problem``, solve its parts with ``solve_part`` on ``choice`` by
-    ``deadline`` (smallest first, each
+    """Strengthen ``problem``, solve its parts with ``solve_part`` on ``choice``
+    (:func:`part_choice`) by ``deadline`` (smallest first, each
     with a share of the remaining time: by size, but at least an equal share, so a tiny
     part is not starved of a solver's start-up time) and return one verified result.
     Parts left unproven within their share get the time the others left over
@@ -55,6 +70,7 @@ def solve_strengthened(problem: Problem, pieces: Pieces, solve_part: Step, choic
     time_limit = deadline.remaining()
     prepared = strengthen(problem, pieces)
     start, notes = _checked_start(problem, prepared, start)
+    parts_choice = part_choice(choice) if prepared.applied else choice
     results: list[SolveResult] = []
     weights = [p.problem.A.nnz + p.problem.num_vars for p in prepared.parts]
     for k, part in enumerate(prepared.parts):
@@ -66,16 +82,16 @@ def solve_strengthened(problem: Problem, pieces: Pieces, solve_part: Step, choic
             share = _at_least(deadline.share(max(weights[k] / sum(weights[k:]), 1 / left)), deadline)
         part_start = None if start is None else np.concatenate(
             [start[part.columns], np.ones(part.carried.size)])
-        result = solve_part(part.problem, choice, share, part_start)
+        result = solve_part(part.problem, parts_choice, share, part_start)
         if result.status is Status.NO_SOLUTION and not deadline.passed(MIN_PART_SECONDS):
             # its share ended before any answer (a worker replaced, whose start on a busy
             # machine takes seconds): once more with half of what is left, rather than give up
-            again = solve_part(part.problem, choice, deadline.share(RETRY_SHARE), part_start)
+            again = solve_part(part.problem, parts_choice, deadline.share(RETRY_SHARE), part_start)
             result = _better(result, again)
         results.append(result)
         if result.status in (Status.INFEASIBLE, Status.ERROR) or not result.has_solution:
             break
-    _second_pass(prepared.parts, results, solve_part, choice, deadline)
+    _second_pass(prepared.parts, results, solve_part, parts_choice, deadline)
     return _combine(prepared, results, begun, time_limit, str(choice), solver, notes)
 
 

@@ -329,3 +329,34 @@ def test_a_part_that_ends_with_no_answer_is_solved_once_more() -> None:
                                 solve_part, BackendChoice.parse("highs"), Deadline.after(30), solver="highs")
     assert statuses == [Status.NO_SOLUTION, Status.OPTIMAL, Status.OPTIMAL]
     assert result.status is Status.OPTIMAL and result.objective == 2
+
+
+def test_auto_races_highs_and_z3_on_every_strengthened_part() -> None:
+    """``auto`` hands each part to HiGHS and z3 (pseudo-Boolean parts, whatever their
+    size); a named backend or race reaches the parts as given."""
+    from smug_opt.backend_choice import BackendChoice
+    from smug_opt.deadline import Deadline
+    from smug_opt.strengthen.solve_parts import PART_RACE, solve_strengthened
+
+    for name in ("highs", "z3", "mip-cbc"):
+        skip_unless_usable(name)
+    rng = np.random.default_rng(3)
+    A = np.zeros((10, 16))
+    A[:5, :8], A[5:, 8:] = rng.normal(size=(5, 8)), rng.normal(size=(5, 8))
+    problem = Problem.from_arrays(A, ">", A.sum(axis=1) - np.abs(A).sum(axis=1) / 4)
+    optimum = solve(problem, "highs", time_limit=30, strengthen=False).objective
+    seen: list[BackendChoice] = []
+
+    def solve_part(part_problem, choice, deadline, start):  # a step (smug_opt.step.Step)
+        seen.append(choice)
+        return solve(part_problem, choice, time_limit=deadline.remaining(), start=start, strengthen=False)
+
+    pieces = Pieces(components=True, cuts=False, implied=False, fixings=False)
+    for text, expected in (("auto", PART_RACE), ("highs", ("highs",)),
+                           ("highs,mip-cbc", ("highs", "mip-cbc"))):
+        seen.clear()
+        result = solve_strengthened(problem, pieces, solve_part, BackendChoice.parse(text),
+                                    Deadline.after(30), solver=text)
+        assert result.status is Status.OPTIMAL and result.objective == optimum
+        assert verify(problem, result.x).ok
+        assert len(seen) == 2 and all(c.names == expected for c in seen), (text, seen)
