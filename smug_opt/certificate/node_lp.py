@@ -8,29 +8,16 @@ Only an oracle: its duals and Farkas rays are floats, turned into exact derivati
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 import scipy.sparse as sp
 
+from smug_opt.bounds.highs_answer import LpAnswer, read_answer
 from smug_opt.certificate.milp import CertificateError, ExactMilp, ExactRow
 from smug_opt.console import silenced_stdout
 
 __all__ = ["LpAnswer", "NodeLp"]
-
-
-@dataclass(frozen=True)
-class LpAnswer:
-    """``status``: ``"optimal"`` (``duals``, ``x`` and its float ``value`` set),
-    ``"infeasible"`` (``ray`` set when HiGHS gave one) or ``"unknown"`` (time limit or a
-    solver failure)."""
-
-    status: str
-    duals: np.ndarray | None = None
-    x: np.ndarray | None = None
-    value: float = float("nan")
-    ray: np.ndarray | None = None
 
 
 class NodeLp:
@@ -113,16 +100,7 @@ class NodeLp:
 
     def solve(self, fixed: Mapping[int, int], seconds: float) -> LpAnswer:
         """The relaxation with ``x[j] = fixed[j]`` for the fixed binaries."""
-        h, highspy = self._h, self._highspy
+        h = self._h
         self._fix(h, fixed, seconds)
         h.run()
-        status = h.getModelStatus()
-        if status == highspy.HighsModelStatus.kOptimal:
-            solution = h.getSolution()
-            return LpAnswer("optimal", duals=np.asarray(solution.row_dual, dtype=np.float64),
-                            x=np.asarray(solution.col_value, dtype=np.float64),
-                            value=float(h.getInfo().objective_function_value))
-        if status == highspy.HighsModelStatus.kInfeasible:
-            _, has_ray, ray = h.getDualRay()
-            return LpAnswer("infeasible", ray=np.asarray(ray, dtype=np.float64) if has_ray else None)
-        return LpAnswer("unknown")
+        return read_answer(h)

@@ -11,31 +11,18 @@ rows are relaxed to non-strict ones: a relaxation, so every bound stays valid.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 import scipy.sparse as sp
 
+from smug_opt.bounds.highs_answer import LpAnswer, read_answer
 from smug_opt.bounds.lp import safe_dual_bound
 from smug_opt.console import silenced_stdout
 from smug_opt.ir import Problem, Sense
 from smug_opt.safe_search.covers import Cut
 
 __all__ = ["LpAnswer", "Relaxation"]
-
-
-@dataclass(frozen=True)
-class LpAnswer:
-    """``status``: ``"optimal"`` (``x``, row duals ``y`` and the float ``value`` set),
-    ``"infeasible"`` (``ray``: HiGHS's dual ray, None when it gave none) or ``"unknown"``
-    (time limit or a solver failure)."""
-
-    status: str
-    x: np.ndarray | None = None
-    y: np.ndarray | None = None
-    value: float = float("nan")
-    ray: np.ndarray | None = None
 
 
 class Relaxation:
@@ -113,16 +100,7 @@ class Relaxation:
                           highspy.HighsModelStatus.kTimeLimit):
             h.clearSolver()  # a warm start gone wrong: once more from scratch
             h.run()
-            status = h.getModelStatus()
-        if status == highspy.HighsModelStatus.kOptimal:
-            solution = h.getSolution()
-            return LpAnswer("optimal", x=np.asarray(solution.col_value, dtype=np.float64),
-                            y=np.asarray(solution.row_dual, dtype=np.float64),
-                            value=float(h.getInfo().objective_function_value))
-        if status == highspy.HighsModelStatus.kInfeasible:
-            _, has_ray, ray = h.getDualRay()
-            return LpAnswer("infeasible", ray=np.asarray(ray, dtype=np.float64) if has_ray else None)
-        return LpAnswer("unknown")
+        return read_answer(h)
 
     def safe_bound(self, y: np.ndarray, lb: np.ndarray, ub: np.ndarray) -> tuple[float, np.ndarray]:
         """A rigorous lower bound on ``c·x`` over the relaxation within ``lb``, ``ub`` from

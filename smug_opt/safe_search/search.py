@@ -208,9 +208,9 @@ class _Search:
                 if self.lp.proves_infeasible(answer.ray, lb, ub):
                     return []
                 return self.fallback_branch(fixed, lb)
-            assert answer.x is not None and answer.y is not None
+            assert answer.x is not None and answer.duals is not None
             self.learn(node, answer.value)
-            bound, r = self.lp.safe_bound(answer.y, lb, ub)
+            bound, r = self.lp.safe_bound(answer.duals, lb, ub)
             if self.prunes(bound):
                 return []
             if rounds > 0 and self.covers.rows:
@@ -311,8 +311,8 @@ class _Search:
                 if answer.status != "optimal":
                     gains.append(0.0)
                     continue
-                assert answer.y is not None
-                if self.prunes(self.lp.safe_bound(answer.y, tlb, tub)[0]):
+                assert answer.duals is not None
+                if self.prunes(self.lp.safe_bound(answer.duals, tlb, tub)[0]):
                     gains.append(math.inf)
                     continue
                 gain = max(answer.value - value, 0.0)

@@ -75,8 +75,8 @@ def test_cover_cuts_lift_the_safe_lp_bound_to_the_integer_optimum() -> None:
     bounds = []
     for _ in range(5):
         answer = lp.solve(lb, ub, 30.0)
-        assert answer.status == "optimal" and answer.x is not None and answer.y is not None
-        bounds.append(lp.safe_bound(answer.y, lb, ub)[0])
+        assert answer.status == "optimal" and answer.x is not None and answer.duals is not None
+        bounds.append(lp.safe_bound(answer.duals, lb, ub)[0])
         cuts = separator.separate(answer.x)
         assert all(c.violation(answer.x) > 0 for c in cuts)
         lp.add_cuts(cuts)
