@@ -92,13 +92,18 @@ def test_bad_property_is_one_clear_error(tmp_path, capsys, spec, message):
     assert re.search(message, err)
 
 
+def _two_instances(folder: Path) -> Path:
+    """An instance csv in ``folder`` over the tiny net: one spec that holds, one that fails."""
+    _tiny_onnx(folder / "tiny.onnx")
+    _spec(folder / "holds.vnnlib", (1.0, 1.0), (2.0, 1.1), "(>= Y_1 Y_0)")
+    _spec(folder / "fails.vnnlib", (-1.0, -1.0), (1.0, 1.0), "(>= Y_1 (+ Y_0 0.5))")
+    (folder / "instances.csv").write_text("tiny.onnx,holds.vnnlib,20\ntiny.onnx,fails.vnnlib,20\n")
+    return folder / "instances.csv"
+
+
 def test_instance_csv_with_resume(tmp_path, capsys):
-    _tiny_onnx(tmp_path / "tiny.onnx")
-    _spec(tmp_path / "holds.vnnlib", (1.0, 1.0), (2.0, 1.1), "(>= Y_1 Y_0)")
-    _spec(tmp_path / "fails.vnnlib", (-1.0, -1.0), (1.0, 1.0), "(>= Y_1 (+ Y_0 0.5))")
-    (tmp_path / "instances.csv").write_text("tiny.onnx,holds.vnnlib,20\ntiny.onnx,fails.vnnlib,20\n")
     out = tmp_path / "run"
-    args = ["verify", "--instances", str(tmp_path / "instances.csv"), "--out", str(out)]
+    args = ["verify", "--instances", str(_two_instances(tmp_path)), "--out", str(out)]
     assert main([*args, "--limit", "1"]) == 0
     assert "1/2 instances done: unsat 1" in capsys.readouterr().out
     assert main(args) == 1  # a run is there: resume or overwrite
@@ -113,12 +118,8 @@ def test_instance_csv_with_resume(tmp_path, capsys):
 def test_retry_unknown_runs_only_the_unknowns_again(tmp_path, capsys):
     """--retry-unknown (with --resume) runs again the instances whose last record says
     unknown, appends the new record, and the summary counts each instance's last one."""
-    _tiny_onnx(tmp_path / "tiny.onnx")
-    _spec(tmp_path / "holds.vnnlib", (1.0, 1.0), (2.0, 1.1), "(>= Y_1 Y_0)")
-    _spec(tmp_path / "fails.vnnlib", (-1.0, -1.0), (1.0, 1.0), "(>= Y_1 (+ Y_0 0.5))")
-    (tmp_path / "instances.csv").write_text("tiny.onnx,holds.vnnlib,20\ntiny.onnx,fails.vnnlib,20\n")
     out = tmp_path / "run"
-    args = ["verify", "--instances", str(tmp_path / "instances.csv"), "--out", str(out)]
+    args = ["verify", "--instances", str(_two_instances(tmp_path)), "--out", str(out)]
     assert main(args) == 0
     records = out / "records.jsonl"
     first, second = (json.loads(line) for line in records.read_text().splitlines())
