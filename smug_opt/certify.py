@@ -121,9 +121,7 @@ def certify_within_budget(problem: Problem, result: SolveResult, deadline: Deadl
     if result.proof == "exact" or result.status not in (Status.OPTIMAL, Status.INFEASIBLE):
         return result
     start = time.monotonic()
-    backstop = Deadline.after(DEFAULT_BACKSTOP_SECONDS)
-    budget = backstop if deadline.at is None or (backstop.at is not None and backstop.at < deadline.at) \
-        else deadline
+    budget = deadline.capped(DEFAULT_BACKSTOP_SECONDS)
     incumbent = None if result.x is None else verify(problem, result.x)
     incumbent = incumbent if incumbent is not None and incumbent.ok else None
     settled = None

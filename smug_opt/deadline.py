@@ -67,6 +67,11 @@ class Deadline:
         left = self.remaining()
         return self if left is None else Deadline.after(max(left, 0.0) * fraction)
 
+    def capped(self, seconds: float) -> Deadline:
+        """This deadline or ``seconds`` from now, whichever comes first."""
+        cap = Deadline.after(seconds)
+        return cap if self.at is None or (cap.at is not None and cap.at < self.at) else self
+
     def shifted(self, seconds: float) -> Deadline:
         """This deadline moved ``seconds`` later (earlier when negative); none stays none."""
         return self if self.at is None else Deadline(self.at + seconds)

@@ -76,3 +76,10 @@ def test_a_solve_records_the_time_limit_it_was_given(seconds):
     assert solve(p, "highs", time_limit=seconds).time_limit == seconds
     shared = solve(p, "highs", time_limit=Deadline.after(5.0))
     assert shared.status is Status.OPTIMAL and 4.0 < shared.time_limit <= 5.0
+
+
+def test_a_capped_deadline_is_the_earlier_of_the_two():
+    assert Deadline.none().capped(5.0).remaining() == pytest.approx(5.0, abs=0.5)
+    far, near = Deadline.after(100.0), Deadline.after(1.0)
+    assert far.capped(5.0).remaining() == pytest.approx(5.0, abs=0.5)
+    assert near.capped(5.0) is near
