@@ -32,7 +32,7 @@ from fractions import Fraction
 import numpy as np
 
 from smug_opt.deadline import Deadline
-from smug_opt.exact import dot_error_bound
+from smug_opt.exact_enumeration import best_point
 from smug_opt.ir import Problem
 from smug_opt.safe_search.covers import CoverSeparator, knapsack_rows
 from smug_opt.safe_search.relaxation import LpAnswer, Relaxation
@@ -342,14 +342,9 @@ class _Search:
             points = np.repeat(lb[None, :], 1 << free.size, axis=0)
             bits = (np.arange(1 << free.size)[:, None] >> np.arange(free.size)) & 1
             points[:, self.binaries[free]] = bits
-            points = points[decide_rows(self.problem, points).holds.all(axis=1)]
-            approx = points @ self.problem.objective
-            magnitude = float(np.abs(self.problem.objective).sum())
-            slack = 2 * float(dot_error_bound(self.problem.num_vars, magnitude))
-            for k in np.argsort(approx, kind="stable").tolist():
-                if self.best is not None and approx[k] > float(self.best.objective) + slack:
-                    break  # this point and every later one are worse than the incumbent
-                self.offer(points[k])
+            found = best_point(self.problem, points, below=None if self.best is None else self.best.objective)
+            if found is not None:
+                self.best = found
             return []
         if free.size == 0:
             raise _GaveUp("a node with every binary fixed is not closed by its LP")
