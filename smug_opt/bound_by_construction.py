@@ -34,6 +34,8 @@ class ConstructionBound:
 
     value: Fraction
     why: str
+    row: int | None = None
+    """The cardinality row it comes from, None for the variables' boxes."""
 
 
 def construction_bound(problem: Problem) -> ConstructionBound:
@@ -46,9 +48,9 @@ def construction_bound(problem: Problem) -> ConstructionBound:
         for i, k, cols in _cardinality_rows(problem):
             value = k * Fraction(int(c[cols].min()))
             if value > best.value:
-                known = (" (the encoder's enumeration: min_cells)"
+                known = (" (the encoder's enumeration with error bounds: min_cells)"
                          if problem.metadata.get("min_cells") == k else "")
-                best = ConstructionBound(value, f"row {i} keeps at least {k} of its cells{known}")
+                best = ConstructionBound(value, f"row {i} keeps at least {k} of its cells{known}", i)
     return best
 
 
@@ -78,25 +80,41 @@ def _cardinality_rows(problem: Problem) -> list[tuple[int, int, np.ndarray]]:
 
 def exact_by_construction(problem: Problem, result: SolveResult) -> SolveResult:
     """``result`` as an exact OPTIMAL when its verified solution meets
-    :func:`construction_bound`; otherwise unchanged."""
-    objective = result.objective
-    if (result.proof == "exact" or result.x is None or objective is None
-            or result.status not in (Status.OPTIMAL, Status.FEASIBLE)):
+    :func:`construction_bound`; otherwise, when that bound comes from a cardinality row, a
+    FEASIBLE or NO_SOLUTION result whose bound is lower (or missing) gets it, with a note
+    saying where it comes from (a solver may stop before its own bound reaches a row it was
+    given); otherwise unchanged."""
+    if result.proof == "exact" or result.status not in (Status.OPTIMAL, Status.FEASIBLE,
+                                                        Status.NO_SOLUTION):
         return result
     bound = construction_bound(problem)
-    if not _near(objective, bound):
-        return result  # clearly above it: spare the exact check
-    value = _verified_objective(problem, result)
-    if value is None:  # the objective reads values that x holds rounded: verify again
-        v = verify(problem, result.x)
-        value = v.objective if v.ok else None
-    if value != bound.value:
+    objective = result.objective
+    if result.x is not None and objective is not None and _near(objective, bound):
+        value = _verified_objective(problem, result)
+        if value is None:  # the objective reads values that x holds rounded: verify again
+            v = verify(problem, result.x)
+            value = v.objective if v.ok else None
+        if value == bound.value:
+            note = f"optimal by construction: {bound.why}"
+            low = float_down(bound.value)
+            gap = max(objective - low, 0.0) / max(abs(objective), 1.0)
+            return replace(result, status=Status.OPTIMAL, proof=Proof.EXACT, bound=low, gap=gap,
+                           message="; ".join(m for m in (result.message, note) if m))
+    if result.status is Status.OPTIMAL:
         return result
-    note = f"optimal by construction: {bound.why}"
+    return _with_row_bound(result, bound)
+
+
+def _with_row_bound(result: SolveResult, bound: ConstructionBound) -> SolveResult:
+    """``result`` with its bound raised to ``bound`` where that comes from a cardinality row
+    and is higher (the gap recomputed, the message saying why)."""
     low = float_down(bound.value)
-    gap = max(objective - low, 0.0) / max(abs(objective), 1.0)
-    return replace(result, status=Status.OPTIMAL, proof=Proof.EXACT, bound=low, gap=gap,
-                   message="; ".join(m for m in (result.message, note) if m))
+    if bound.row is None or (result.bound is not None and result.bound >= low):
+        return result
+    gap = (None if result.objective is None
+           else max(result.objective - low, 0.0) / max(abs(result.objective), 1.0))
+    note = f"bound {low:g} by construction: {bound.why}"
+    return replace(result, bound=low, gap=gap, message="; ".join(m for m in (result.message, note) if m))
 
 
 def optimal_start(problem: Problem, start: np.ndarray, backend: str) -> SolveResult | None:

@@ -12,6 +12,7 @@ from tiny_problems import random_input, random_mlp
 
 from smug_opt import Problem, Status, solve
 from smug_opt.bound_by_construction import construction_bound, exact_by_construction, optimal_start
+from smug_opt.verification import verify
 
 
 def test_an_empty_mask_is_exact() -> None:
@@ -57,8 +58,45 @@ def test_a_feasible_result_at_the_bound_becomes_optimal() -> None:
     timed_out = replace(r, status=Status.FEASIBLE, proof=None, bound=0.0)
     proven = exact_by_construction(p, timed_out)
     assert proven.status is Status.OPTIMAL and proven.proof == "exact" and proven.bound == 1.0
-    costly = replace(timed_out, x=np.ones(3), objective=3.0)
-    assert exact_by_construction(p, costly) is costly
+    costly = replace(timed_out, x=np.ones(3), objective=3.0)  # above the row: stays FEASIBLE
+    raised = exact_by_construction(p, costly)
+    assert raised.status is Status.FEASIBLE and raised.proof is None
+    assert raised.bound == 1.0 and raised.gap == pytest.approx(2 / 3)
+    assert "bound 1 by construction: row 0 keeps at least 1 of its cells" in raised.message
+    assert exact_by_construction(p, raised) is raised  # already at the row's bound
+
+
+def test_a_solver_bound_above_the_rows_is_kept_and_boxes_raise_nothing() -> None:
+    p = Problem.from_arrays([[1.0, 1.0, 1.0]], ">=", [1.0])
+    r = solve(p, "highs", time_limit=20, strengthen=False)
+    higher = replace(r, status=Status.FEASIBLE, proof=None, x=np.ones(3), objective=3.0, bound=2.0)
+    assert exact_by_construction(p, higher) is higher
+    no_row = Problem.from_arrays([[1.0, 2.0, 1.0]], ">=", [1.0])  # not a cardinality row
+    r = solve(no_row, "highs", time_limit=20, strengthen=False)
+    unbounded = replace(r, status=Status.FEASIBLE, proof=None, x=np.ones(3), objective=3.0, bound=None)
+    assert exact_by_construction(no_row, unbounded) is unbounded  # the boxes' 0 is no news
+    nothing = replace(unbounded, status=Status.NO_SOLUTION, x=None, objective=None, gap=None)
+    assert exact_by_construction(p, nothing).bound == 1.0  # no incumbent, a bound all the same
+
+
+def test_a_stress_record_that_times_out_keeps_min_cells_as_its_bound() -> None:
+    """The race may stop before any solver's bound reaches the encoder's cardinality row: the
+    result's bound is still the row's (issue 17: maxpool/cifar records said bound 0)."""
+    from smug_opt.encode import full_network
+
+    n = len(full_network(random_mlp(1), random_input(1)).metadata["cells"])
+    p = full_network(random_mlp(1), random_input(1), max_cells=n)  # every cell allowed
+    k = p.metadata["min_cells"]
+    assert 1 <= k < n
+    r = solve(p, "highs", time_limit=30)
+    everything = np.zeros(p.num_vars)
+    everything[:n] = 1.0  # every cell: a feasible mask above the optimum (ReLUs recomputed)
+    v = verify(p, everything)
+    assert v.ok
+    timed_out = replace(r, status=Status.FEASIBLE, proof=None, x=v.x, objective=float(n), bound=0.0)
+    raised = exact_by_construction(p, timed_out)
+    assert raised.status is Status.FEASIBLE and raised.bound == float(k)
+    assert "min_cells" in raised.message and "enumeration" in raised.message
 
 
 def test_a_stress_optimum_at_min_cells_is_exact() -> None:

@@ -71,7 +71,8 @@ def liars(monkeypatch: pytest.MonkeyPatch) -> None:
     registry._load.cache_clear()
 
 
-ALL_ONES_OPTIMAL = Problem.from_arrays([[1.0, 1.0, 1.0]], ">=", [1.0])  # optimum 1, all ones: 3
+# optimum 1, all ones: 3; not a cardinality row, whose count would be a bound by construction
+ALL_ONES_OPTIMAL = Problem.from_arrays([[1.0, 2.0, 1.0]], ">=", [1.0])
 
 
 def test_optimal_without_bound_from_a_float_backend_is_not_optimal(liars: None) -> None:
@@ -88,7 +89,7 @@ def test_optimal_without_bound_from_an_exact_backend_is_its_proof(liars: None) -
 
 
 def test_a_fractional_binary_makes_no_bound(liars: None) -> None:
-    p = Problem.from_arrays([[1.0, 1.0, 1.0]], ">=", [1.0])
+    p = ALL_ONES_OPTIMAL
     r = solve(p, "test-fractional-optimal", isolate=False)
     assert r.status is Status.NO_SOLUTION and r.bound is None
     assert "fractional binary" in r.message
