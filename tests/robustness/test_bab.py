@@ -12,7 +12,7 @@ from smug_opt.bounds import Box, propagate
 from smug_opt.bounds.relu_chain import ChainBounds, ReluChain
 from smug_opt.deadline import Deadline
 from smug_opt.network.flat import Preprocess
-from smug_opt.robustness import RobustnessQuery, decide
+from smug_opt.robustness import RobustnessQuery, bab, decide
 from smug_opt.robustness.bab import branch_and_bound
 from smug_opt.vnnlib import Conjunct
 
@@ -64,3 +64,56 @@ def test_decide_closes_what_the_bounds_leave_open():
     verdict = decide(query, time_limit=60)
     assert verdict.answer == "unsat" and verdict.proof == "exact", verdict
     assert "bab" in verdict.decided_by
+
+
+def _chain_case(seed: int, sizes: list[int], radius: float):
+    """A random MLP, a box around a random point, its CROWN-bounded chain and the label."""
+    rng = np.random.default_rng(seed)
+    net = mlp(rng, sizes)
+    x0 = rng.uniform(-1, 1, sizes[0])
+    lo, hi = x0 - radius, x0 + radius
+    fb = propagate(net, Box(lo, hi), method="crown")
+    relus = range(len(sizes) - 2)
+    cb = ChainBounds.of(ReluChain.from_flat(net), lo, hi, [fb.lo[2 * i + 1] for i in relus],
+                        [fb.hi[2 * i + 1] for i in relus])
+    return net, lo, hi, cb, int(net.forward(x0[None])[-1][0].argmax())
+
+
+@pytest.mark.parametrize("seed", range(2))
+def test_filtered_branching_on_three_layers_matches_the_exact_minimum(seed, monkeypatch):
+    """More candidates than unstable neurons (some not usable) on a 3-hidden-layer net: every
+    answer agrees with the minimum over all 2^9 activation patterns."""
+    monkeypatch.setattr(bab, "CANDIDATES", 16)
+    net, lo, hi, cb, label = _chain_case(seed, [2, 3, 3, 3, 3], 0.6)
+    for j in (j for j in range(3) if j != label):
+        c = np.zeros(3)
+        c[label], c[j] = 1.0, -1.0
+        exact = exact_minimum(net, lo, hi, c)
+        if abs(exact) < 1e-6:
+            continue
+        result = branch_and_bound(cb, c[None], np.zeros(1), np.zeros(1, dtype=bool), Deadline.after(30),
+                                  batch=3, root_steps=0)
+        assert result.status == ("unsat" if exact > 0 else "candidate"), (seed, j, exact, result)
+        if exact < 0:
+            assert c @ net.forward(result.x[None])[-1][0] <= 0
+
+
+@pytest.mark.parametrize("seed", [2, 3])  # seed 2 leaves 6 linear regions open, seed 3 finds a candidate
+def test_linear_regions_left_open_never_give_unsat(seed, monkeypatch):
+    """Without α/β steps the bound of a fully split domain ignores the splits' constraints,
+    so linear regions without counterexamples can stay open: the answer is then unknown
+    (or a confirmed candidate), never unsat unless the exact minimum is positive."""
+    monkeypatch.setattr(bab, "STEPS", 0)
+    net, lo, hi, cb, label = _chain_case(seed, [2, 4, 4, 3], 0.8)
+    for j in (j for j in range(3) if j != label):
+        c = np.zeros(3)
+        c[label], c[j] = 1.0, -1.0
+        exact = exact_minimum(net, lo, hi, c)
+        result = branch_and_bound(cb, c[None], np.zeros(1), np.zeros(1, dtype=bool), Deadline.after(30),
+                                  batch=2, root_steps=0)
+        if result.status == "unsat":
+            assert exact > 0, (seed, j, exact, result)
+        elif result.status == "candidate":
+            assert c @ net.forward(result.x[None])[-1][0] <= 0 and exact <= 0
+        else:
+            assert "every ReLU split" in result.message, result
