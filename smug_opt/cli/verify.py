@@ -48,6 +48,9 @@ def add_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParse
                         "record is appended; an instance's last record counts)")
     p.add_argument("--limit", type=int, default=None, metavar="N",
                    help="with --instances: stop after N instances (this invocation)")
+    p.add_argument("--only", action="append", default=None, metavar="TEXT",
+                   help="with --instances: run only the instances whose 'model,property' name "
+                        "contains TEXT (repeatable: any of them; e.g. to run the likeliest first)")
     return p
 
 
@@ -63,8 +66,8 @@ def run(args: argparse.Namespace) -> int:
     if not (args.model and args.spec):
         raise ValueError("give a model and a property (smug-opt verify net.onnx spec.vnnlib), "
                          "or --instances CSV --out DIR")
-    if args.out or args.resume or args.retry_unknown or args.limit is not None:
-        raise ValueError("--out, --resume, --retry-unknown and --limit go with --instances")
+    if args.out or args.resume or args.retry_unknown or args.limit is not None or args.only:
+        raise ValueError("--out, --resume, --retry-unknown, --limit and --only go with --instances")
     from smug_opt.robustness.instance import load_instance_model, results_text, verify_files
 
     model = load_instance_model(args.model)
@@ -115,7 +118,7 @@ def _run_instances(args: argparse.Namespace) -> int:
     ran = 0
     for index, (model_name, spec_name, timeout) in enumerate(rows):
         name = f"{model_name},{spec_name}"
-        if name in done:
+        if name in done or (args.only and not any(text in name for text in args.only)):
             continue
         if args.limit is not None and ran >= args.limit:
             break

@@ -137,6 +137,21 @@ def test_retry_unknown_runs_only_the_unknowns_again(tmp_path, capsys):
         ("holds.vnnlib", "unsat"), ("fails.vnnlib", "unknown"), ("fails.vnnlib", "sat")]
 
 
+def test_only_runs_the_instances_named(tmp_path, capsys):
+    """--only TEXT runs the instances whose name contains TEXT; a later --resume the rest."""
+    out = tmp_path / "run"
+    args = ["verify", "--instances", str(_two_instances(tmp_path)), "--out", str(out)]
+    assert main([*args, "--only", "fails.vnnlib"]) == 0
+    assert "1/2 instances done: unsat 0, sat 1" in capsys.readouterr().out
+    assert main([*args, "--resume"]) == 0
+    lines = [json.loads(line) for line in (out / "records.jsonl").read_text().splitlines()]
+    assert [(r["index"], r["property"], r["answer"]) for r in lines] == [
+        (1, "fails.vnnlib", "sat"), (0, "holds.vnnlib", "unsat")]
+    tiny = str(tmp_path / "tiny.onnx")
+    assert main(["verify", tiny, str(tmp_path / "holds.vnnlib"), "--only", "x"]) == 1
+    assert "--only go with --instances" in capsys.readouterr().err
+
+
 @pytest.mark.skipif(not SHARED.is_dir(), reason="../shared/nets/vnncomp2021 is not present")
 def test_real_mnistfc_instance(tmp_path, capsys):
     """mnist-net_256x2 prop_7 at ε 0.03: every published tool that answered said sat; the
