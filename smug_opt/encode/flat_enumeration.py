@@ -18,7 +18,6 @@ float64 evaluation: a mask within that margin of acceptance only ends the proof 
 from __future__ import annotations
 
 import math
-import time
 from dataclasses import dataclass
 
 import numpy as np
@@ -29,17 +28,14 @@ from smug_opt.encode.enumeration import MAX_ENUMERATED_MASKS, batched_combinatio
 from smug_opt.encode.masked import MaskedNetwork
 from smug_opt.exact import UNIT_ROUNDOFF, dot_error_bound
 
-__all__ = ["SEARCH_SECONDS", "SEARCH_WORK", "SmallMasks", "search_cap", "smaller_masks"]
+__all__ = ["SEARCH_WORK", "SmallMasks", "search_cap", "smaller_masks"]
 
-SEARCH_WORK = 5e10
-"""Multiply-adds (of the linear layers) the search may spend: it takes the sizes whose masks,
-counted from size 0, fit (2M masks of the 784-32-10 MLP; up to 3 of VeriVital's max-pool
-CNN's ~190 cells)."""
-
-SEARCH_SECONDS = 45.0
-"""Seconds the search may take (its work estimate counts only the linear layers'
-multiply-adds): stopped early, it keeps the sizes it finished. VeriVital's max-pool CNN
-needs 15-20 s for every mask of up to 2 of its ~180 cells at load 8."""
+SEARCH_WORK = 2e10
+"""Work (:attr:`~smug_opt.encode.masked.MaskedNetwork.mask_work` units) the search may
+spend: it takes the sizes whose masks, counted from size 0, fit. A count, so that the
+sizes it proves never depend on the machine's load: every mask of up to 2 of VeriVital's
+max-pool CNN's ~200 cells (7e9, 10-30 s at load 8-10), not its 1.3M masks of 3 (5e11);
+1 of cifar10_small's 1,024."""
 
 
 @dataclass(frozen=True, eq=False)
@@ -73,15 +69,13 @@ def search_cap(network: MaskedNetwork) -> int:
     return min(MAX_ENUMERATED_MASKS, network.affordable_masks(SEARCH_WORK))
 
 
-def smaller_masks(network: MaskedNetwork, below: int, max_masks: int | None = None,
-                  seconds: float = SEARCH_SECONDS) -> SmallMasks:
+def smaller_masks(network: MaskedNetwork, below: int, max_masks: int | None = None) -> SmallMasks:
     """Every mask of ``0, 1, …`` cells, fewer than ``below``, evaluated once, while their
-    number counted from size 0 fits ``max_masks`` (default :func:`search_cap`) and
-    ``seconds`` last; it stops at the first size with a mask the float64 network accepts
-    (the batch's best such mask is ``found``)."""
+    number counted from size 0 fits ``max_masks`` (default :func:`search_cap`); it stops
+    at the first size with a mask the float64 network accepts (the batch's best such mask
+    is ``found``). Deterministic: no wall-clock budget."""
     n = network.num_cells
     cap = search_cap(network) if max_masks is None else max_masks
-    deadline = time.monotonic() + seconds
     rows = network.batch_rows()
     largest = [np.zeros(layer.size) for layer in network.net.layers]  # max |value| seen per neuron
     tracked = _magnitudes_needed(network)
@@ -92,8 +86,6 @@ def smaller_masks(network: MaskedNetwork, below: int, max_masks: int | None = No
             break
         best = -math.inf
         for idx in batched_combinations(n, k, rows=rows):
-            if time.monotonic() > deadline:
-                return SmallMasks(None, tuple(closest), _row_error(network, largest))
             trials = np.zeros((idx.shape[0], n))
             np.put_along_axis(trials, idx, 1.0, axis=1)
             values = network.values(trials)

@@ -36,7 +36,7 @@ from smug_opt.models.grid import regular_grid
 from smug_opt.network.flat import FlatNetwork, Preprocess
 from smug_opt.verification import verify
 
-ENCODING_VERSION = 9
+ENCODING_VERSION = 10
 """Bumped whenever :func:`full_network` builds other problems from the same inputs (2:
 masks of fewer cells than the greedy one tried, ``min_cells`` from the affordable sizes;
 3: one encoder over flat networks, layer values as expressions over the variables;
@@ -45,20 +45,20 @@ masks of fewer cells than the greedy one tried, ``min_cells`` from the affordabl
 6: bounds widened by the coefficients' proven rounding instead of a relative margin;
 7: a beam search for a mask smaller than greedy's where the smaller ones are too many to try;
 8: the minimum-size proofs may spend 5e9 multiply-adds on MLPs (was 2e9), 45 s elsewhere (was 20);
-9: one pass over the smaller masks both searches and proves, with error bounds over all of them);
+9: one pass over the smaller masks both searches and proves, with error bounds over all of them;
+10: the small-mask search and the beam search budgeted by work counts only, no seconds);
 cached suites of its problems carry it in their version, so they are rebuilt."""
 
 BEAM_WORK = 5e9
-"""Multiply-adds for the beam search for a smaller mask where the smaller masks are too many
-to enumerate (:func:`~smug_opt.encode.masks.beam_mask`): its width is what fits, at most
+"""Work (:attr:`~smug_opt.encode.masked.MaskedNetwork.mask_work` units) for the beam search
+for a smaller mask where the smaller masks are too many to enumerate
+(:func:`~smug_opt.encode.masks.beam_mask`): its width is what fits, at most
 :data:`~smug_opt.encode.masks.BEAM_WIDTH` (64 on 784-256-256-10, about 2 s, where it finds the
-3-pixel masks greedy misses), and it is skipped below :data:`MIN_BEAM_WIDTH` (a CIFAR CNN's
-1,024 cells: width 6; at width 64 it found no smaller mask in 10 s)."""
+3-pixel masks greedy misses; about 23 on VeriVital's max-pool CNN), and it is skipped below
+:data:`MIN_BEAM_WIDTH` (a CIFAR CNN's 1,024 cells: width 6; at width 64 it found no smaller
+mask in 10 s). A work count, not seconds, so that the start mask never depends on load."""
 
 MIN_BEAM_WIDTH = 16
-
-BEAM_SECONDS = 10.0
-"""Seconds the beam search may take (optional: stopped early, the mask it had is kept)."""
 
 __all__ = ["ENCODING_VERSION", "full_network", "solution_mask"]
 
@@ -125,7 +125,7 @@ def full_network(model_or_layers: Any, x: np.ndarray, label: int | None = None, 
         levels = network.num_cells * (below - 1)
         width = min(BEAM_WIDTH, network.affordable_masks(BEAM_WORK) // max(levels, 1))
         if width >= MIN_BEAM_WIDTH:
-            candidates = [beam_mask(network, candidates[0], width, seconds=BEAM_SECONDS)]
+            candidates = [beam_mask(network, candidates[0], width)]
     if greedy is not None and candidates[0].sum() < greedy.sum():
         candidates.append(greedy)  # the greedy mask, should exact arithmetic reject the smaller
     start = None

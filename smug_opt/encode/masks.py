@@ -6,9 +6,6 @@ the solve's start and the cardinality row's cut-off)."""
 
 from __future__ import annotations
 
-import math
-import time
-
 import numpy as np
 
 from smug_opt.encode.masked import MaskedNetwork
@@ -45,15 +42,14 @@ def greedy_mask(network: MaskedNetwork) -> np.ndarray | None:
         mask[kept[np.argmax(slack)]] = 0.0
 
 
-def beam_mask(network: MaskedNetwork, mask: np.ndarray, width: int = BEAM_WIDTH,
-              seconds: float = math.inf) -> np.ndarray:
+def beam_mask(network: MaskedNetwork, mask: np.ndarray, width: int = BEAM_WIDTH) -> np.ndarray:
     """``mask``, or a mask of fewer cells the float64 network accepts, found by growing masks
     one cell at a time from the empty one and keeping, at each size, the ``width`` whose
     worst output slack is highest (greedy is width 1; a wider beam finds masks whose cells
     only help together). Stops at the first size that has an accepted mask, below
-    ``mask``'s size, or when ``seconds`` run out."""
+    ``mask``'s size (at most ``width·num_cells`` masks a size: its callers size
+    ``width`` by a work count)."""
     n = network.num_cells
-    deadline = time.monotonic() + seconds
     beam = np.zeros((1, 0), dtype=np.int64)  # each row: the sorted cells of one mask
     rows = max(network.batch_rows(), 1)
     for _ in range(int(mask.sum()) - 1):
@@ -63,8 +59,6 @@ def beam_mask(network: MaskedNetwork, mask: np.ndarray, width: int = BEAM_WIDTH,
         candidates = np.unique(np.sort(np.hstack([grown, added])[fresh], axis=1), axis=0)
         slack = np.empty(candidates.shape[0])
         for start in range(0, candidates.shape[0], rows):
-            if time.monotonic() > deadline:
-                return mask
             part = candidates[start:start + rows]
             trials = np.zeros((part.shape[0], n))
             np.put_along_axis(trials, part, 1.0, axis=1)

@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import functools
 import itertools
-import math
 from fractions import Fraction
 
 import numpy as np
@@ -90,7 +89,7 @@ def test_budgets_prove_only_the_sizes_evaluated_in_full(seed: int) -> None:
     capped = smaller_masks(network, SIZES, max_masks=1)  # only the empty mask fits
     assert capped.found is None and optimum >= 1
     assert capped.proven_minimum(SIZES, np.zeros(network.out_rhs.size)) == 1
-    assert smaller_masks(network, SIZES, seconds=-1.0).proven_minimum(SIZES, np.zeros(1)) == 0
+    assert smaller_masks(network, SIZES, max_masks=0).proven_minimum(SIZES, np.zeros(1)) == 0
 
 
 @pytest.mark.parametrize("seed", INSTANCES[:3])
@@ -98,7 +97,7 @@ def test_the_error_bound_holds_against_exact_arithmetic(seed: int) -> None:
     """Every mask's float64 slack lies within the pass's row error of the exact slack of the
     network on the masked input (rational arithmetic on the float weights)."""
     network, masks, _ = _case(seed)
-    search = smaller_masks(network, SIZES, seconds=math.inf)
+    search = smaller_masks(network, SIZES)
     error = search.row_error
     rng = np.random.default_rng(seed)
     sizes = masks.sum(axis=1)
@@ -141,3 +140,43 @@ def test_the_encoder_evaluates_the_smaller_masks_once(monkeypatch) -> None:
         meta = problem.metadata
         assert meta["greedy_cells"] == optimum, seed  # the pass's mask where greedy's is larger
         assert meta["min_cells"] == optimum and "ruled out" in meta["bounds_source"], seed
+
+
+class _RushedClock:
+    """A wall clock on which every reading is 10,000 s after the last one: a machine so
+    loaded that any budget in seconds would run out at once."""
+
+    def __init__(self) -> None:
+        self.now = 0.0
+
+    def __call__(self) -> float:
+        self.now += 1e4
+        return self.now
+
+
+def test_the_searches_decide_by_work_counts_not_by_the_clock(monkeypatch) -> None:
+    """The proven minimum size, the start mask and its size are the same whatever the load
+    (issue 17: a 45 s budget made min_cells depend on it): encoded once normally and once
+    on a clock that leaps 10,000 s per reading, they agree, with the pass over the smaller
+    masks deciding the start, and with the beam search deciding it."""
+    import sys
+    import time
+
+    full_network_module = sys.modules["smug_opt.encode.full_network"]  # the package re-exports the function
+    for beam in (False, True):
+        with monkeypatch.context() as settings:
+            if beam:  # as if the smaller masks were too many: the beam search finds the start
+                settings.setattr(full_network_module, "search_cap", lambda network: 0)
+                settings.setattr(full_network_module, "MIN_BEAM_WIDTH", 1)
+            for seed in INSTANCES[:3]:
+                network, _, _ = _case(seed)
+                label = int(np.argmax(network.out_rows[0]))
+                x = network.xa.reshape(2, 5, 5)
+                normal = full_network(network.net, x, label, strengthen=False).metadata
+                with monkeypatch.context() as rushed:
+                    rushed.setattr(time, "monotonic", _RushedClock())
+                    rushed.setattr(time, "perf_counter", _RushedClock())
+                    loaded = full_network(network.net, x, label, strengthen=False).metadata
+                assert normal["min_cells"] >= 1 and "ruled out" in normal["bounds_source"], seed
+                for key in ("min_cells", "greedy_cells", "start", "max_cells", "bounds_source"):
+                    assert loaded[key] == normal[key], (beam, seed, key)
