@@ -12,8 +12,9 @@ bounded once with the parent's α and β, and the neuron whose worse child bound
 split (on ``mnistfc`` 256x2 prop_1_0.03: 2.5x fewer domains than the top score alone),
 in batches, depth first (the queue stays short; every domain is closed before ``unsat`` is
 said, so the order only changes how soon a counterexample shows). From the box corners that
-minimise the weakest open domains' bounds, a short gradient descent looks for a
-counterexample (float64 forward pass of the chain); the caller confirms it on the model.
+minimise the open domains' bounds (each tried), a short gradient descent from the weakest
+ones' looks for a counterexample (float64 forward pass of the chain); the caller confirms it
+on the model.
 A domain with every unstable ReLU split (the chain is affine on it) that the bounds leave
 open has its LP's optimum tried as a counterexample; if that fails it stays open (the
 answer can no longer be ``unsat``) while the search goes on among the others.
@@ -39,8 +40,9 @@ BATCH = 128
 """Domains split per round (each gives two)."""
 ROOT_STEPS = 60
 STEPS = 5
-DESCENTS = 32
-"""Open domains per round whose corner starts a descent towards a counterexample."""
+DESCENTS = 8
+"""Open domains per round whose corner starts a descent towards a counterexample (every
+open domain's corner is tried as it is)."""
 DESCENT_STEPS = 10
 DESCENT_SIZE = 0.1
 """The descent's first step, as a share of the box's width (then decaying linearly)."""
@@ -134,8 +136,12 @@ def _branch_and_bound(bounds: ChainBounds, matrix: np.ndarray, rhs: np.ndarray, 
         subset = [t[keep] for t in s]
         corners = bounds.minimiser(top, C, [t[keep] for t in found.alphas],
                                    None if found.betas is None else [t[keep] for t in found.betas], subset)
+        corners = corners.reshape(-1, corners.shape[-1])
+        hit = torch.nonzero(reaches(corners)).flatten()
+        if hit.numel():
+            return done("candidate", count, x=corners[int(hit[0])].numpy().copy())
         worst = torch.argsort(found.bound[keep].max(dim=-1).values)[:DESCENTS]
-        x = _descend(bounds, C, d, strict_t, corners.reshape(-1, corners.shape[-1])[worst])
+        x = _descend(bounds, C, d, strict_t, corners[worst])
         if x is not None:
             return done("candidate", count, x=x)
         stack.push(subset, [t[keep] for t in found.alphas],
