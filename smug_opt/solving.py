@@ -35,6 +35,7 @@ from smug_opt.strategies import (
     WorkerSettings,
 )
 from smug_opt.strengthen.presolve import Pieces, worth_strengthening
+from smug_opt.strengthen.solve_parts import part_extras
 
 __all__ = ["DEFAULT_GRACE", "OBJECTIVE_TOLERANCE", "PROBLEM_START", "objective_tolerance", "solve",
            "start_values"]
@@ -166,14 +167,22 @@ class _Solve:
             settled = optimal_start(problem, start, str(choice))
             if settled is not None:
                 return _with_range_notes(problem, choice, settled)
-        solver: Step = Race(self.workers) if choice.is_race else SingleBackend(self.workers)
+        solver = _step(self.workers, choice)
         strengthen = worth_strengthening(problem) if self.strengthen is None else self.strengthen
         if strengthen is not False:
             pieces = strengthen if isinstance(strengthen, Pieces) else Pieces()
             name = str(choice) if choice.is_race else backend_class(choice.name).solver_version()
-            solver = Strengthen(pieces, solver, name)
+            options = self.workers.options  # the parts' solvers get their own extras
+            parts = replace(self.workers,
+                            options=replace(options, extras=part_extras(choice, options.extras)))
+            solver = Strengthen(pieces, solver, name, parts=_step(parts, choice))
         result = _with_range_notes(problem, choice, solver(problem, choice, deadline, start))
         return exact_by_construction(problem, result)
+
+
+def _step(workers: WorkerSettings, choice: BackendChoice) -> Step:
+    """A race of ``choice``'s backends, or its one backend's loop."""
+    return Race(workers) if choice.is_race else SingleBackend(workers)
 
 
 def _with_range_notes(problem: Problem, choice: BackendChoice, result: SolveResult) -> SolveResult:

@@ -72,20 +72,23 @@ class Race:
 
 @dataclass(frozen=True)
 class Strengthen:
-    """Solve the strengthened parts of the problem with ``inner`` and answer for the
-    original (:func:`smug_opt.strengthen.solve_parts.solve_strengthened`)."""
+    """Solve the strengthened parts of the problem with ``parts`` (default ``inner``) and
+    answer for the original (:func:`smug_opt.strengthen.solve_parts.solve_strengthened`);
+    ``inner`` solves the problem as stated when strengthening does not apply."""
 
     pieces: Pieces
     inner: Step
     solver: str
     """The solver named in a result when no part was solved."""
+    parts: Step | None = None
+    """The step for the strengthened parts (None: ``inner``)."""
 
     def __call__(self, problem: Problem, choice: BackendChoice, deadline: Deadline,
                  start: np.ndarray | None) -> SolveResult:
         from smug_opt.strengthen.solve_parts import solve_strengthened
 
-        return solve_strengthened(problem, self.pieces, self.inner, choice, deadline,
-                                  solver=self.solver, start=start)
+        return solve_strengthened(problem, self.pieces, self.parts or self.inner, choice, deadline,
+                                  solver=self.solver, start=start, solve_whole=self.inner)
 
 
 @dataclass(frozen=True)

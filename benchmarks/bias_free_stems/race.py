@@ -3,12 +3,14 @@ chosen instance of the suite (strengthened, every piece) within the same limit, 
 time, and the table says status, objective, bound, gap and seconds side by side; the parts
 table says where the cells sit (the bound stalls in the largest parts).
 
-    python benchmarks/bias_free_stems/race.py OUT --settings size-rule,auto \
+    python benchmarks/bias_free_stems/race.py OUT --settings z3-defaults,auto \
         --filter 'conv7s2-f64-china-s0,conv7s2-f64-flower-s0,keras-ResNet50-china,keras-DenseNet121-china'
 
 A setting is ``auto``, ``size-rule`` (``auto`` with each part raced as its size says, HiGHS +
-CBC below 3,000 rows: the rule before :data:`~smug_opt.strengthen.solve_parts.PART_RACE`) or
-backends joined by ``+`` (raced: ``highs+z3`` is ``backend="highs,z3"``).
+CBC below 3,000 rows: the rule before :data:`~smug_opt.strengthen.solve_parts.PART_RACE`),
+``z3-defaults`` (``auto`` with z3 at its own settings on the parts: the rule before
+:data:`~smug_opt.strengthen.solve_parts.PART_Z3_EXTRAS`) or backends joined by ``+``
+(raced: ``highs+z3`` is ``backend="highs,z3"``).
 The problems come from the bench cache (built once, as ``smug-opt bench run`` builds them);
 each result is one line of ``OUT/results.jsonl`` (a rerun skips what is there); the table of
 all of them is printed at the end.
@@ -44,14 +46,16 @@ def _solve(problem, setting: str, time_limit: float):
     from smug_opt import solve
     from smug_opt.strengthen import solve_parts
 
-    rule = solve_parts.part_choice
+    rule, z3_extras = solve_parts.part_choice, solve_parts.PART_Z3_EXTRAS
     if setting == "size-rule":
         solve_parts.part_choice = lambda choice: choice
+    if setting == "z3-defaults":
+        solve_parts.PART_Z3_EXTRAS = {}
     try:
-        backend = "auto" if setting == "size-rule" else setting.replace("+", ",")
+        backend = "auto" if setting in ("size-rule", "z3-defaults") else setting.replace("+", ",")
         return solve(problem, backend, time_limit=time_limit, strengthen=True)
     finally:
-        solve_parts.part_choice = rule
+        solve_parts.part_choice, solve_parts.PART_Z3_EXTRAS = rule, z3_extras
 
 
 def table(rows: list[dict]) -> str:

@@ -12,9 +12,11 @@ from __future__ import annotations
 
 import math
 import time
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import fields, replace
 from fractions import Fraction
+from types import MappingProxyType
+from typing import Any
 
 import numpy as np
 
@@ -27,7 +29,7 @@ from smug_opt.step import Step
 from smug_opt.strengthen.presolve import Part, Pieces, Strengthened, strengthen
 from smug_opt.verification import snap_binaries, verify
 
-__all__ = ["PART_RACE", "part_choice", "solve_strengthened"]
+__all__ = ["PART_RACE", "PART_Z3_EXTRAS", "part_choice", "part_extras", "solve_strengthened"]
 
 MIN_RETRY_SECONDS = 0.5
 """Time left below which the second pass does not start another part."""
@@ -48,6 +50,13 @@ parts are pseudo-Boolean, where z3 proves what CBC (``auto``'s partner of HiGHS 
 rows) does not (benchmarks/bias_free_stems/README.md, "Racing z3 on every part")."""
 
 
+PART_Z3_EXTRAS: Mapping[str, Any] = MappingProxyType({"maxres.max_core_size": 1000})
+"""z3's settings where it solves strengthened parts (the caller's own extras win): its
+core-guided MaxSAT (maxres) stops a batch of cores at 3 by default; batches of up to 1,000
+disjoint cores lift the bound of ResNet50's largest part (2,661 cells) from 561 to 575 in
+30 s, with a better incumbent (benchmarks/bias_free_stems/README.md, "z3's core batches")."""
+
+
 def part_choice(choice: BackendChoice) -> BackendChoice:
     """The backends for the strengthened parts: :data:`PART_RACE` for ``auto`` when both are
     usable, else ``choice`` as given."""
@@ -58,10 +67,20 @@ def part_choice(choice: BackendChoice) -> BackendChoice:
     return BackendChoice(ChoiceKind.RACE, PART_RACE)
 
 
+def part_extras(choice: BackendChoice, extras: Mapping[str, Any]) -> dict[str, Any]:
+    """The backend extras for the strengthened parts solved on ``choice``: ``extras`` over
+    :data:`PART_Z3_EXTRAS` when z3 solves them (:func:`part_choice`), else ``extras``."""
+    if "z3" not in part_choice(choice).names:
+        return dict(extras)
+    return {**PART_Z3_EXTRAS, **extras}
+
+
 def solve_strengthened(problem: Problem, pieces: Pieces, solve_part: Step, choice: BackendChoice,
-                       deadline: Deadline, *, solver: str, start: np.ndarray | None = None) -> SolveResult:
+                       deadline: Deadline, *, solver: str, start: np.ndarray | None = None,
+                       solve_whole: Step | None = None) -> SolveResult:
     """Strengthen ``problem``, solve its parts with ``solve_part`` on ``choice``
-    (:func:`part_choice`) by ``deadline`` (smallest first, each
+    (:func:`part_choice`; ``solve_whole``, default ``solve_part``, solves the problem as
+    stated when strengthening does not apply) by ``deadline`` (smallest first, each
     with a share of the remaining time: by size, but at least an equal share, so a tiny
     part is not starved of a solver's start-up time) and return one verified result.
     Parts left unproven within their share get the time the others left over
@@ -71,6 +90,8 @@ def solve_strengthened(problem: Problem, pieces: Pieces, solve_part: Step, choic
     prepared = strengthen(problem, pieces)
     start, notes = _checked_start(problem, prepared, start)
     parts_choice = part_choice(choice) if prepared.applied else choice
+    if not prepared.applied and solve_whole is not None:
+        solve_part = solve_whole
     results: list[SolveResult] = []
     weights = [p.problem.A.nnz + p.problem.num_vars for p in prepared.parts]
     for k, part in enumerate(prepared.parts):

@@ -360,3 +360,44 @@ def test_auto_races_highs_and_z3_on_every_strengthened_part() -> None:
         assert result.status is Status.OPTIMAL and result.objective == optimum
         assert verify(problem, result.x).ok
         assert len(seen) == 2 and all(c.names == expected for c in seen), (text, seen)
+
+
+def test_z3_gets_its_part_extras_only_where_it_solves_strengthened_parts() -> None:
+    """z3's core batches (:data:`PART_Z3_EXTRAS`) go to the parts wherever z3 solves them;
+    the caller's own extras win, and a part race without z3 gets none (its backends would
+    reject the keys)."""
+    from smug_opt.backend_choice import BackendChoice
+    from smug_opt.registry import available_backends
+    from smug_opt.strengthen.solve_parts import PART_RACE, PART_Z3_EXTRAS, part_extras
+
+    def extras(text: str, given: dict | None = None) -> dict:
+        return part_extras(BackendChoice.parse(text, check=False), given or {})
+
+    assert extras("z3") == dict(PART_Z3_EXTRAS) == extras("highs,z3")
+    assert extras("z3", {"maxres.max_core_size": 3}) == {"maxres.max_core_size": 3}
+    assert extras("highs") == {} and extras("highs,mip-cbc", {"presolve": "off"}) == {"presolve": "off"}
+    auto_has_z3 = set(PART_RACE) <= set(available_backends())
+    assert extras("auto") == (dict(PART_Z3_EXTRAS) if auto_has_z3 else {})
+
+
+def test_z3_with_its_part_extras_finds_the_optimum_of_strengthened_problems() -> None:
+    """The parts' z3 settings change its search, never its answer: bias-free rows
+    (homogeneous, strict: the strengthened family) solved by z3 and raced under ``auto``
+    match exact brute force; ``auto`` on a ReLU problem (not strengthened: its own race,
+    which may lack z3) still solves."""
+    from tiny_problems import two_cell_relu
+
+    skip_unless_usable("z3")
+    rng = np.random.default_rng(7)
+    for _ in range(3):
+        A = rng.normal(size=(8, 12)) * (rng.random((8, 12)) < 0.5)
+        A[:, 0] += 0.1  # no empty row
+        A *= np.sign(A.sum(axis=1))[:, None]  # the full mask holds every row
+        problem = Problem.from_arrays(A, ">", np.zeros(8))
+        optimum = brute_force(problem).objective
+        for backend in ("z3", "auto"):
+            result = solve(problem, backend, time_limit=30, strengthen=True)
+            assert result.status is Status.OPTIMAL and result.strengthening.applied
+            assert result.objective == optimum and verify(problem, result.x).ok
+    relu = solve(two_cell_relu(), "auto", time_limit=30, strengthen=True)
+    assert relu.status is Status.OPTIMAL and relu.objective == 2
