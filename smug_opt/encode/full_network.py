@@ -13,6 +13,8 @@ the start mask from :mod:`smug_opt.encode.masks`.
 
 from __future__ import annotations
 
+import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -29,14 +31,15 @@ from smug_opt.encode.layer_bounds import (
 )
 from smug_opt.encode.masked import MaskedNetwork, flat_digest, flat_mlp
 from smug_opt.encode.masks import BEAM_WIDTH, beam_mask, greedy_mask
-from smug_opt.encode.network_milp import NetworkEncoding, encode_network
+from smug_opt.encode.network_milp import encode_network
+from smug_opt.encode.pattern_milp import encode_patterns, pattern_applies
 from smug_opt.errors import ParameterError
 from smug_opt.ir import Problem, ProblemBuilder
 from smug_opt.models.grid import regular_grid
 from smug_opt.network.flat import FlatNetwork, Preprocess
 from smug_opt.verification import verify
 
-ENCODING_VERSION = 10
+ENCODING_VERSION = 11
 """Bumped whenever :func:`full_network` builds other problems from the same inputs (2:
 masks of fewer cells than the greedy one tried, ``min_cells`` from the affordable sizes;
 3: one encoder over flat networks, layer values as expressions over the variables;
@@ -46,7 +49,8 @@ masks of fewer cells than the greedy one tried, ``min_cells`` from the affordabl
 7: a beam search for a mask smaller than greedy's where the smaller ones are too many to try;
 8: the minimum-size proofs may spend 5e9 multiply-adds on MLPs (was 2e9), 45 s elsewhere (was 20);
 9: one pass over the smaller masks both searches and proves, with error bounds over all of them;
-10: the small-mask search and the beam search budgeted by work counts only, no seconds);
+10: the small-mask search and the beam search budgeted by work counts only, no seconds;
+11: one-hidden-layer networks of local neurons encoded by subset binaries, no ReLUs);
 cached suites of its problems carry it in their version, so they are rebuilt."""
 
 BEAM_WORK = 5e9
@@ -131,14 +135,14 @@ def full_network(model_or_layers: Any, x: np.ndarray, label: int | None = None, 
     start = None
     for mask in candidates:  # the first mask exact arithmetic accepts is the start and cut-off
         limit = _cell_limit(max_cells, mask)
-        builder, lb, encoding = _build(network, bounds, limit, strengthen, search)
-        if verify(builder.build(), np.concatenate([mask, np.zeros(builder.num_vars - mask.size)])).ok:
+        built = _build(network, bounds, limit, strengthen, search)
+        if verify(built.builder.build(), built.start(mask)).ok:
             start = mask
             break
     if start is None:  # float64 accepted masks exact arithmetic rejects (or none): no cut-off
         limit = _cell_limit(max_cells, None)
-        builder, lb, encoding = _build(network, bounds, limit, strengthen, search)
-    neurons = encoding.neurons
+        built = _build(network, bounds, limit, strengthen, search)
+    builder, lb, neurons = built.builder, built.bounds, built.neurons
     builder.metadata.update({
         "encoding": "full-network",
         "encoding_version": ENCODING_VERSION,
@@ -157,11 +161,11 @@ def full_network(model_or_layers: Any, x: np.ndarray, label: int | None = None, 
         "bounds": bounds,
         "bounds_source": lb.source,
         "greedy_cells": None if start is None else int(start.sum()),
-        **({} if start is None else {"start": start.astype(int).tolist()}),  # solve's start
+        **({} if start is None else {"start": _start_list(built.start(start), network.num_cells)}),
         "max_cells": limit,
         "strengthen": strengthen,
         "neurons": neurons,
-        "maxpools": encoding.maxpools,
+        "maxpools": built.maxpools,
         "unstable": int(sum(v["unstable"] for v in neurons)),
         "stable": int(sum(v["active"] + v["dead"] for v in neurons)),
         "bound_seconds": lb.seconds,
@@ -171,16 +175,32 @@ def full_network(model_or_layers: Any, x: np.ndarray, label: int | None = None, 
     return builder.build()
 
 
+@dataclass(frozen=True, eq=False)
+class _Built:
+    """A builder holding the problem (metadata still to add), its bounds, neuron counts and
+    max pools, and how a cell mask extends to all its variables (the rest 0, or recomputed
+    by the verifier: ReLU outputs)."""
+
+    builder: ProblemBuilder
+    bounds: LayerBounds
+    neurons: list[dict[str, Any]]
+    maxpools: list[dict[str, Any]]
+    start: Callable[[np.ndarray], np.ndarray]
+
+
 def _build(network: MaskedNetwork, bounds: str, limit: int | None, strengthen: bool,
-           search: SmallMasks | None) -> tuple[ProblemBuilder, LayerBounds, NetworkEncoding]:
-    """A builder holding the problem (metadata still to add), its bounds and encoding
-    (``search``: the smaller masks already evaluated, None to evaluate them here)."""
+           search: SmallMasks | None) -> _Built:
+    """The problem under the mask-size ``limit`` (``search``: the smaller masks already
+    evaluated, None to evaluate them here): subset binaries where
+    :func:`~smug_opt.encode.pattern_milp.pattern_applies`, else the ReLU encoding."""
     n = network.num_cells
     builder = ProblemBuilder()
     binaries = builder.add_binaries(n)
     builder.set_objective(binaries, 1.0)
     if limit is not None:
         builder.add_constraints(np.ones((1, n)), binaries, "<=", float(limit))
+    if pattern_applies(network):
+        return _build_patterns(builder, network, bounds, limit, search)
     lb = layer_bounds(network, bounds, max_ones=limit)
     encoding = encode_network(builder, network, lb, declare=lb.declared, strengthen=strengthen,
                               max_ones=limit)
@@ -188,7 +208,33 @@ def _build(network: MaskedNetwork, bounds: str, limit: int | None, strengthen: b
     lb = minimum_size(network, lb, limit, encoding.row_deviation, search)
     if lb.min_ones > 0 and lb.declared:  # enumeration proved smaller masks fail
         builder.add_constraints(np.ones((1, n)), binaries, ">=", float(lb.min_ones))
-    return builder, lb, encoding
+    return _Built(builder, lb, encoding.neurons, encoding.maxpools,
+                  lambda mask: np.concatenate([mask, np.zeros(builder.num_vars - mask.size)]))
+
+
+def _build_patterns(builder: ProblemBuilder, network: MaskedNetwork, bounds: str, limit: int | None,
+                    search: SmallMasks | None) -> _Built:
+    """The subset-binary encoding (:mod:`smug_opt.encode.pattern_milp`), its minimum size
+    from the masks of fewer than ``limit`` cells against its own rows' deviation."""
+    start = time.perf_counter()
+    encoding = encode_patterns(builder, network)
+    min_ones = 0
+    if limit is not None:
+        min_ones = (search or smaller_masks(network, limit)).proven_minimum(limit, encoding.row_deviation)
+    if min_ones > 0:
+        builder.add_constraints(np.ones((1, network.num_cells)), np.arange(network.num_cells), ">=",
+                                float(min_ones))
+    source = f"patterns ({len(encoding.groups)} cell sets)" + (
+        f", sizes below {min_ones} ruled out" if min_ones else "")
+    lb = LayerBounds(bounds, min_ones=min_ones, seconds=time.perf_counter() - start, source=source)
+    return _Built(builder, lb, encoding.neurons, [], lambda mask: encoding.values(mask, builder.num_vars))
+
+
+def _start_list(values: np.ndarray, num_cells: int) -> list[int]:
+    """The start as the problem's metadata keeps it: the cell mask alone when the binaries
+    it sets are the cells (the rest recomputed), else every variable (all binaries)."""
+    ints = np.round(values).astype(int)
+    return ints[:num_cells].tolist() if not ints[num_cells:].any() else ints.tolist()
 
 
 def _subject(model: Any, x: np.ndarray, cell: int, shape: tuple[int, int] | None, name: str | None,
