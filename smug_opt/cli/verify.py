@@ -99,7 +99,6 @@ def _instances(path: Path) -> list[tuple[str, str, float]]:
 
 
 def _run_instances(args: argparse.Namespace) -> int:
-    from smug_opt.robustness.instance import InstanceModel, load_instance_model, verify_files
     from smug_opt.runstore import RunFolder
 
     csv_path = Path(args.instances).resolve()
@@ -112,6 +111,18 @@ def _run_instances(args: argparse.Namespace) -> int:
     folder, note = RunFolder.open(args.out, config, kind=KIND, resume=args.resume, overwrite=args.overwrite)
     if note:
         print(note, file=sys.stderr)
+    try:
+        _run_rows(folder, rows, csv_path, args)
+    finally:
+        folder.close()
+    return 0
+
+
+def _run_rows(folder: RunFolder, rows: list[tuple[str, str, float]], csv_path: Path,
+              args: argparse.Namespace) -> None:
+    """Run the instances of ``rows`` that ``args`` selects into the open ``folder``."""
+    from smug_opt.robustness.instance import InstanceModel, load_instance_model, verify_files
+
     done = {name for name, r in _last_records(folder).items()
             if not (args.retry_unknown and r["answer"] == "unknown")}
     models: dict[str, InstanceModel] = {}
@@ -143,7 +154,6 @@ def _run_instances(args: argparse.Namespace) -> int:
     answers = [r["answer"] for r in _last_records(folder).values()]
     summary = ", ".join(f"{a} {answers.count(a)}" for a in ("unsat", "sat", "unknown", "error"))
     print(f"{len(answers)}/{len(rows)} instances done: {summary}")
-    return 0
 
 
 def _last_records(folder: RunFolder) -> dict[str, dict]:

@@ -144,6 +144,7 @@ def test_only_runs_the_instances_named(tmp_path, capsys):
     assert main([*args, "--only", "fails.vnnlib"]) == 0
     assert "1/2 instances done: unsat 0, sat 1" in capsys.readouterr().out
     assert main([*args, "--resume"]) == 0
+    assert "took over the lock" not in capsys.readouterr().err  # the first run released it
     lines = [json.loads(line) for line in (out / "records.jsonl").read_text().splitlines()]
     assert [(r["index"], r["property"], r["answer"]) for r in lines] == [
         (1, "fails.vnnlib", "sat"), (0, "holds.vnnlib", "unsat")]
