@@ -94,7 +94,7 @@ def robust_explanation(net: FlatNetwork, preprocess: Preprocess, x: np.ndarray, 
                        query_time: float = 5.0, backend: str | BackendChoice = DEFAULT_BACKEND,
                        batch: int | None = None,
                        time_limit: float | None = None, solve_options: Mapping[str, Any] | None = None,
-                       lean: bool = True) -> RobustExplanation:
+                       lean: bool = True, reuse_counterexamples: bool = True) -> RobustExplanation:
     """The explanation of ``net``'s label on ``x`` (model input units, flat) at ``eps``.
 
     Three passes, cheapest first: (1) in order of increasing sensitivity, chunks of
@@ -103,6 +103,12 @@ def robust_explanation(net: FlatNetwork, preprocess: Preprocess, x: np.ndarray, 
     (2) a batched attack (:func:`~smug_opt.robustness.necessity.necessary_by_attack`) shows
     which of the values left are necessary; (3) the others are freed in chunks by full
     queries (bounds, attack, exact solve; ``query_time`` seconds each), halving on failure.
+    With ``reuse_counterexamples``, a chunk's counterexample restarts the batched attack on
+    that chunk (from a point where the free values already sit where they break the label,
+    moving one value of the chunk often suffices), and when it shows some necessary
+    the chunk is asked again without them instead of halved; later batched attacks start
+    from the latest such counterexample. The values a batched attack has already tried
+    from the same start over the same free set are not tried again.
 
     ``time_limit``: seconds for the whole traversal (values not reached by then stay fixed,
     counted ``undecided``, as do values whose query ran out); ``solve_options`` go to each
@@ -149,12 +155,12 @@ def robust_explanation(net: FlatNetwork, preprocess: Preprocess, x: np.ndarray, 
             bounds_free(kept[: kept.size // 2], left)
             bounds_free(kept[kept.size // 2:], left)
 
-    def robust_with(extra: np.ndarray) -> str:
+    def robust_with(extra: np.ndarray) -> tuple[str, np.ndarray | None]:
         nonlocal queries
         budget = query_time if extra.size == 1 else min(query_time, CHUNK_QUERY_TIME)
         remaining = budget if deadline is None else min(budget, deadline - time.monotonic())
         if remaining <= 0:
-            return "unknown"
+            return "unknown", None
         queries += 1
         verdict = decide(query_for(extra), time_limit=remaining, backend=backend,
                          solve_options=solve_options, attack_steps=ATTACK_STEPS, lean=lean)
@@ -162,12 +168,19 @@ def robust_explanation(net: FlatNetwork, preprocess: Preprocess, x: np.ndarray, 
             proofs.add(verdict.proof or "solver")
         elif verdict.answer == "sat" and verdict.x is not None:
             counterexamples.append(verdict.x)
-        return verdict.answer
+        return verdict.answer, verdict.x
+
+    anchor: list[Any] = [None, 0]  # the batched attack's start (a chunk's counterexample), its number
+    attacked: dict[int, tuple[int, int]] = {}  # value -> (free values, anchor number) when last attacked
 
     def drop_necessary(chunk: np.ndarray) -> np.ndarray:
         nonlocal necessary
-        shown = necessary_by_attack(net, preprocess, np.where(free, low, x), np.where(free, high, x),
-                                    low, high, chunk, region)
+        state = (int(free.sum()), anchor[1])
+        todo = np.array([v for v in chunk if attacked.get(int(v)) != state], dtype=int)
+        shown = {} if not todo.size else necessary_by_attack(
+            net, preprocess, np.where(free, low, x), np.where(free, high, x), low, high, todo, region,
+            start=anchor[0])
+        attacked.update((int(v), state) for v in todo)
         necessary += len(shown)
         counterexamples.extend(shown.values())
         return np.array([v for v in chunk if v not in shown], dtype=int)
@@ -181,13 +194,20 @@ def robust_explanation(net: FlatNetwork, preprocess: Preprocess, x: np.ndarray, 
             chunk = drop_necessary(chunk)
         if not chunk.size:
             return
-        answer = robust_with(chunk)
+        answer, found = robust_with(chunk)
         if answer == "unsat":
             free[chunk] = True
         elif chunk.size == 1:
             necessary += answer == "sat"
             undecided += answer != "sat"
         else:
+            if answer == "sat" and reuse_counterexamples:
+                anchor[:] = [found, anchor[1] + 1]  # single values may break from the chunk's counterexample
+                with one_blas_thread():
+                    rest = drop_necessary(chunk)
+                if rest.size < chunk.size:  # some shown necessary: ask again without them
+                    try_free(rest)
+                    return
             half = chunk.size // 2
             try_free(chunk[:half])
             try_free(chunk[half:])
