@@ -20,6 +20,7 @@ import argparse
 import json
 import os
 import sys
+import time
 from pathlib import Path
 
 import numpy as np
@@ -59,6 +60,7 @@ def explain_images(label: str, spec: str, todo: list, args: argparse.Namespace, 
     for name, x, truth in todo:
         if (label, name) in done:
             continue
+        cpu = time.process_time()
         result = explain_robust(network, x, eps=args.eps, minimum=not args.no_minimum,
                                 time_limit=args.time_limit, query_time=args.query_time, lean=not args.no_lean)
         stem = f"{label.split()[0]}-{name}"
@@ -66,7 +68,10 @@ def explain_images(label: str, spec: str, todo: list, args: argparse.Namespace, 
         if result.subset.counterexamples:
             _counterexample_png(result.subset.counterexamples[0], args.out / f"{stem}-counterexample.png")
         record = {"net": label, "image": name, "true_label": truth, "load": os.getloadavg()[0],
-                  "lean": not args.no_lean, "chunk_query_time": args.chunk_query_time, **result.record()}
+                  "lean": not args.no_lean, "reuse": not args.no_reuse,
+                  "chunk_query_time": args.chunk_query_time,
+                  "cpu_seconds": round(time.process_time() - cpu, 2),
+                  **result.record()}
         with open(args.out / "results.jsonl", "a") as f:
             f.write(json.dumps(record) + "\n")
         bound = record["minimum"]["lower_bound"] if "minimum" in record else "-"
@@ -84,8 +89,8 @@ def _counterexample_png(x: np.ndarray, path: Path) -> None:
 
 def table(rows: list[dict]) -> str:
     lines = ["| network | images | mean size (returned) | mean subset-minimal size | subset-minimal proven "
-             "| proven minimum | mean lower bound | s / image | PGD re-check |",
-             "|---|---|---|---|---|---|---|---|---|"]
+             "| proven minimum | mean lower bound | s / image | CPU s / image | PGD re-check |",
+             "|---|---|---|---|---|---|---|---|---|---|"]
     for label in MODELS:
         mine = [r for r in rows if r["net"] == label]
         if not mine:
@@ -98,6 +103,7 @@ def table(rows: list[dict]) -> str:
             f"| {sum(r.get('minimum', {}).get('proven_minimum', False) for r in mine)}/{n} "
             f"| {np.mean([r.get('minimum', {}).get('lower_bound', 0) for r in mine]):.1f} "
             f"| {np.mean([r['seconds'] for r in mine]):.1f} "
+            f"| {np.mean([r.get('cpu_seconds', np.nan) for r in mine]):.1f} "
             f"| {sum(r['check']['passed'] for r in mine)}/{n} passed |")
     return "\n".join(lines)
 
@@ -113,10 +119,19 @@ def main() -> int:
     p.add_argument("--no-minimum", action="store_true", help="the subset-minimal traversal only")
     p.add_argument("--no-lean", action="store_true",
                    help="ablation: the traversal's queries run decide's full chain")
+    p.add_argument("--no-reuse", action="store_true",
+                   help="ablation: chunk counterexamples do not restart the batched attack (halving only)")
     p.add_argument("--chunk-query-time", type=float, default=None,
                    help="ablation: seconds for a query freeing several values (default: the traversal's own)")
     p.add_argument("--out", type=Path, default=REPO / "benchmarks" / "robust" / "out")
     args = p.parse_args()
+    if args.no_reuse:  # the traversal's keyword, set for an ablation run
+        import functools
+
+        import smug_opt.robustness.model_explanation as explained
+
+        explained.robust_explanation = functools.partial(explained.robust_explanation,
+                                                         reuse_counterexamples=False)
     if args.chunk_query_time is not None:  # the traversal's constant, set for an ablation run
         import smug_opt.robustness.explanation as traversal
 
