@@ -10,6 +10,7 @@ evaluated with outward error bounds (:func:`safe_min`): valid whatever the solve
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import dataclass
 
 import numpy as np
 import scipy.sparse as sp
@@ -17,7 +18,8 @@ import scipy.sparse as sp
 from smug_opt.backend import LpSolver
 from smug_opt.exact import TINY, UNIT_ROUNDOFF
 
-__all__ = ["LP_SECONDS", "RelaxationLP", "lp_solver", "safe_dual_bound", "safe_min"]
+__all__ = ["LP_SECONDS", "DualParts", "RelaxationLP", "box_bound", "dual_parts", "lp_solver",
+           "safe_dual_bound", "safe_min"]
 
 LP_SECONDS = 5.0
 """Time limit of each bound LP; one that hits it keeps the bound it had."""
@@ -171,6 +173,27 @@ def safe_dual_bound(c: np.ndarray, At: sp.csr_matrix, abs_At: sp.csr_matrix, row
     whose bounds are [0, 1] to the side its ``r_j`` opposes raises ``T`` by exactly
     ``|r_j|`` (reduced-cost fixing, :mod:`smug_opt.safe_search`).
     """
+    parts = dual_parts(c, At, abs_At, row_lo, row_hi, y)
+    return float(box_bound(parts, col_lb, col_ub)), parts.r
+
+
+@dataclass(frozen=True)
+class DualParts:
+    """What :func:`safe_dual_bound` computes from the multipliers alone, before the column
+    box enters: ``Σ y_i·side_i`` (float sum), ``Σ |y_i·side_i|``, the number of row terms,
+    the float reduced costs ``r`` and the bounds ``e`` on their rounding errors. Kept, they
+    bound ``c·v`` rigorously over any later box (:func:`box_bound`; dual proofs)."""
+
+    row_sum: float
+    row_abs: float
+    rows: int
+    r: np.ndarray
+    r_err: np.ndarray
+
+
+def dual_parts(c: np.ndarray, At: sp.csr_matrix, abs_At: sp.csr_matrix, row_lo: np.ndarray,
+               row_hi: np.ndarray, y: np.ndarray) -> DualParts:
+    """The box-independent parts of :func:`safe_dual_bound` for multipliers ``y``."""
     # a multiplier may only lean on a finite side of its row
     y = np.where((y > 0) & ~np.isfinite(row_lo), 0.0, y)
     y = np.where((y < 0) & ~np.isfinite(row_hi), 0.0, y)
@@ -179,10 +202,17 @@ def safe_dual_bound(c: np.ndarray, At: sp.csr_matrix, abs_At: sp.csr_matrix, row
     r = c - At @ y
     r_err = (2.0 * (np.diff(At.indptr) + 2) * UNIT_ROUNDOFF * (np.abs(c) + abs_At @ np.abs(y))
              + (np.diff(At.indptr) + 2) * TINY)
-    col_terms = np.minimum(r * col_lb, r * col_ub)
-    col_err = r_err * np.maximum(np.abs(col_lb), np.abs(col_ub))
-    total = row_terms.sum() + col_terms.sum()
-    n_terms = row_terms.size + col_terms.size
-    err = (2.0 * (n_terms + 2) * UNIT_ROUNDOFF * (np.abs(row_terms).sum() + np.abs(col_terms).sum())
-           + col_err.sum() * (1.0 + 4.0 * n_terms * UNIT_ROUNDOFF) + (n_terms + 2) * TINY)
-    return float(total - err), r
+    return DualParts(float(row_terms.sum()), float(np.abs(row_terms).sum()), row_terms.size, r, r_err)
+
+
+def box_bound(parts: DualParts, col_lb: np.ndarray, col_ub: np.ndarray) -> np.ndarray:
+    """:func:`safe_dual_bound`'s ``F`` over the box ``[col_lb, col_ub]``; ``parts.r`` and
+    ``parts.r_err`` may stack several multipliers' parts as rows (``row_sum``, ``row_abs``
+    then arrays of their length), giving one bound each."""
+    col_terms = np.minimum(parts.r * col_lb, parts.r * col_ub)
+    col_err = parts.r_err * np.maximum(np.abs(col_lb), np.abs(col_ub))
+    total = parts.row_sum + col_terms.sum(axis=-1)
+    n_terms = parts.rows + col_terms.shape[-1]
+    err = (2.0 * (n_terms + 2) * UNIT_ROUNDOFF * (parts.row_abs + np.abs(col_terms).sum(axis=-1))
+           + col_err.sum(axis=-1) * (1.0 + 4.0 * n_terms * UNIT_ROUNDOFF) + (n_terms + 2) * TINY)
+    return total - err

@@ -17,7 +17,7 @@ import numpy as np
 import scipy.sparse as sp
 
 from smug_opt.bounds.highs_answer import LpAnswer, read_answer
-from smug_opt.bounds.lp import safe_dual_bound
+from smug_opt.bounds.lp import DualParts, dual_parts, safe_dual_bound
 from smug_opt.console import silenced_stdout
 from smug_opt.ir import Problem, Sense
 from smug_opt.safe_search.covers import Cut
@@ -106,6 +106,11 @@ class Relaxation:
         """A rigorous lower bound on ``c·x`` over the relaxation within ``lb``, ``ub`` from
         the multipliers ``y``, and the float reduced costs it used."""
         return safe_dual_bound(self.cost, self.At, self.abs_At, self.row_lo, self.row_hi, lb, ub, y)
+
+    def dual_parts(self, y: np.ndarray) -> DualParts:
+        """The parts of :meth:`safe_bound` that do not depend on the box, for ``y`` over
+        the rows (cuts included) as they are now: a dual proof that stays valid."""
+        return dual_parts(self.cost, self.At, self.abs_At, self.row_lo, self.row_hi, y)
 
     def proves_infeasible(self, ray: np.ndarray | None, lb: np.ndarray, ub: np.ndarray) -> bool:
         """Whether ``ray`` (either sign) proves the relaxation within ``lb``, ``ub`` empty:

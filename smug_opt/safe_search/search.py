@@ -16,6 +16,14 @@ when ``F + r_j`` (rounded down) prunes; ``r_j < 0`` fixes it to 1 likewise.
 at every node) add rows valid for every solution, each proven so in exact arithmetic, so the
 LP stays a relaxation of the integer points and every bound above stays rigorous.
 
+**HiGHS's root cuts** (:mod:`smug_opt.safe_search.verified_cuts`): once a search has run
+``Settings.highs_cuts_after`` nodes, HiGHS's MIP root separates cuts on the problem and each
+enters the LP only with the right-hand side a single row proves rigorously.
+
+**Node propagation** (:mod:`smug_opt.safe_search.propagation`, off by default): before each
+node's LP, the rows over binaries, the cuts, the objective cutoff and the dual proofs of
+pruned nodes fix binaries or close the node, each deduction rigorous.
+
 Node order: best bound first, diving into one child after each branching. Branching:
 pseudo-costs, initialised by strong branching on a few candidates (a child whose safe
 bound prunes fixes its variable the other way instead).
@@ -34,8 +42,10 @@ import numpy as np
 from smug_opt.deadline import Deadline
 from smug_opt.exact_enumeration import best_point
 from smug_opt.ir import Problem
-from smug_opt.safe_search.covers import CoverSeparator, knapsack_rows
+from smug_opt.safe_search.covers import CoverSeparator, Cut, KnapsackRow, knapsack_rows
+from smug_opt.safe_search.propagation import DualProofs, RowPropagator, cutoff_rows, propagate
 from smug_opt.safe_search.relaxation import LpAnswer, Relaxation
+from smug_opt.safe_search.verified_cuts import highs_root_cuts, verified_cuts
 from smug_opt.verification import Verification, decide_rows, verify
 
 __all__ = ["SearchOutcome", "Settings", "search"]
@@ -50,12 +60,15 @@ _FRACTIONAL = 1e-6
 
 @dataclass(frozen=True)
 class Settings:
-    """Switches for the ablation (all on by default)."""
+    """Switches for the ablation."""
 
     reduced_cost_fixing: bool = True
     warm_start: bool = True
     strong_candidates: int = 8
     """Candidates without pseudo-costs whose children's LPs are solved per node (0: none)."""
+    reliability: int = 1
+    """A binary's pseudo-costs are trusted once each side has this many observations;
+    until then it is a strong-branching candidate (reliability branching)."""
     max_nodes: int = 1_000_000
     max_lps: int = 1_000_000_000
     """LPs the search may solve: a work budget, unlike the deadline independent of load."""
@@ -63,13 +76,25 @@ class Settings:
     """Rounds of cover cuts (:mod:`smug_opt.safe_search.covers`) at the root (0: none)."""
     node_cut_rounds: int = 0
     """Rounds of cover cuts at every other node (added to every node's LP: valid everywhere)."""
+    propagation: bool = False
+    """Node propagation (:mod:`smug_opt.safe_search.propagation`) of the rows over binaries,
+    the cuts, the objective cutoff and dual proofs before each node's LP. Off: it shrinks
+    trees (mlp-d1-c1-k16-g0.5: 819 -> 563 nodes) but costs more than the LPs it saves
+    (benchmarks/certify/safe_search_mnist_first_layer.md)."""
+    dual_proofs: int = 500
+    """Dual proofs of pruned nodes kept for propagation (0: none)."""
+    highs_cuts_after: int = 1000
+    """After this many nodes (a search this long is a hard one), HiGHS's root cuts, each
+    proven by a single row (:mod:`smug_opt.safe_search.verified_cuts`), join the LP once
+    (negative: never)."""
 
 
 @dataclass(frozen=True)
 class SearchOutcome:
     """``proven``: the tree closed, so ``best`` is optimal (None: the problem is
-    infeasible); otherwise ``why`` says what stopped it. ``bound`` is a rigorous lower
-    bound on the optimum when the search was cut short (None when unknown)."""
+    infeasible); otherwise ``why`` says what stopped it, and ``bound`` (when known) is a
+    rigorous lower bound on the objective of every solution better than ``best``: the
+    lowest safe bound among the nodes left open."""
 
     proven: bool
     best: Verification | None
@@ -78,6 +103,9 @@ class SearchOutcome:
     fixed_by_reduced_costs: int
     seconds: float
     why: str = ""
+    closed_by_propagation: int = 0
+    fixed_by_propagation: int = 0
+    bound: float | None = None
 
 
 @dataclass
@@ -107,7 +135,15 @@ class _Search:
         self.pc_count = np.zeros((2, n))
         self.nodes = self.fixings = 0
         cutting = settings.cut_rounds or settings.node_cut_rounds
-        self.covers = CoverSeparator(knapsack_rows(problem) if cutting else [])
+        rows = knapsack_rows(problem) if cutting or settings.propagation else []
+        self.covers = CoverSeparator(rows if cutting else [])
+        self.rows = RowPropagator(rows if settings.propagation else [])
+        self.cutoff = RowPropagator([])
+        self.cutoff_for: Fraction | None = None
+        self.proofs = DualProofs(problem.num_vars, settings.dual_proofs if settings.propagation else 0)
+        self.closed_by_propagation = self.fixed_by_propagation = 0
+        self.queue: list[tuple[float, int, _Node]] = []
+        self.current: _Node | None = None
         self.start = time.monotonic()
 
     # ----------------------------------------------------------------- pruning
@@ -126,10 +162,45 @@ class _Search:
         exact_t = self.best.objective - 1 if self.integral else self.best.objective  # type: ignore[union-attr]
         return Fraction(bound) > exact_t if self.integral else Fraction(bound) >= exact_t
 
+    def prunes_all(self, bounds: np.ndarray) -> np.ndarray:
+        """:meth:`prunes`, elementwise (exact: float comparisons only where they are)."""
+        t = self.threshold()
+        if math.isinf(t):
+            return np.zeros(bounds.shape, dtype=bool)
+        exact_t = self.best.objective - 1 if self.integral else self.best.objective  # type: ignore[union-attr]
+        if self.integral and Fraction(t) == exact_t:
+            return bounds > t
+        screen = bounds >= math.nextafter(t, -math.inf)
+        return screen & np.vectorize(self.prunes, otypes=[bool])(np.where(screen, bounds, -math.inf))
+
     def offer(self, x: np.ndarray) -> None:
         v = verify(self.problem, x)
         if v.ok and (self.best is None or v.objective < self.best.objective):
             self.best = v
+
+    # ------------------------------------------------------------- propagation
+    def propagated(self, fixed: np.ndarray) -> np.ndarray | None:
+        """``fixed`` with what propagation deduces; None when it closes the node."""
+        if not self.settings.propagation:
+            return fixed
+        if self.best is not None and self.cutoff_for != self.best.objective:
+            self.cutoff = RowPropagator(cutoff_rows(self.problem, self.best.objective))
+            self.cutoff_for = self.best.objective
+        lb, ub = self.bounds(fixed)
+        deducers = [self.rows.deduce, self.cutoff.deduce,
+                    lambda lo, hi: self.proofs.deduce(lo, hi, self.binaries, self.prunes_all)]
+        if not propagate(lb, ub, deducers):
+            self.closed_by_propagation += 1
+            return None
+        out = fixed.copy()
+        out[(fixed == -1) & (lb[self.binaries] == 1)] = 1
+        out[(fixed == -1) & (ub[self.binaries] == 0)] = 0
+        self.fixed_by_propagation += int(np.count_nonzero(out != fixed))
+        return out
+
+    def keep_proof(self, duals: np.ndarray) -> None:
+        if self.settings.propagation and self.settings.dual_proofs:
+            self.proofs.add(self.lp.dual_parts(duals))
 
     # ------------------------------------------------------------------- nodes
     def bounds(self, fixed: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -166,13 +237,28 @@ class _Search:
             cuts = self.covers.separate(answer.x)
             if not cuts:
                 return
-            self.lp.add_cuts(cuts)
+            self.add_cuts(cuts)
+
+    def add_highs_cuts(self) -> None:
+        """HiGHS's root cuts on the problem, those a single row proves (the rest dropped)."""
+        left = self.deadline.seconds_left(0.0)
+        try:
+            pool = highs_root_cuts(self.problem, math.inf if left is None else left)
+        except (ImportError, AttributeError):  # a HiGHS without the cut-pool callback
+            return
+        self.add_cuts(verified_cuts(pool, knapsack_rows(self.problem)))
+
+    def add_cuts(self, cuts: list[Cut]) -> None:
+        """Cuts (valid for every solution) into the LP and the propagated rows."""
+        self.lp.add_cuts(cuts)
+        if self.settings.propagation:
+            self.rows.add([KnapsackRow(c.cols, c.coefs, c.rhs, False) for c in cuts])
 
     def run(self) -> None:
         root = _Node(np.full(self.binaries.size, -1, dtype=np.int8), -math.inf)
         if self.settings.cut_rounds:
             self.add_root_cuts(root.fixed)
-        queue: list[tuple[float, int, _Node]] = []
+        queue = self.queue
         counter = 0
         node: _Node | None = root
         while True:
@@ -184,6 +270,9 @@ class _Search:
                         break
                 if node is None:
                     return
+            if self.nodes == self.settings.highs_cuts_after:
+                self.add_highs_cuts()
+            self.current = node
             children = self.process(node)
             node = None
             if children:
@@ -198,6 +287,10 @@ class _Search:
         fixed = node.fixed
         rounds = self.settings.node_cut_rounds
         while True:  # repeated when strong branching fixes a variable
+            narrowed = self.propagated(fixed)
+            if narrowed is None:
+                return []
+            fixed = narrowed
             answer, lb, ub = self.solve(fixed)
             free = fixed == -1
             if answer.status == "unknown":  # no bound: the node is split (leaves are verified)
@@ -212,12 +305,13 @@ class _Search:
             self.learn(node, answer.value)
             bound, r = self.lp.safe_bound(answer.duals, lb, ub)
             if self.prunes(bound):
+                self.keep_proof(answer.duals)
                 return []
             if rounds > 0 and self.covers.rows:
                 rounds -= 1
                 cuts = self.covers.separate(answer.x, min_violation=0.05)
                 if cuts:
-                    self.lp.add_cuts(cuts)
+                    self.add_cuts(cuts)
                     continue
             xb = answer.x[self.binaries]
             integral = np.all(np.minimum(np.abs(xb), np.abs(1 - xb)) <= 1e-9)
@@ -251,6 +345,12 @@ class _Search:
                 child[k] = side
                 children.append(_Node(child, bound, (k, side, f if side == 0 else 1 - f, answer.value)))
             return children
+
+    def open_bound(self) -> float | None:
+        """The lowest safe bound among the nodes left open (None: the root's is unknown)."""
+        estimates = [e for e, _, _ in self.queue] + ([self.current.estimate] if self.current else [])
+        low = min(estimates, default=math.inf)
+        return None if math.isinf(low) and low < 0 else low
 
     def fix_by_reduced_costs(self, fixed: np.ndarray, bound: float, r: np.ndarray) -> np.ndarray:
         """``fixed`` plus the free binaries whose other side the safe bound prunes."""
@@ -292,7 +392,7 @@ class _Search:
         f = xb[fractional]
         score = np.maximum(pc[0, fractional] * f, 1e-6) * np.maximum(pc[1, fractional] * (1 - f), 1e-6)
         order = fractional[np.argsort(-score, kind="stable")]
-        unknown = [k for k in order.tolist() if self.pc_count[:, k].min() == 0]
+        unknown = [k for k in order.tolist() if self.pc_count[:, k].min() < self.settings.reliability]
         unknown = unknown[:self.settings.strong_candidates]
         if not unknown or self.best is None:
             return int(order[0])
@@ -313,6 +413,7 @@ class _Search:
                     continue
                 assert answer.duals is not None
                 if self.prunes(self.lp.safe_bound(answer.duals, tlb, tub)[0]):
+                    self.keep_proof(answer.duals)
                     gains.append(math.inf)
                     continue
                 gain = max(answer.value - value, 0.0)
@@ -381,5 +482,6 @@ def search(problem: Problem, incumbent: Verification | None, deadline: Deadline,
         s.run()
     except _GaveUp as stop:
         return SearchOutcome(False, s.best, s.nodes, s.lp.lps, s.fixings, time.monotonic() - s.start,
-                             str(stop))
-    return SearchOutcome(True, s.best, s.nodes, s.lp.lps, s.fixings, time.monotonic() - s.start)
+                             str(stop), s.closed_by_propagation, s.fixed_by_propagation, s.open_bound())
+    return SearchOutcome(True, s.best, s.nodes, s.lp.lps, s.fixings, time.monotonic() - s.start, "",
+                         s.closed_by_propagation, s.fixed_by_propagation)

@@ -1,0 +1,139 @@
+"""HiGHS's root cuts, each kept only when one row over binaries proves it rigorously.
+
+HiGHS's MIP root separates cuts (lifted knapsack covers, c-MIR, ...) that lift the LP
+bound well past the cover cuts of :mod:`~smug_opt.safe_search.covers`; its cut pool is read
+by callback (:func:`highs_root_cuts`). HiGHS's word is never taken: a cut ``π·x >= π₀``
+enters the search's LP only with the right-hand side :func:`row_minimum` proves, a rigorous
+lower bound on ``min π·x`` over the binary points satisfying a single row of the problem.
+
+:func:`row_minimum` enumerates the row's columns in the cut's support (meet in the middle:
+two halves of at most :data:`MAX_SHARED` / 2 each), sets the row's other columns to their
+best value for the row and the cut's other columns to their best value for ``π``; every
+float64 sum is taken with a bound on its rounding error, the row's test relaxed by it
+(so no feasible point is lost) and the minimum lowered by it.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from smug_opt.console import silenced_stdout
+from smug_opt.exact import dot_error_bound
+from smug_opt.ir import Problem, Sense
+from smug_opt.safe_search.covers import Cut, KnapsackRow
+
+__all__ = ["MAX_SHARED", "highs_root_cuts", "row_minimum", "verified_cuts"]
+
+MAX_SHARED = 24
+"""A cut is checked against a row only where they share at most this many columns (the
+enumeration is 2 × 2^(shared/2) points)."""
+
+_SUBSETS: dict[int, np.ndarray] = {}
+
+
+def _subsets(k: int) -> np.ndarray:
+    if k not in _SUBSETS:
+        _SUBSETS[k] = ((np.arange(1 << k)[:, None] >> np.arange(k)) & 1).astype(np.float64)
+    return _SUBSETS[k]
+
+
+def row_minimum(row: KnapsackRow, cols: np.ndarray, coefs: np.ndarray) -> float | None:
+    """A rigorous lower bound on ``min Σ coefs·x[cols]`` over binary ``x`` satisfying ``row``
+    (``+inf`` when no binary point satisfies it), or None when they share more than
+    :data:`MAX_SHARED` columns. ``cols`` distinct."""
+    shared, in_row, in_cut = np.intersect1d(row.cols, cols, assume_unique=True, return_indices=True)
+    if shared.size > MAX_SHARED:
+        return None
+    a, c = row.a[in_row], coefs[in_cut]
+    row_rest = np.delete(row.a, in_row)
+    cut_rest = np.delete(coefs, in_cut)
+    fixed_activity = float(np.maximum(row_rest, 0.0).sum())  # the row's other columns: their best
+    fixed_cost = float(np.minimum(cut_rest, 0.0).sum())  # the cut's other columns: their best
+    terms = row.a.size + 3
+    slack_a = 2.0 * dot_error_bound(terms, float(np.abs(row.a).sum()) + abs(row.b))
+    slack_c = 2.0 * dot_error_bound(coefs.size + 3, float(np.abs(coefs).sum()))
+    half = shared.size // 2
+    left, right = _subsets(half), _subsets(shared.size - half)
+    act_l, act_r = left @ a[:half], right @ a[half:]
+    cost_l, cost_r = left @ c[:half], right @ c[half:]
+    order = np.argsort(act_r, kind="stable")
+    act_r, cost_r = act_r[order], cost_r[order]
+    cheapest_from = np.minimum.accumulate(cost_r[::-1])[::-1]  # the least cost among right halves from i on
+    need = row.b - fixed_activity - act_l - slack_a  # a right half reaching this may complete a point
+    first = np.searchsorted(act_r, need, side="left")
+    reachable = first < act_r.size
+    if not reachable.any():
+        return float("inf")
+    best = float((cost_l[reachable] + cheapest_from[first[reachable]]).min())
+    return float(best + fixed_cost - slack_c)
+
+
+def verified_cuts(candidates: list[Cut], rows: list[KnapsackRow], tolerance: float = 1e-9) -> list[Cut]:
+    """The ``candidates`` some single row proves (to within ``tolerance``, relative), each
+    with the right-hand side :func:`row_minimum` proves for it."""
+    by_column: dict[int, list[int]] = {}
+    for i, r in enumerate(rows):
+        for j in r.cols.tolist():
+            by_column.setdefault(j, []).append(i)
+    kept = []
+    for cut in candidates:
+        counts: dict[int, int] = {}
+        for j in cut.cols.tolist():
+            for i in by_column.get(j, []):
+                counts[i] = counts.get(i, 0) + 1
+        for i in sorted(counts, key=lambda i: -counts[i]):
+            bound = row_minimum(rows[i], cut.cols, cut.coefs)
+            if bound is not None and np.isfinite(bound) and bound >= cut.rhs - tolerance * (1 + abs(cut.rhs)):
+                kept.append(Cut(cut.cols, cut.coefs, bound))
+                break
+    return kept
+
+
+def highs_root_cuts(problem: Problem, seconds: float) -> list[Cut]:
+    """The cuts in HiGHS's cut pool after its MIP root on ``problem`` (strict rows as
+    non-strict), as ``coefs·x >= rhs`` (unverified: see :func:`verified_cuts`)."""
+    import highspy
+
+    senses, rhs = problem.senses, problem.rhs
+    A = problem.A.tocsc()
+    lp = highspy.HighsLp()
+    lp.num_col_, lp.num_row_ = problem.num_vars, problem.num_rows
+    lp.col_cost_ = np.asarray(problem.objective, dtype=np.float64)
+    lp.col_lower_, lp.col_upper_ = np.asarray(problem.lb), np.asarray(problem.ub)
+    lp.row_lower_ = np.where(np.isin(senses, (Sense.GE, Sense.GT, Sense.EQ)), rhs, -highspy.kHighsInf)
+    lp.row_upper_ = np.where(np.isin(senses, (Sense.LE, Sense.LT, Sense.EQ)), rhs, highspy.kHighsInf)
+    lp.a_matrix_.format_ = highspy.MatrixFormat.kColwise
+    lp.a_matrix_.start_, lp.a_matrix_.index_ = A.indptr.astype(np.int32), A.indices.astype(np.int32)
+    lp.a_matrix_.value_ = A.data.astype(np.float64)
+    lp.integrality_ = [highspy.HighsVarType.kInteger if b else highspy.HighsVarType.kContinuous
+                       for b in np.asarray(problem.binary, dtype=bool)]
+    with silenced_stdout():
+        h: Any = highspy.Highs()
+    options = {"output_flag": False, "threads": 1, "presolve": "off",  # cuts over the problem's own columns
+               "mip_max_nodes": 1, "mip_heuristic_effort": 0.0, "time_limit": max(seconds, 0.01)}
+    for option, value in options.items():
+        h.setOptionValue(option, value)
+    h.passModel(lp)
+    pool: list[Cut] = []
+
+    def read(kind: Any, message: str, out: Any, into: Any, user: Any) -> None:
+        if kind != highspy.cb.HighsCallbackType.kCallbackMipGetCutPool:
+            return
+        pool.clear()
+        count = out.cutpool_num_cut
+        start, index, value = (np.array(v) for v in (out.cutpool_start, out.cutpool_index, out.cutpool_value))
+        lower, upper = np.array(out.cutpool_lower)[:count], np.array(out.cutpool_upper)[:count]
+        for k in range(count):
+            cols, coefs = index[start[k]:start[k + 1]].astype(np.int64), value[start[k]:start[k + 1]]
+            if cols.size and np.unique(cols).size == cols.size:
+                if np.isfinite(lower[k]) and lower[k] > -highspy.kHighsInf:
+                    pool.append(Cut(cols, coefs.copy(), float(lower[k])))
+                if np.isfinite(upper[k]) and upper[k] < highspy.kHighsInf:
+                    pool.append(Cut(cols, -coefs, -float(upper[k])))
+
+    h.setCallback(read, None)
+    h.startCallback(highspy.cb.HighsCallbackType.kCallbackMipGetCutPool)
+    h.run()
+    return pool
