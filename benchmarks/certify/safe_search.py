@@ -3,8 +3,9 @@
 For each instance of a bench suite: HiGHS (isolated worker, uncertified) within the time
 limit; for an OPTIMAL or INFEASIBLE claim resting on HiGHS, certify's path without z3 (the
 strengthened safe LP bound, then :func:`smug_opt.safe_search.prove.prove_optimum` from
-HiGHS's solution) within ``--certify-time``, with root cover cuts, reduced-cost fixing and
-warm starts on, and (where the search ran) with each switched off.
+HiGHS's solution) within ``--certify-time``, with its default settings, and (where the search
+ran) with cover cuts, reduced-cost fixing or warm starts switched off, node propagation
+switched on, or HiGHS's verified root cuts taken at the root instead of after 1,000 nodes.
 
     python benchmarks/certify/safe_search.py mnist-first-layer --time-limit 10 --certify-time 10 > table.md
 """
@@ -26,7 +27,8 @@ from smug_opt.safe_search import Settings
 from smug_opt.safe_search.prove import applies, prove_optimum
 
 ABLATION = {"no cover cuts": Settings(cut_rounds=0), "no rc-fixing": Settings(reduced_cost_fixing=False),
-            "cold LPs": Settings(warm_start=False)}
+            "cold LPs": Settings(warm_start=False), "propagation": Settings(propagation=True),
+            "HiGHS cuts at root": Settings(highs_cuts_after=0)}
 
 
 def certify_time(problem, incumbent, seconds: float, settings: Settings) -> tuple[str, float, str]:

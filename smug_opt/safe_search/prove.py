@@ -11,10 +11,12 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass, replace
+from fractions import Fraction
 
 import numpy as np
 
 from smug_opt.deadline import Deadline
+from smug_opt.exact import float_down
 from smug_opt.ir import Problem
 from smug_opt.safe_search.search import Settings, search
 from smug_opt.verification import Verification, verify
@@ -25,7 +27,8 @@ __all__ = ["Proof", "applies", "prove_optimum"]
 @dataclass(frozen=True)
 class Proof:
     """``proven``: ``best`` is the exact optimum (None: infeasible); otherwise ``why``
-    says what stopped the search. Counts summed over the parts."""
+    says what stopped the search, and ``bound`` (when known) is a rigorous lower bound on
+    every solution better than the incumbent. Counts summed over the parts."""
 
     proven: bool
     best: Verification | None
@@ -35,11 +38,14 @@ class Proof:
     parts: int
     seconds: float
     why: str = ""
+    bound: float | None = None
 
     def summary(self) -> str:
         return (f"{self.nodes} node{'s' * (self.nodes != 1)}, {self.lps} LPs, "
                 f"{self.fixed_by_reduced_costs} reduced-cost fixings"
-                + (f", {self.parts} parts" if self.parts > 1 else "") + f", {self.seconds:.2f}s")
+                + (f", {self.parts} parts" if self.parts > 1 else "")
+                + (f", lowest open bound {self.bound:.4g}" if self.bound is not None else "")
+                + f", {self.seconds:.2f}s")
 
 
 def applies(problem: Problem) -> bool:
@@ -59,11 +65,11 @@ def prove_optimum(problem: Problem, incumbent: Verification | None, deadline: De
     if s is None or not s.applied:
         o = search(problem, incumbent, deadline, settings)
         return Proof(o.proven, o.best, o.nodes, o.lps, o.fixed_by_reduced_costs, 1,
-                     time.monotonic() - start, o.why)
+                     time.monotonic() - start, o.why, o.bound)
     nodes = lps = fixings = 0
     solutions = []
     optimum = s.offset
-    for part in s.parts:
+    for position, part in enumerate(s.parts):
         part_incumbent = None
         if incumbent is not None:
             x = np.concatenate([incumbent.x[part.columns], np.ones(part.carried.size)])
@@ -73,7 +79,10 @@ def prove_optimum(problem: Problem, incumbent: Verification | None, deadline: De
         nodes, lps, fixings = nodes + o.nodes, lps + o.lps, fixings + o.fixed_by_reduced_costs
         if not o.proven or o.best is None:
             why = o.why if not o.proven else "a part of the strengthened problem is infeasible"
-            return Proof(False, None, nodes, lps, fixings, len(s.parts), time.monotonic() - start, why)
+            last = position == len(s.parts) - 1  # the other parts' optima known: a bound on the whole
+            bound = float_down(optimum + Fraction(o.bound)) if last and o.bound is not None else None
+            return Proof(False, None, nodes, lps, fixings, len(s.parts), time.monotonic() - start, why,
+                         bound)
         solutions.append(o.best.x)
         optimum += o.best.objective
     best = verify(problem, s.expand(solutions))

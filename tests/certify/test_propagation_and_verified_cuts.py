@@ -21,6 +21,7 @@ from smug_opt.deadline import Deadline
 from smug_opt.safe_search import Settings, search
 from smug_opt.safe_search.covers import Cut, KnapsackRow, knapsack_rows
 from smug_opt.safe_search.propagation import DualProofs, RowPropagator, propagate
+from smug_opt.safe_search.prove import prove_optimum
 from smug_opt.safe_search.relaxation import Relaxation
 from smug_opt.safe_search.verified_cuts import highs_root_cuts, row_minimum, verified_cuts
 from smug_opt.testing.brute_force import brute_force
@@ -233,3 +234,14 @@ def test_a_search_cut_short_bounds_every_better_solution(problem: Problem, nodes
     objective = feasible @ problem.objective
     better = objective if outcome.best is None else objective[objective < float(outcome.best.objective)]
     assert all(Fraction(outcome.bound) <= Fraction(float(v)) for v in better)
+
+
+@settings(max_examples=10, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(problem=covering_knapsacks())
+def test_a_proof_cut_short_bounds_the_optimum_over_the_parts(problem: Problem) -> None:
+    """``prove_optimum`` stopped by its node limit: the bound it reports (over strengthening's
+    parts) is at most the brute-forced optimum."""
+    outcome = prove_optimum(problem, None, Deadline.after(60), Settings(max_nodes=2, cut_rounds=0))
+    optimum = brute_force(problem).objective
+    if not outcome.proven and outcome.bound is not None and optimum is not None:
+        assert Fraction(outcome.bound) <= optimum
