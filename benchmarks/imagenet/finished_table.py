@@ -2,7 +2,8 @@
 suite finished, over several run folders (``evaluate`` writes them only at the end of a whole
 run, and a run stopped part-way keeps its finished inputs in its folder), plus the records
 of earlier inputs whose run folder is gone (``--records``: a ``records.jsonl`` this script
-wrote; they count in the table, not in the figure, which needs the maps).
+wrote; they count in the table, not in the figure, which needs the maps). The figure shows
+six of the inputs with maps, one of each photo first.
 
     python benchmarks/imagenet/finished_table.py OUT_DIR RUN_DIR... [--records FILE]
 """
@@ -72,7 +73,10 @@ def main() -> None:
     lines = [json.dumps(_record(i, name, m, o))
              for i, name in enumerate(order) for m, o in done[name].items()]
     (out / "records.jsonl").write_text("".join(line + "\n" for line in lines))
-    shown = [name for name in order if name in mapped][:6]
+    with_maps = [name for name in order if name in mapped]
+    firsts = [name for i, name in enumerate(with_maps)  # one input of each photo first
+              if all(not name.startswith(other.split("_")[0]) for other in with_maps[:i])]
+    shown = (firsts + [name for name in with_maps if name not in firsts])[:6]
     plot_examples(np.stack([photos[name] for name in shown]), [mapped[name] for name in shown], methods,
                   out / "examples.png", names=shown, max_examples=6)
     print(table_markdown(summaries))
