@@ -22,24 +22,51 @@ from pathlib import Path
 import numpy as np
 
 
-def _table(records: list[dict], methods: list[str], stages: list[int]) -> str:
-    """Mean Spearman / SSIM per method and stage over the photos (None where a map was constant)."""
+def _cell(stage: dict) -> str:
+    def fmt(v: float | None) -> str:
+        return "–" if v is None else f"{v:.2f}"
 
-    def mean(values: list[float | None]) -> str:
-        kept = [v for v in values if v is not None]
-        if not kept:
-            return "–"
-        text = f"{np.mean(kept):.2f}"
-        return text if len(kept) == len(values) else f"{text} (of {len(kept)})"
+    return f"{fmt(stage['spearman'])} / {fmt(stage['ssim'])}"
 
-    head = ["method"] + [f"top {s} layers: Spearman / SSIM" for s in stages]
+
+def _table(records: list[dict], methods: list[str]) -> str:
+    """Spearman / SSIM of each method's map per photo and cascade stage ('–': a constant map;
+    a photo's column is left out for the methods it has no record of)."""
+    photos = list(dict.fromkeys(r["name"] for r in records))
+    by = {(r["name"], r["method"]): r for r in records}
+    stages = [s["layers"] for s in records[0]["stages"]]
+    head = ["method"] + [f"{p}: top {n}" for p in photos for n in stages]
     lines = ["| " + " | ".join(head) + " |", "|---" * len(head) + "|"]
     for m in methods:
-        rows = [r for r in records if r["method"] == m]
-        cells = [f"{mean([r['stages'][i]['spearman'] for r in rows])} / "
-                 f"{mean([r['stages'][i]['ssim'] for r in rows])}" for i in range(len(stages))]
+        cells = [_cell(by[(p, m)]["stages"][i]) if (p, m) in by else "not run"
+                 for p in photos for i in range(len(stages))]
         lines.append("| " + " | ".join([m, *cells]) + " |")
-    return "\n".join(lines) + "\n"
+    return "\n".join(lines) + ("\n\nCells: Spearman rank correlation / SSIM between the map on the trained "
+                               "model and on the randomised one.\n")
+
+
+def _figure(maps: dict[str, np.ndarray], photo: str, methods: list[str], stages: list[int],
+            path: Path) -> None:
+    """One photo's maps: a row per method, the trained model's map then each stage's."""
+    from matplotlib.figure import Figure
+
+    columns = ["trained", *[f"top{n}" for n in stages]]
+    fig = Figure(figsize=(2.2 * len(columns), 2.2 * len(methods)))
+    axes = fig.subplots(len(methods), len(columns), squeeze=False)
+    for row, m in enumerate(methods):
+        for col, c in enumerate(columns):
+            ax = axes[row][col]
+            ax.set_xticks([])
+            ax.set_yticks([])
+            key = f"{photo}.{m}.{c}"
+            if key in maps:
+                ax.imshow(maps[key], cmap="jet")
+            if row == 0:
+                ax.set_title("trained" if c == "trained" else f"top {c[3:]} layers random", fontsize=8)
+            if col == 0:
+                ax.set_ylabel(m, fontsize=9)
+    fig.tight_layout()
+    fig.savefig(path, dpi=80)
 
 
 def main() -> None:
@@ -55,13 +82,18 @@ def main() -> None:
     ap.add_argument("--photos", default="chelsea,coffee,rocket", help="suite inputs, comma-separated")
     ap.add_argument("--methods", default="smug,smug_base,ig,gradcam")
     ap.add_argument("--stages", type=int, default=2, help="stages of the top-down cascade")
+    ap.add_argument("--report", action="store_true",
+                    help="only (re)write table.md and maps.png from OUT_DIR's records and maps")
     args = ap.parse_args()
+    methods = args.methods.split(",")
+    if args.report:
+        _report(args.out, methods)
+        return
     suite = evaluation_photos()
     names = args.photos.split(",")
     unknown = [n for n in names if n not in suite]
     if unknown:
         raise SystemExit(f"unknown suite inputs {unknown}; available: {', '.join(suite)}")
-    methods = args.methods.split(",")
     subject = _load_subject(ModelRef(EFFICIENTNET_LITE0))
     settings = Settings(smug_parameters(EFFICIENTNET_LITE0, None), "highs", 60.0, 0.5, 0, 64,
                         softmax=True, sanity_stages=args.stages)
@@ -69,7 +101,6 @@ def main() -> None:
     stages = [layers for layers, _ in randomised]
     print(f"cascade stages (top weighted layers randomised): {stages}", flush=True)
     args.out.mkdir(parents=True, exist_ok=True)
-    records: list[dict] = []
     maps: dict[str, np.ndarray] = {}
     with (args.out / "records.jsonl").open("w") as log:
         for name in names:
@@ -92,14 +123,24 @@ def main() -> None:
                     per_stage.append({"layers": layers, "spearman": rho, "ssim": ssim})
                 record = {"name": name, "label": label, "method": m, "stages": per_stage,
                           "seconds": time.perf_counter() - start}
-                records.append(record)
                 log.write(json.dumps(record) + "\n")
                 log.flush()
                 print(json.dumps(record), flush=True)
             np.savez_compressed(args.out / "maps.npz", **maps)
-    table = _table(records, methods, stages)
-    (args.out / "table.md").write_text(table)
+    _report(args.out, methods)
+
+
+def _report(out: Path, methods: list[str]) -> None:
+    """table.md from the records, maps.png of the first photo whose maps were all saved."""
+    records = [json.loads(line) for line in (out / "records.jsonl").read_text().splitlines()]
+    table = _table(records, methods)
+    (out / "table.md").write_text(table)
     print(table)
+    with np.load(out / "maps.npz") as data:
+        maps = {k: data[k] for k in data.files}
+    stages = [s["layers"] for s in records[0]["stages"]]
+    photo = next(iter(dict.fromkeys(key.split(".")[0] for key in maps)))
+    _figure(maps, photo, methods, stages, out / "maps.png")
 
 
 if __name__ == "__main__":
