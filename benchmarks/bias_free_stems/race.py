@@ -9,7 +9,8 @@ table says where the cells sit (the bound stalls in the largest parts).
 A setting is ``auto``, ``size-rule`` (``auto`` with each part raced as its size says, HiGHS +
 CBC below 3,000 rows: the rule before :data:`~smug_opt.strengthen.solve_parts.PART_RACE`),
 ``z3-defaults`` (``auto`` with z3 at its own settings on the parts: the rule before
-:data:`~smug_opt.strengthen.solve_parts.PART_Z3_EXTRAS`) or backends joined by ``+``
+:data:`~smug_opt.strengthen.solve_parts.PART_Z3_EXTRAS`), ``unbundled`` (``auto`` with every
+part solved alone: the rule before :mod:`smug_opt.strengthen.bundles`) or backends joined by ``+``
 (raced: ``highs+z3`` is ``backend="highs,z3"``).
 The problems come from the bench cache (built once, as ``smug-opt bench run`` builds them);
 each result is one line of ``OUT/results.jsonl`` (a rerun skips what is there); the table of
@@ -44,18 +45,21 @@ def _parts(problem) -> list[dict]:
 
 def _solve(problem, setting: str, time_limit: float):
     from smug_opt import solve
-    from smug_opt.strengthen import solve_parts
+    from smug_opt.strengthen import bundles, solve_parts
 
-    rule, z3_extras = solve_parts.part_choice, solve_parts.PART_Z3_EXTRAS
+    rule, z3_extras, bundle = solve_parts.part_choice, solve_parts.PART_Z3_EXTRAS, bundles.BUNDLE_WEIGHT
     if setting == "size-rule":
         solve_parts.part_choice = lambda choice: choice
     if setting == "z3-defaults":
         solve_parts.PART_Z3_EXTRAS = {}
+    if setting == "unbundled":
+        bundles.BUNDLE_WEIGHT = 0
     try:
-        backend = "auto" if setting in ("size-rule", "z3-defaults") else setting.replace("+", ",")
+        rules = ("size-rule", "z3-defaults", "unbundled")
+        backend = "auto" if setting in rules else setting.replace("+", ",")
         return solve(problem, backend, time_limit=time_limit, strengthen=True)
     finally:
-        solve_parts.part_choice, solve_parts.PART_Z3_EXTRAS = rule, z3_extras
+        solve_parts.part_choice, solve_parts.PART_Z3_EXTRAS, bundles.BUNDLE_WEIGHT = rule, z3_extras, bundle
 
 
 def table(rows: list[dict]) -> str:
@@ -64,8 +68,9 @@ def table(rows: list[dict]) -> str:
              "| largest parts (cells/rows) |", "|---|---|---|---|---|---|---|---|---|"]
     for r in sorted(rows, key=lambda r: r["instance"]):
         gap = "–" if r["gap"] is None else f"{100 * r['gap']:.1f} %"
+        objective = "–" if r["objective"] is None else f"{r['objective']:.0f}"
         parts = ", ".join(f"{p['cells']}/{p['rows']}" for p in r["largest_parts"])
-        lines.append(f"| {r['instance']} | {r['setting']} | {r['status']} | {r['objective']:.0f} "
+        lines.append(f"| {r['instance']} | {r['setting']} | {r['status']} | {objective} "
                      f"| {r['bound']:.0f} | {gap} | {r['seconds']} | {r['load']} | {parts} |")
     return "\n".join(lines)
 

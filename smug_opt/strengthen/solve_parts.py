@@ -26,6 +26,7 @@ from smug_opt.deadline import Deadline
 from smug_opt.ir import Problem
 from smug_opt.result import Attempt, Proof, SolveResult, Strengthening, Timings
 from smug_opt.step import Step
+from smug_opt.strengthen.bundles import bundled, weight
 from smug_opt.strengthen.presolve import Part, Pieces, Strengthened, strengthen
 from smug_opt.verification import snap_binaries, verify
 
@@ -78,7 +79,8 @@ def part_extras(choice: BackendChoice, extras: Mapping[str, Any]) -> dict[str, A
 def solve_strengthened(problem: Problem, pieces: Pieces, solve_part: Step, choice: BackendChoice,
                        deadline: Deadline, *, solver: str, start: np.ndarray | None = None,
                        solve_whole: Step | None = None) -> SolveResult:
-    """Strengthen ``problem``, solve its parts with ``solve_part`` on ``choice``
+    """Strengthen ``problem``, solve its parts (light ones packed together:
+    :mod:`smug_opt.strengthen.bundles`) with ``solve_part`` on ``choice``
     (:func:`part_choice`; ``solve_whole``, default ``solve_part``, solves the problem as
     stated when strengthening does not apply) by ``deadline`` (smallest first, each
     with a share of the remaining time: by size, but at least an equal share, so a tiny
@@ -88,12 +90,14 @@ def solve_strengthened(problem: Problem, pieces: Pieces, solve_part: Step, choic
     begun = time.monotonic()
     time_limit = deadline.remaining()
     prepared = strengthen(problem, pieces)
+    if prepared.applied:
+        prepared = replace(prepared, parts=tuple(bundled(prepared.parts)))
     start, notes = _checked_start(problem, prepared, start)
     parts_choice = part_choice(choice) if prepared.applied else choice
     if not prepared.applied and solve_whole is not None:
         solve_part = solve_whole
     results: list[SolveResult] = []
-    weights = [p.problem.A.nnz + p.problem.num_vars for p in prepared.parts]
+    weights = [weight(p) for p in prepared.parts]
     for k, part in enumerate(prepared.parts):
         share = deadline
         if deadline.at is not None:

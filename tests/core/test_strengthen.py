@@ -243,7 +243,13 @@ def _rows_hold(problem, X):
     return decide_rows(problem, X).holds.all(axis=1)
 
 
-def test_a_part_starved_of_its_share_gets_the_time_left_over() -> None:
+@pytest.fixture
+def unbundled(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Every part solved alone (no bundles): the tests of the time split count parts."""
+    monkeypatch.setattr("smug_opt.strengthen.bundles.BUNDLE_WEIGHT", 0)
+
+
+def test_a_part_starved_of_its_share_gets_the_time_left_over(unbundled: None) -> None:
     """A part that ends unproven within its share (here: given none, as a busy machine
     can leave it) is solved again with the time the other parts left, from its solution."""
     from smug_opt.backend_choice import BackendChoice
@@ -279,7 +285,7 @@ def test_a_part_starved_of_its_share_gets_the_time_left_over() -> None:
     assert result.objective == float(brute_force(problem).objective)
 
 
-def test_every_part_of_many_gets_at_least_the_least_share() -> None:
+def test_every_part_of_many_gets_at_least_the_least_share(unbundled: None) -> None:
     """Hundreds of tiny parts (a 3x3 stem has 340) must not each get a share shorter than
     a worker's start: the first part killed in its share ended the solve NO_SOLUTION."""
     from smug_opt.backend_choice import BackendChoice
@@ -305,7 +311,7 @@ def test_every_part_of_many_gets_at_least_the_least_share() -> None:
     assert result.status is Status.OPTIMAL and result.objective == parts
 
 
-def test_a_part_that_ends_with_no_answer_is_solved_once_more() -> None:
+def test_a_part_that_ends_with_no_answer_is_solved_once_more(unbundled: None) -> None:
     """A part whose share ends before any answer (here: starved, no start; on a busy
     machine a worker replaced mid-solve) is solved again while time is left, instead of
     ending the whole solve NO_SOLUTION."""
@@ -331,7 +337,7 @@ def test_a_part_that_ends_with_no_answer_is_solved_once_more() -> None:
     assert result.status is Status.OPTIMAL and result.objective == 2
 
 
-def test_auto_races_highs_and_z3_on_every_strengthened_part() -> None:
+def test_auto_races_highs_and_z3_on_every_strengthened_part(unbundled: None) -> None:
     """``auto`` hands each part to HiGHS and z3 (pseudo-Boolean parts, whatever their
     size); a named backend or race reaches the parts as given."""
     from smug_opt.backend_choice import BackendChoice
@@ -401,3 +407,40 @@ def test_z3_with_its_part_extras_finds_the_optimum_of_strengthened_problems() ->
             assert result.objective == optimum and verify(problem, result.x).ok
     relu = solve(two_cell_relu(), "auto", time_limit=30, strengthen=True)
     assert relu.status is Status.OPTIMAL and relu.objective == 2
+
+
+def test_light_parts_are_packed_into_bundles_with_the_same_optimum() -> None:
+    """Small independent parts without strict rows (one reading a cell fixed on: carried)
+    are packed into bundles: every cell is still in exactly one part, and the solve's
+    optimum is the brute-force one. Parts with strict rows are solved alone."""
+    from smug_opt.backend_choice import BackendChoice
+    from smug_opt.deadline import Deadline
+    from smug_opt.strengthen.bundles import BUNDLE_WEIGHT, bundled, weight
+    from smug_opt.strengthen.solve_parts import solve_strengthened
+
+    rng = np.random.default_rng(5)
+    blocks, size = 4, 3
+    A = np.zeros((2 * blocks + 1, blocks * size))
+    for k in range(blocks):
+        cells = slice(k * size, (k + 1) * size)
+        A[2 * k:2 * k + 2, cells] = rng.normal(size=(2, size))
+        A[2 * k:2 * k + 2, cells] *= np.sign(A[2 * k:2 * k + 2, cells].sum(axis=1))[:, None]
+    A[-1, 0] = 1.0  # cell 0 is forced on: the first block's rows carry it
+    rhs = np.append(A[:-1].sum(axis=1) / 4, 1.0)
+    problem = Problem.from_arrays(A, ">=", rhs)
+    pieces = Pieces(cuts=False, implied=False, integer_rows=False)  # rows kept: cells carried
+    prepared = strengthen(problem, pieces)
+    packed = bundled(prepared.parts)
+    assert len(packed) < len(prepared.parts) and all(weight(p) <= BUNDLE_WEIGHT for p in packed)
+    assert any(p.carried.size for p in packed)
+    cells = np.sort(np.concatenate([p.columns for p in packed]))
+    assert np.array_equal(cells, np.sort(np.concatenate([p.columns for p in prepared.parts])))
+    optimum = brute_force(problem).objective
+    result = solve_strengthened(problem, pieces, lambda q, c, d, s: solve(q, c, time_limit=d, start=s,
+                                                                          strengthen=False),
+                                BackendChoice.parse("highs"), Deadline.after(30), solver="highs")
+    assert result.status is Status.OPTIMAL and result.objective == optimum
+    assert verify(problem, result.x).ok
+    strict = Problem.from_arrays(A[:-1], ">", np.zeros(A.shape[0] - 1))
+    alone = strengthen(strict, pieces).parts
+    assert len(bundled(alone)) == len(alone) > 1
