@@ -143,33 +143,46 @@ class _Search:
         self.proofs = DualProofs(problem.num_vars, settings.dual_proofs if settings.propagation else 0)
         self.closed_by_propagation = self.fixed_by_propagation = 0
         self.queue: list[tuple[float, int, _Node]] = []
+        self._cutoff_of: Verification | None = None
+        self._cutoff: tuple[Fraction, float, bool] | None = None
         self.current: _Node | None = None
         self.start = time.monotonic()
 
     # ----------------------------------------------------------------- pruning
+    def exact_cutoff(self) -> tuple[Fraction, float, bool] | None:
+        """(the exact threshold, it rounded to float64, whether that rounding is exact) for
+        the incumbent (None without one); kept until the incumbent changes."""
+        if self.best is None:
+            return None
+        if self._cutoff_of is not self.best:
+            exact_t = self.best.objective - 1 if self.integral else self.best.objective
+            self._cutoff = (exact_t, float(exact_t), Fraction(float(exact_t)) == exact_t)
+            self._cutoff_of = self.best
+        return self._cutoff
+
     def threshold(self) -> float:
         """A node whose safe bound exceeds this (``>=`` for a non-integral objective) holds
         no solution better than the incumbent."""
-        if self.best is None:
-            return math.inf
-        u = self.best.objective
-        return float(u - 1) if self.integral else float(u)
+        cut = self.exact_cutoff()
+        return math.inf if cut is None else cut[1]
 
     def prunes(self, bound: float) -> bool:
-        t = self.threshold()
-        if math.isinf(t) or not math.isfinite(bound):
+        cut = self.exact_cutoff()
+        if cut is None or not math.isfinite(bound):
             return False
-        exact_t = self.best.objective - 1 if self.integral else self.best.objective  # type: ignore[union-attr]
+        exact_t, t, representable = cut
+        if representable:  # float64 compares exactly
+            return bound > t if self.integral else bound >= t
         return Fraction(bound) > exact_t if self.integral else Fraction(bound) >= exact_t
 
     def prunes_all(self, bounds: np.ndarray) -> np.ndarray:
         """:meth:`prunes`, elementwise (exact: float comparisons only where they are)."""
-        t = self.threshold()
-        if math.isinf(t):
+        cut = self.exact_cutoff()
+        if cut is None:
             return np.zeros(bounds.shape, dtype=bool)
-        exact_t = self.best.objective - 1 if self.integral else self.best.objective  # type: ignore[union-attr]
-        if self.integral and Fraction(t) == exact_t:
-            return bounds > t
+        _, t, representable = cut
+        if representable:
+            return np.isfinite(bounds) & ((bounds > t) if self.integral else (bounds >= t))
         screen = bounds >= math.nextafter(t, -math.inf)
         return screen & np.vectorize(self.prunes, otypes=[bool])(np.where(screen, bounds, -math.inf))
 
@@ -357,17 +370,12 @@ class _Search:
         rb = r[self.binaries]
         free = fixed == -1
         raised = np.nextafter(bound + np.abs(rb), -np.inf)  # the real bound with the side flipped
-        t = self.threshold()
-        candidates = np.flatnonzero(free & (rb != 0) & (raised >= t))
-        if candidates.size == 0:
+        fixing = free & (rb != 0) & self.prunes_all(raised)
+        if not fixing.any():
             return fixed
         fixed = fixed.copy()
-        count = 0
-        for k in candidates.tolist():
-            if self.prunes(float(raised[k])):
-                fixed[k] = 0 if rb[k] > 0 else 1
-                count += 1
-        self.fixings += count
+        fixed[fixing] = np.where(rb[fixing] > 0, 0, 1)
+        self.fixings += int(fixing.sum())
         return fixed
 
     def learn(self, node: _Node, value: float) -> None:
@@ -392,8 +400,8 @@ class _Search:
         f = xb[fractional]
         score = np.maximum(pc[0, fractional] * f, 1e-6) * np.maximum(pc[1, fractional] * (1 - f), 1e-6)
         order = fractional[np.argsort(-score, kind="stable")]
-        unknown = [k for k in order.tolist() if self.pc_count[:, k].min() < self.settings.reliability]
-        unknown = unknown[:self.settings.strong_candidates]
+        unreliable = self.pc_count.min(axis=0) < self.settings.reliability
+        unknown = order[unreliable[order]][:self.settings.strong_candidates].tolist()
         if not unknown or self.best is None:
             return int(order[0])
         best_k, best_score = int(order[0]), -1.0
