@@ -5,8 +5,10 @@ In order: rigorous bounds refute the disjuncts they can (no solver: a proof in e
 terms, the bounds being outward-rounded); a PGD attack looks for a counterexample in the
 others, then one attack per open disjunct; on a fully connected ReLU network, branch and
 bound with α/β-CROWN bounds (:mod:`smug_opt.robustness.bab`, rigorous too: ``"bab"``)
-decides the disjuncts it can in the time left; each disjunct still open is solved as a
-:class:`~smug_opt.ir.Problem` through
+decides the disjuncts it can in the time left, in two rounds: first each open disjunct with
+an equal share of the time left (a counterexample in a later disjunct is not hidden behind
+a hard earlier one), then those whose share ran out, each with all the time left; each
+disjunct still open is solved as a :class:`~smug_opt.ir.Problem` through
 :func:`smug_opt.solve` (so backends, races and exact verification apply), and an
 INFEASIBLE answer refutes it with that solve's ``proof``. A counterexample, whoever found
 it, is confirmed before ``sat`` is said: the float64 forward pass of the flat network
@@ -136,7 +138,8 @@ def decide(query: RobustnessQuery, *, time_limit: float = 60.0,
     ``solve_options`` go to :func:`smug_opt.solve` (threads, extras, memory_limit_mb, ...).
     ``lean``: for the many small queries of an explanation, whose batched attack has
     already looked for counterexamples: one short attack (:data:`LEAN_RESTARTS` runs) and
-    no aimed ones, and branch and bound splits at once (:data:`LEAN_ROOT_STEPS`).
+    no aimed ones, and branch and bound splits at once (:data:`LEAN_ROOT_STEPS`), one round
+    (each disjunct with all the time left, in turn).
     """
     from smug_opt.solving import solve
 
@@ -183,31 +186,41 @@ def decide(query: RobustnessQuery, *, time_limit: float = 60.0,
     bab_log: list[dict[str, Any]] = []
     with one_blas_thread(), one_thread():
         chain = query.chain_bounds(deadline)
-        for k in (open_ if chain is not None else []):
-            assert chain is not None  # the loop runs only with bounds
-            if deadline.passed(0.5):
-                return verdict("unknown", message="time limit", solves=tuple(bab_log))
-            d = query.disjuncts[k]
-            searched = branch_and_bound(chain, d.matrix, d.rhs, d.strict, deadline,
-                                        root_steps=LEAN_ROOT_STEPS if lean else ROOT_STEPS)
-            bab_log.append({"disjunct": k, "status": searched.status, "domains": searched.domains,
-                            "seconds": round(searched.seconds, 3), "solver": "bab",
-                            "message": searched.message})
-            if searched.status == "unsat":
-                decided[k] = "bab"
-            elif searched.status == "candidate" and searched.x is not None:
-                x = query.model_input(searched.x)
-                ok, outputs, _ = _confirm(query, x, references)
-                if not ok:
-                    near = attack(query.net, query.preprocess, query.lo, query.hi, (d,),
-                                  steps=attack_steps, restarts=2, seed=seed, start=x)
-                    x = near.x
-                    ok, outputs, _ = _confirm(query, x, references)
-                if ok:
+        queue = list(open_) if chain is not None else []
+        rounds = 1 if lean else 2
+        for round_ in range(rounds):
+            again: list[int] = []
+            for position, k in enumerate(queue):
+                assert chain is not None  # the queue is empty without bounds
+                if deadline.passed(0.5):
+                    return verdict("unknown", message="time limit", solves=tuple(bab_log))
+                last = round_ == rounds - 1
+                budget = deadline if last else deadline.share(1.0 / (len(queue) - position))
+                d = query.disjuncts[k]
+                searched = branch_and_bound(chain, d.matrix, d.rhs, d.strict, budget,
+                                            root_steps=LEAN_ROOT_STEPS if lean else ROOT_STEPS)
+                bab_log.append({"disjunct": k, "status": searched.status, "domains": searched.domains,
+                                "seconds": round(searched.seconds, 3), "solver": "bab",
+                                "message": searched.message})
+                if searched.status == "unsat":
                     decided[k] = "bab"
-                    return verdict("sat", x=x, outputs=outputs, proof="exact", solves=tuple(bab_log))
-            elif deadline.passed(0.5):
-                return verdict("unknown", message=f"disjunct {k}: {searched.message}", solves=tuple(bab_log))
+                elif searched.status == "candidate" and searched.x is not None:
+                    x = query.model_input(searched.x)
+                    ok, outputs, _ = _confirm(query, x, references)
+                    if not ok:
+                        near = attack(query.net, query.preprocess, query.lo, query.hi, (d,),
+                                      steps=attack_steps, restarts=2, seed=seed, start=x)
+                        x = near.x
+                        ok, outputs, _ = _confirm(query, x, references)
+                    if ok:
+                        decided[k] = "bab"
+                        return verdict("sat", x=x, outputs=outputs, proof="exact", solves=tuple(bab_log))
+                elif not last and searched.message.startswith("time limit"):
+                    again.append(k)  # its share ran out: again in the next round, with all the time left
+                elif deadline.passed(0.5):
+                    return verdict("unknown", message=f"disjunct {k}: {searched.message}",
+                                   solves=tuple(bab_log))
+            queue = again
     proofs: list[str] = []
     solves: list[dict[str, Any]] = list(bab_log)
     for k in (k for k in open_ if decided[k] == "open"):
