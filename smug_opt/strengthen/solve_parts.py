@@ -132,11 +132,13 @@ def _second_pass(parts: Sequence[Part], results: list[SolveResult], solve_part: 
     """Solve again, from their best solution, the parts that ended FEASIBLE (unproven)
     while time is left: a share can be eaten by a busy machine or a worker's start, or a
     part be harder than its size says, and the parts after it may leave most of the limit
-    unused. Each gets an equal share of what is left; a result is only improved."""
+    unused. A part whose race had a worker killed (z3 overrunning its share while HiGHS
+    answered) counts like any other. Each gets an equal share of what is left; a result is
+    only improved."""
     if deadline.at is None or len(results) < len(parts):
         return
     unproven = [k for k, r in enumerate(results)
-                if r.status is Status.FEASIBLE and r.has_solution and not r.killed]
+                if r.status is Status.FEASIBLE and r.has_solution]
     for n, k in enumerate(unproven):
         if deadline.passed(MIN_RETRY_SECONDS):
             return
