@@ -334,7 +334,7 @@ def test_a_part_that_ends_with_no_answer_is_solved_once_more(unbundled: None) ->
         result = solve(part_problem, choice, time_limit=1e-6 if starved else deadline, start=None,
                        strengthen=False)
         statuses.append(result.status)
-        return replace(result, killed=killed and starved)
+        return result
 
     result = solve_strengthened(problem, Pieces(components=True, cuts=False, implied=False, fixings=False),
                                 solve_part, BackendChoice.parse("highs"), Deadline.after(30), solver="highs")
