@@ -18,7 +18,7 @@ from smug_opt.bounds.domain import Box
 from smug_opt.bounds.propagation import propagate
 from smug_opt.robustness.query import RobustnessQuery
 
-__all__ = ["bound_round"]
+__all__ = ["bound_round", "by_bound_cost"]
 
 @dataclass(frozen=True, eq=False)
 class _WatchedBox(Box):
@@ -46,6 +46,31 @@ def _bound_and_costs(query: RobustnessQuery, x: np.ndarray) -> tuple[np.ndarray,
     return low, costs
 
 
+def _open_costs(query: RobustnessQuery, x: np.ndarray, pool: np.ndarray
+                ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Over the box freeing ``pool``: per disjunct its best row's bound, and per disjunct the
+    bounds leave open, that row's deficit and the pool's costs to it (open disjuncts × pool)."""
+    low, costs = _bound_and_costs(query, x)
+    ends = np.cumsum([d.matrix.shape[0] for d in query.disjuncts])[:-1]
+    parts = np.split(low, ends)
+    best = np.array([part.max() for part in parts])
+    starts = np.concatenate([[0], ends]).astype(int)
+    pick = np.array([int(np.argmax(part)) + begin for part, begin in zip(parts, starts, strict=True)])
+    short = best <= 0
+    deficit = -best[short] * 1.05 + 1e-9 * (1.0 + np.abs(best[short]))
+    return best, deficit, costs[pick[short]][:, pool]
+
+
+def by_bound_cost(query_for: Callable[[np.ndarray], RobustnessQuery], x: np.ndarray, pool: np.ndarray
+                  ) -> np.ndarray:
+    """``pool`` from the value costing the bound least to the one costing it most, by the
+    linear bounds over the box freeing the whole pool (each value's cost to every disjunct
+    the bounds leave open, as a share of that disjunct's deficit, summed): an order only."""
+    pool = np.asarray(pool, dtype=int)
+    _, deficit, gains = _open_costs(query_for(pool), x, pool)
+    return pool[np.argsort((gains / deficit[:, None]).sum(axis=0), kind="stable")]
+
+
 def bound_round(query_for: Callable[[np.ndarray], RobustnessQuery], x: np.ndarray, pool: np.ndarray
                 ) -> tuple[np.ndarray, np.ndarray, int]:
     """One round over ``pool`` (values still fixed, model input indices): the values proven
@@ -57,18 +82,9 @@ def bound_round(query_for: Callable[[np.ndarray], RobustnessQuery], x: np.ndarra
     disjunct's deficit are kept, and the rest is freed if a bound over that smaller box
     proves it (failing that, the cheaper half of the rest)."""
     pool = np.asarray(pool, dtype=int)
-    query = query_for(pool)
-    low, costs = _bound_and_costs(query, x)
-    ends = np.cumsum([d.matrix.shape[0] for d in query.disjuncts])[:-1]
-    parts = np.split(low, ends)
-    best = np.array([part.max() for part in parts])
+    best, deficit, gains = _open_costs(query_for(pool), x, pool)
     if np.all(best > 0):
         return pool, pool[:0], 1
-    starts = np.concatenate([[0], ends]).astype(int)
-    pick = np.array([int(np.argmax(part)) + begin for part, begin in zip(parts, starts, strict=True)])
-    short = best <= 0
-    deficit = -best[short] * 1.05 + 1e-9 * (1.0 + np.abs(best[short]))
-    gains = costs[pick[short]][:, pool]  # open disjuncts × pool
     order = np.argsort(-(gains / deficit[:, None]).sum(axis=0), kind="stable")
     covered = np.flatnonzero((np.cumsum(gains[:, order], axis=1) >= deficit[:, None]).all(axis=0))
     if not covered.size or covered[0] + 1 >= pool.size:

@@ -26,7 +26,7 @@ import numpy as np
 from smug_opt.backend_choice import DEFAULT_BACKEND, BackendChoice
 from smug_opt.network.flat import FlatNetwork, Preprocess
 from smug_opt.robustness.attack import flat_gradient
-from smug_opt.robustness.bound_freeing import bound_round
+from smug_opt.robustness.bound_freeing import bound_round, by_bound_cost
 from smug_opt.robustness.decide import decide, one_blas_thread
 from smug_opt.robustness.necessity import necessary_by_attack
 from smug_opt.robustness.query import RobustnessQuery
@@ -94,7 +94,8 @@ def robust_explanation(net: FlatNetwork, preprocess: Preprocess, x: np.ndarray, 
                        query_time: float = 5.0, backend: str | BackendChoice = DEFAULT_BACKEND,
                        batch: int | None = None,
                        time_limit: float | None = None, solve_options: Mapping[str, Any] | None = None,
-                       lean: bool = True, reuse_counterexamples: bool = True) -> RobustExplanation:
+                       lean: bool = True, reuse_counterexamples: bool = True,
+                       order_by_bounds: bool = True) -> RobustExplanation:
     """The explanation of ``net``'s label on ``x`` (model input units, flat) at ``eps``.
 
     Three passes, cheapest first: (1) in order of increasing sensitivity, chunks of
@@ -108,7 +109,9 @@ def robust_explanation(net: FlatNetwork, preprocess: Preprocess, x: np.ndarray, 
     moving one value of the chunk often suffices), and when it shows some necessary
     the chunk is asked again without them instead of halved; later batched attacks start
     from the latest such counterexample. The values a batched attack has already tried
-    from the same start over the same free set are not tried again.
+    from the same start over the same free set are not tried again. With
+    ``order_by_bounds``, pass (3) takes the values left by their cost to the linear bounds
+    over the box freeing all of them (cheapest first), not by gradient sensitivity.
 
     ``time_limit``: seconds for the whole traversal (values not reached by then stay fixed,
     counted ``undecided``, as do values whose query ran out); ``solve_options`` go to each
@@ -217,7 +220,9 @@ def robust_explanation(net: FlatNetwork, preprocess: Preprocess, x: np.ndarray, 
         order = by_sensitivity(net, preprocess, x, label, high - low)
         left: list[int] = []
         bounds_free(order, left)
-    rest = np.array(left, dtype=int)
+        rest = np.array(left, dtype=int)
+        if order_by_bounds and rest.size > 1 and not out_of_time():
+            rest = by_bound_cost(query_for, x, rest)
     for s in range(0, rest.size, batch):
         try_free(rest[s:s + batch])
     return RobustExplanation(fixed=~free, label=label, eps=float(eps),

@@ -43,7 +43,8 @@ def test_onnx_model_writes_record_fixed_set_and_overlay(tmp_path, capsys):
     fixed = np.load(out / "fixed.npy")
     assert record["method"] == "robust" and record["eps"] == 0.25 and record["size"] == int(fixed.sum()) == 3
     assert record["minimum"]["proven_minimum"] and record["minimum"]["gap"] == 0
-    assert record["subset_minimal"]["size"] == 4 and record["check"]["passed"]
+    subset = record["subset_minimal"]  # which subset-minimal set the traversal meets depends on its order
+    assert subset["subset_minimal"] and subset["size"] >= record["size"] and record["check"]["passed"]
     assert record["proof"] in ("exact", "solver")
     assert _exactly_robust(str(model), x, fixed, record) == "unsat"
     assert "3/5 values fixed" in capsys.readouterr().out
