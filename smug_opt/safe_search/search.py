@@ -360,10 +360,10 @@ class _Search:
             return children
 
     def open_bound(self) -> float | None:
-        """The lowest safe bound among the nodes left open (None: the root's is unknown)."""
+        """The lowest safe bound among the nodes left open (None: unknown, or none open)."""
         estimates = [e for e, _, _ in self.queue] + ([self.current.estimate] if self.current else [])
         low = min(estimates, default=math.inf)
-        return None if math.isinf(low) and low < 0 else low
+        return low if math.isfinite(low) else None
 
     def fix_by_reduced_costs(self, fixed: np.ndarray, bound: float, r: np.ndarray) -> np.ndarray:
         """``fixed`` plus the free binaries whose other side the safe bound prunes."""

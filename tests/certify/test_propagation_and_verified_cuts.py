@@ -245,3 +245,14 @@ def test_a_proof_cut_short_bounds_the_optimum_over_the_parts(problem: Problem) -
     optimum = brute_force(problem).objective
     if not outcome.proven and outcome.bound is not None and optimum is not None:
         assert Fraction(outcome.bound) <= optimum
+
+
+def test_a_search_stopped_in_its_root_cut_rounds_reports_no_bound() -> None:
+    """The LP budget spent before the root is processed: nothing is open, nothing is bounded
+    (an infinite bound once reached ``prove_optimum``'s exact sum)."""
+    p = Problem.from_arrays([[3.0] * 10], ">", [10.0])
+    outcome = search(p, verify(p, np.ones(10)), Deadline.after(30), Settings(max_lps=1))
+    assert not outcome.proven and outcome.bound is None
+    proof = prove_optimum(p, verify(p, np.ones(10)), Deadline.after(30), Settings(max_lps=1),
+                          strengthened=False)
+    assert not proof.proven and proof.bound is None
