@@ -27,6 +27,11 @@ pruned nodes fix binaries or close the node, each deduction rigorous.
 Node order: best bound first, diving into one child after each branching. Branching:
 pseudo-costs, initialised by strong branching on a few candidates (a child whose safe
 bound prunes fixes its variable the other way instead).
+
+Kept as one module (the cuts, propagation and the LP live in their own) because node
+processing, pruning, reduced-cost fixing and branching all read and write one search state
+(the incumbent and its cutoff, the open nodes, pseudo-costs, the LP); split, each part would
+take the whole state.
 """
 
 from __future__ import annotations
