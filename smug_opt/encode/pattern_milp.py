@@ -80,10 +80,11 @@ def pattern_applies(network: MaskedNetwork) -> bool:
 def encode_patterns(builder: ProblemBuilder, network: MaskedNetwork) -> PatternEncoding:
     """Add the subset binaries, their rows and the strict output rows to ``builder``, whose
     first ``network.num_cells`` variables are the cell binaries (see the module doc)."""
-    if not pattern_applies(network):
+    layers = mlp_form(network.net)
+    if layers is None or not pattern_applies(network):
         raise ValueError("encode_patterns needs a one-hidden-layer ReLU MLP whose neurons read at most "
                          f"{MAX_PATTERN_CELLS} cells each")
-    (_, b1), (W2, b2) = mlp_form(network.net)
+    (W1, b1), (W2, b2) = layers
     A = sp.csr_matrix(network.linear_matrices[0])  # neurons × cells: the first layer @ inputs, float64
     D = np.asarray(network.out_rows, dtype=np.float64)
     V = np.asarray(sp.csr_matrix(D) @ sp.csr_matrix(W2).toarray())  # rows × neurons
@@ -105,7 +106,7 @@ def encode_patterns(builder: ProblemBuilder, network: MaskedNetwork) -> PatternE
     rows = np.hstack(coefs) if coefs else np.zeros((D.shape[0], 0))
     builder.add_constraints(rows, cols, ">", network.out_rhs - const)
     neurons = _neuron_counts(groups, b1, empty)
-    deviation = _row_deviation(network, A, b1, D, W2, b2, V, groups, empty)
+    deviation = _row_deviation(network, W1, A, b1, D, W2, b2, V, groups, empty)
     return PatternEncoding(tuple(groups), np.asarray(first_binary, dtype=np.int64), neurons, deviation)
 
 
@@ -140,7 +141,8 @@ def _neuron_counts(groups: list[_Group], b1: np.ndarray, empty: np.ndarray) -> l
              "active": int(active.sum()), "unstable": int((~dead & ~active).sum()), "kept": []}]
 
 
-def _row_deviation(network: MaskedNetwork, A: sp.csr_matrix, b1: np.ndarray, D: np.ndarray,
+def _row_deviation(network: MaskedNetwork, W1: sp.csr_matrix, A: sp.csr_matrix,
+                   b1: np.ndarray, D: np.ndarray,
                    W2: sp.csr_matrix, b2: np.ndarray, V: np.ndarray, groups: list[_Group],
                    empty: np.ndarray) -> np.ndarray:
     """Per output row, a bound on ``|problem slack − network slack|`` for every mask.
@@ -151,7 +153,6 @@ def _row_deviation(network: MaskedNetwork, A: sp.csr_matrix, b1: np.ndarray, D: 
     ``fl(Σ_j V_rj·h_j)`` over a set's neurons, ``V = fl(D @ W2)``, the constant and the
     right-hand side add their rounding, bounded together by one dot_error_bound over every
     term's magnitude ``|D|·|W2|·(H + e) + |D|·|b2| + |rhs|``."""
-    W1 = sp.csr_matrix(mlp_form(network.net)[0][0])
     terms1 = np.diff(W1.indptr)
     H = np.abs(b1) + np.asarray(abs(W1) @ np.abs(network.xa)).reshape(-1)
     e = dot_error_bound(2 * (terms1 + 1), H)
