@@ -22,7 +22,7 @@ from smug_opt import exact
 from smug_opt.backend import Status
 from smug_opt.exact import float_down
 from smug_opt.ir import Problem, Sense
-from smug_opt.result import Proof, SolveResult, Timings
+from smug_opt.result import Proof, SolveResult, Timings, relative_gap
 from smug_opt.verification import verify
 
 __all__ = ["ConstructionBound", "construction_bound", "exact_by_construction", "optimal_start"]
@@ -97,8 +97,8 @@ def exact_by_construction(problem: Problem, result: SolveResult) -> SolveResult:
         if value == bound.value:
             note = f"optimal by construction: {bound.why}"
             low = float_down(bound.value)
-            gap = max(objective - low, 0.0) / max(abs(objective), 1.0)
-            return replace(result, status=Status.OPTIMAL, proof=Proof.EXACT, bound=low, gap=gap,
+            return replace(result, status=Status.OPTIMAL, proof=Proof.EXACT, bound=low,
+                           gap=relative_gap(objective, low),
                            message="; ".join(m for m in (result.message, note) if m))
     if result.status is Status.OPTIMAL:
         return result
@@ -111,10 +111,9 @@ def _with_row_bound(result: SolveResult, bound: ConstructionBound) -> SolveResul
     low = float_down(bound.value)
     if bound.row is None or (result.bound is not None and result.bound >= low):
         return result
-    gap = (None if result.objective is None
-           else max(result.objective - low, 0.0) / max(abs(result.objective), 1.0))
     note = f"bound {low:g} by construction: {bound.why}"
-    return replace(result, bound=low, gap=gap, message="; ".join(m for m in (result.message, note) if m))
+    return replace(result, bound=low, gap=relative_gap(result.objective, low),
+                   message="; ".join(m for m in (result.message, note) if m))
 
 
 def optimal_start(problem: Problem, start: np.ndarray, backend: str) -> SolveResult | None:
@@ -133,7 +132,7 @@ def optimal_start(problem: Problem, start: np.ndarray, backend: str) -> SolveRes
     seconds = time.monotonic() - t0
     return SolveResult(
         status=Status.OPTIMAL, x=v.x, objective=objective, bound=low,
-        gap=max(objective - low, 0.0) / max(abs(objective), 1.0), backend=backend,
+        gap=relative_gap(objective, low), backend=backend,
         solver="none: the start meets a bound the problem states", verified=True,
         verification=v.summary(),
         message=f"optimal by construction, before solving: the start meets it ({bound.why})",

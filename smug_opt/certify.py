@@ -57,7 +57,7 @@ from smug_opt.exact_questions import (
     objective_below,
 )
 from smug_opt.ir import Problem
-from smug_opt.result import Proof, SolveResult
+from smug_opt.result import Proof, SolveResult, relative_gap
 from smug_opt.step import Step
 from smug_opt.verification import Verification, verify
 
@@ -356,7 +356,7 @@ def _corrected(problem: Problem, result: SolveResult, best: Verification, note: 
     objective = float(best.objective)
     if proven:
         bound = objective if Fraction(objective) == best.objective else float_down(best.objective)
-    gap = None if bound is None else max(objective - bound, 0.0) / max(abs(objective), 1.0)
+    gap = relative_gap(objective, bound)
     return _finish(result, status=Status.OPTIMAL if proven else Status.FEASIBLE, x=best.x,
                    objective=objective, bound=bound, gap=gap,
                    proof=Proof.EXACT if proven else None, verified=True, verification=best.summary(),

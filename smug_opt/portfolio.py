@@ -43,7 +43,7 @@ from smug_opt.claims import objective_tolerance
 from smug_opt.deadline import Deadline
 from smug_opt.ir import Problem
 from smug_opt.registry import BackendUnavailableError, UnknownBackendError, backend_class
-from smug_opt.result import Proof, RaceEntry, RaceStatus, SolveResult
+from smug_opt.result import Proof, RaceEntry, RaceStatus, SolveResult, relative_gap
 from smug_opt.solve_loop import SolveLoop
 from smug_opt.verification import Verification, snap_binaries, verify
 
@@ -319,9 +319,7 @@ def _combine(problem: Problem, backend: str, entries: list[_Entry], board: _Boar
                   else Status.ERROR)
         x = objective = proof = None
         base = next(iter(results.values()))
-    gap = None
-    if objective is not None and bound is not None:
-        gap = max(objective - bound, 0.0) / max(abs(objective), 1.0)
+    gap = relative_gap(objective, bound)
     entries_out = tuple(RaceEntry(
         backend=e.name, status=RaceStatus.of(e.result.status) if e.result else STOPPED,
         objective=e.result.objective if e.result else None,

@@ -12,7 +12,15 @@ import numpy as np
 from smug_opt.backend import Status
 
 __all__ = ["PROOFS", "Attempt", "Proof", "RaceEntry", "RaceStatus", "SolveResult", "Strengthening",
-           "Timings"]
+           "Timings", "relative_gap"]
+
+
+def relative_gap(objective: float | None, bound: float | None) -> float | None:
+    """A result's ``gap``: (objective − bound) / max(|objective|, 1), at least 0; None when
+    either is missing."""
+    if objective is None or bound is None:
+        return None
+    return max(objective - bound, 0.0) / max(abs(objective), 1.0)
 
 
 @enum.unique

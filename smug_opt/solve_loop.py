@@ -24,7 +24,7 @@ from smug_opt.backend import RawResult, SolveOptions, Status
 from smug_opt.claims import BOUND_RELATIVE_ERROR, certified_bound, objective_scale, objective_tolerance
 from smug_opt.deadline import Deadline
 from smug_opt.ir import Problem, Sense
-from smug_opt.result import Attempt, Proof, SolveResult, Timings
+from smug_opt.result import Attempt, Proof, SolveResult, Timings, relative_gap
 from smug_opt.verification import Verification, ViolationKind, snap_binaries, verify
 from smug_opt.workers import AttemptOutcome, run_attempt
 
@@ -322,9 +322,7 @@ class SolveLoop:
         proof = None
         if status in (Status.OPTIMAL, Status.INFEASIBLE):
             proof = Proof.EXACT if self.exact_backend else Proof.SOLVER
-        gap = None
-        if objective is not None and bound is not None:
-            gap = max(objective - bound, 0.0) / max(abs(objective), 1.0)
+        gap = relative_gap(objective, bound)
         times = Timings(lower=self.lower_s, solve=self.solve_s, verify=self.verify_s,
                         overhead=max(total - self.lower_s - self.solve_s - self.verify_s, 0.0),
                         total=total)

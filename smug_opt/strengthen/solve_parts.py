@@ -24,7 +24,7 @@ from smug_opt.backend import Status
 from smug_opt.backend_choice import BackendChoice, ChoiceKind
 from smug_opt.deadline import Deadline
 from smug_opt.ir import Problem
-from smug_opt.result import Attempt, Proof, SolveResult, Strengthening, Timings
+from smug_opt.result import Attempt, Proof, SolveResult, Strengthening, Timings, relative_gap
 from smug_opt.step import Step
 from smug_opt.strengthen.bundles import bundled, weight
 from smug_opt.strengthen.presolve import Part, Pieces, Strengthened, strengthen
@@ -220,9 +220,7 @@ def _combine(prepared: Strengthened, results: list[SolveResult], start: float,
         deciding = [r for r in results if r.status is status] if status is Status.INFEASIBLE \
             else results
         proof = Proof.EXACT if all(r.proof == Proof.EXACT for r in deciding) else Proof.SOLVER
-    gap = None
-    if objective is not None and bound is not None:
-        gap = max(objective - bound, 0.0) / max(abs(objective), 1.0)
+    gap = relative_gap(objective, bound)
     total = time.monotonic() - start
     seconds = float(prepared.stats.get("seconds", 0.0))
     lower = sum(r.times.lower for r in results)
