@@ -92,10 +92,10 @@ def solve_strengthened(problem: Problem, pieces: Pieces, solve_part: Step, choic
     prepared = strengthen(problem, pieces)
     if prepared.applied:
         prepared = replace(prepared, parts=tuple(bundled(prepared.parts)))
+        parts_choice = part_choice(choice)
+    else:  # one part: the problem as stated
+        parts_choice, solve_part = choice, solve_whole or solve_part
     start, notes = _checked_start(problem, prepared, start)
-    parts_choice = part_choice(choice) if prepared.applied else choice
-    if not prepared.applied and solve_whole is not None:
-        solve_part = solve_whole
     results: list[SolveResult] = []
     weights = [weight(p) for p in prepared.parts]
     for k, part in enumerate(prepared.parts):
