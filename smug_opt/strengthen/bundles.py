@@ -14,7 +14,7 @@ from collections.abc import Sequence
 import numpy as np
 import scipy.sparse as sp
 
-from smug_opt.ir import Problem, Sense
+from smug_opt.ir import Problem
 from smug_opt.strengthen.outcome import Part
 
 __all__ = ["BUNDLE_WEIGHT", "bundled", "weight"]
@@ -32,7 +32,9 @@ def weight(part: Part) -> int:
 def bundled(parts: Sequence[Part]) -> list[Part]:
     """``parts`` with the light ones packed into bundles (:data:`BUNDLE_WEIGHT`), lightest
     first; a bundle of one part is that part."""
-    alone = [weight(p) >= BUNDLE_WEIGHT or _strict(p.problem) for p in parts]
+    # a part with strict rows left (pieces switched off, or a row no integer row matches) is
+    # solved alone: a float solver's tightening levels and certification concern it only
+    alone = [weight(p) >= BUNDLE_WEIGHT or p.problem.has_strict for p in parts]
     light = sorted((p for p, a in zip(parts, alone, strict=True) if not a), key=weight)
     heavy = [p for p, a in zip(parts, alone, strict=True) if a]
     groups: list[list[Part]] = []
@@ -45,13 +47,6 @@ def bundled(parts: Sequence[Part]) -> list[Part]:
         load += weight(part)
     packed = [group[0] if len(group) == 1 else _pack(group) for group in groups]
     return sorted(packed + heavy, key=lambda p: p.problem.A.nnz)
-
-
-def _strict(problem: Problem) -> bool:
-    """Whether strict rows are left (pieces switched off, or a row no integer row matches):
-    such a part is solved alone, so that a float solver's tightening levels and
-    certification concern it only, not a whole bundle."""
-    return bool(np.isin(problem.senses, (Sense.GT, Sense.LT)).any())
 
 
 def _pack(parts: list[Part]) -> Part:
