@@ -26,6 +26,7 @@ from smug_opt.bounds.rounding import ACCUMULATED
 from smug_opt.encode.masked import MaskedNetwork, mlp_form
 from smug_opt.exact import dot_error_bound
 from smug_opt.ir import ProblemBuilder
+from smug_opt.strengthen.rows import pattern_bits
 
 __all__ = ["MAX_PATTERN_CELLS", "PatternEncoding", "encode_patterns", "pattern_applies"]
 
@@ -70,18 +71,23 @@ def pattern_applies(network: MaskedNetwork) -> bool:
     """Whether :func:`encode_patterns` encodes ``network``: a ReLU MLP with one hidden layer
     whose neurons each read at most :data:`MAX_PATTERN_CELLS` cells, of more cells in all
     (a local layer, not a dense one over a handful of cells)."""
+    return _pattern_layers(network) is not None
+
+
+def _pattern_layers(network: MaskedNetwork) -> list[tuple[sp.csr_matrix, np.ndarray]] | None:
+    """The network's two ``(matrix, bias)`` layers when :func:`pattern_applies`, else None."""
     layers = mlp_form(network.net)
     if layers is None or len(layers) != 2 or network.num_cells <= MAX_PATTERN_CELLS:
-        return False
+        return None
     reads = np.diff(sp.csr_matrix(network.linear_matrices[0]).indptr)
-    return bool(reads.max(initial=0) <= MAX_PATTERN_CELLS)
+    return layers if reads.max(initial=0) <= MAX_PATTERN_CELLS else None
 
 
 def encode_patterns(builder: ProblemBuilder, network: MaskedNetwork) -> PatternEncoding:
     """Add the subset binaries, their rows and the strict output rows to ``builder``, whose
     first ``network.num_cells`` variables are the cell binaries (see the module doc)."""
-    layers = mlp_form(network.net)
-    if layers is None or not pattern_applies(network):
+    layers = _pattern_layers(network)
+    if layers is None:
         raise ValueError("encode_patterns needs a one-hidden-layer ReLU MLP whose neurons read at most "
                          f"{MAX_PATTERN_CELLS} cells each")
     (W1, b1), (W2, b2) = layers
@@ -97,8 +103,7 @@ def encode_patterns(builder: ProblemBuilder, network: MaskedNetwork) -> PatternE
         ys = builder.add_binaries(1 << t)
         first_binary.append(int(ys[0]))
         builder.add_constraints(np.ones((1, ys.size)), ys, "==", 1.0)
-        bits = (np.arange(1 << t)[:, None] >> np.arange(t)[None, :]) & 1  # subsets × cells
-        marginals = np.hstack([bits.T.astype(np.float64), -np.eye(t)])
+        marginals = np.hstack([pattern_bits(t).T, -np.eye(t)])  # subsets' cells, minus each cell
         builder.add_constraints(marginals, np.concatenate([ys, group.cells]), "==", np.zeros(t))
         columns.append(ys)
         coefs.append(V[:, group.neurons] @ np.maximum(group.pre, 0.0).T)  # rows × subsets
@@ -106,7 +111,7 @@ def encode_patterns(builder: ProblemBuilder, network: MaskedNetwork) -> PatternE
     rows = np.hstack(coefs) if coefs else np.zeros((D.shape[0], 0))
     builder.add_constraints(rows, cols, ">", network.out_rhs - const)
     neurons = _neuron_counts(groups, b1, empty)
-    deviation = _row_deviation(network, W1, A, b1, D, W2, b2, V, groups, empty)
+    deviation = _row_deviation(network, W1, b1, D, W2, b2, V, groups, empty)
     return PatternEncoding(tuple(groups), np.asarray(first_binary, dtype=np.int64), neurons, deviation)
 
 
@@ -123,8 +128,7 @@ def _groups(A: sp.csr_matrix, b1: np.ndarray) -> list[_Group]:
         neurons = np.asarray(members, dtype=np.int64)
         weights = A[neurons][:, list(cells)].toarray()  # neurons × cells
         t = len(cells)
-        bits = ((np.arange(1 << t)[:, None] >> np.arange(t)[None, :]) & 1).astype(np.float64)
-        pre = b1[neurons][None, :] + bits @ weights.T
+        pre = b1[neurons][None, :] + pattern_bits(t) @ weights.T
         groups.append(_Group(np.asarray(cells, dtype=np.int64), neurons, pre))
     return groups
 
@@ -141,8 +145,7 @@ def _neuron_counts(groups: list[_Group], b1: np.ndarray, empty: np.ndarray) -> l
              "active": int(active.sum()), "unstable": int((~dead & ~active).sum()), "kept": []}]
 
 
-def _row_deviation(network: MaskedNetwork, W1: sp.csr_matrix, A: sp.csr_matrix,
-                   b1: np.ndarray, D: np.ndarray,
+def _row_deviation(network: MaskedNetwork, W1: sp.csr_matrix, b1: np.ndarray, D: np.ndarray,
                    W2: sp.csr_matrix, b2: np.ndarray, V: np.ndarray, groups: list[_Group],
                    empty: np.ndarray) -> np.ndarray:
     """Per output row, a bound on ``|problem slack − network slack|`` for every mask.

@@ -23,21 +23,13 @@ from smug_opt.console import silenced_stdout
 from smug_opt.exact import dot_error_bound
 from smug_opt.ir import Problem, Sense
 from smug_opt.safe_search.covers import Cut, KnapsackRow
+from smug_opt.strengthen.rows import pattern_bits
 
 __all__ = ["MAX_SHARED", "highs_root_cuts", "row_minimum", "verified_cuts"]
 
 MAX_SHARED = 24
 """A cut is checked against a row only where they share at most this many columns (the
 enumeration is 2 × 2^(shared/2) points)."""
-
-_SUBSETS: dict[int, np.ndarray] = {}
-
-
-def _subsets(k: int) -> np.ndarray:
-    if k not in _SUBSETS:
-        _SUBSETS[k] = ((np.arange(1 << k)[:, None] >> np.arange(k)) & 1).astype(np.float64)
-    return _SUBSETS[k]
-
 
 def row_minimum(row: KnapsackRow, cols: np.ndarray, coefs: np.ndarray) -> float | None:
     """A rigorous lower bound on ``min Σ coefs·x[cols]`` over binary ``x`` satisfying ``row``
@@ -55,7 +47,7 @@ def row_minimum(row: KnapsackRow, cols: np.ndarray, coefs: np.ndarray) -> float 
     slack_a = 2.0 * dot_error_bound(terms, float(np.abs(row.a).sum()) + abs(row.b))
     slack_c = 2.0 * dot_error_bound(coefs.size + 3, float(np.abs(coefs).sum()))
     half = shared.size // 2
-    left, right = _subsets(half), _subsets(shared.size - half)
+    left, right = pattern_bits(half), pattern_bits(shared.size - half)
     act_l, act_r = left @ a[:half], right @ a[half:]
     cost_l, cost_r = left @ c[:half], right @ c[half:]
     order = np.argsort(act_r, kind="stable")
