@@ -165,12 +165,6 @@ class _Search:
             self._cutoff_of = self.best
         return self._cutoff
 
-    def threshold(self) -> float:
-        """A node whose safe bound exceeds this (``>=`` for a non-integral objective) holds
-        no solution better than the incumbent."""
-        cut = self.exact_cutoff()
-        return math.inf if cut is None else cut[1]
-
     def prunes(self, bound: float) -> bool:
         cut = self.exact_cutoff()
         if cut is None or not math.isfinite(bound):
