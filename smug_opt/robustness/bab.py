@@ -179,8 +179,8 @@ class _Domains:
     def __init__(self, splits, alphas, betas, choice, bounds: ChainBounds) -> None:
         self.splits, self.alphas, self.betas, self.choice, self.bounds = splits, alphas, betas, choice, bounds
 
-    def subset(self, keep: torch.Tensor) -> _Domains:
-        """The domains where ``keep`` (a mask) is true."""
+    def subset(self, keep: torch.Tensor | slice) -> _Domains:
+        """The domains ``keep`` selects (a mask or a slice)."""
         return _Domains([s[keep] for s in self.splits], [a[keep] for a in self.alphas],
                         [b[keep] for b in self.betas], (self.choice[0][keep], self.choice[1][keep]),
                         self.bounds)
@@ -231,10 +231,7 @@ class _Stack:
             self.counts.pop()
             return top
         cut = n - batch
-        head = _Domains([s[:cut] for s in top.splits], [a[:cut] for a in top.alphas],
-                        [b[:cut] for b in top.betas], (top.choice[0][:cut], top.choice[1][:cut]), self.bounds)
-        tail = _Domains([s[cut:] for s in top.splits], [a[cut:] for a in top.alphas],
-                        [b[cut:] for b in top.betas], (top.choice[0][cut:], top.choice[1][cut:]), self.bounds)
+        head, tail = top.subset(slice(None, cut)), top.subset(slice(cut, None))
         self.items[-1], self.counts[-1] = head, cut
         return tail
 
