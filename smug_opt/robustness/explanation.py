@@ -180,9 +180,11 @@ def robust_explanation(net: FlatNetwork, preprocess: Preprocess, x: np.ndarray, 
         nonlocal necessary
         state = (int(free.sum()), anchor[1])
         todo = np.array([v for v in chunk if attacked.get(int(v)) != state], dtype=int)
-        shown = {} if not todo.size else necessary_by_attack(
-            net, preprocess, np.where(free, low, x), np.where(free, high, x), low, high, todo, region,
-            start=anchor[0])
+        shown = {}
+        if todo.size:
+            with one_blas_thread():
+                shown = necessary_by_attack(net, preprocess, np.where(free, low, x), np.where(free, high, x),
+                                            low, high, todo, region, start=anchor[0])
         attacked.update((int(v), state) for v in todo)
         necessary += len(shown)
         counterexamples.extend(shown.values())
@@ -193,8 +195,7 @@ def robust_explanation(net: FlatNetwork, preprocess: Preprocess, x: np.ndarray, 
         if out_of_time():
             undecided += chunk.size
             return
-        with one_blas_thread():
-            chunk = drop_necessary(chunk)
+        chunk = drop_necessary(chunk)
         if not chunk.size:
             return
         answer, found = robust_with(chunk)
@@ -206,8 +207,7 @@ def robust_explanation(net: FlatNetwork, preprocess: Preprocess, x: np.ndarray, 
         else:
             if answer == "sat" and reuse_counterexamples:
                 anchor[:] = [found, anchor[1] + 1]  # single values may break from the chunk's counterexample
-                with one_blas_thread():
-                    rest = drop_necessary(chunk)
+                rest = drop_necessary(chunk)
                 if rest.size < chunk.size:  # some shown necessary: ask again without them
                     try_free(rest)
                     return
