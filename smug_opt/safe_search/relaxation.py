@@ -22,7 +22,36 @@ from smug_opt.console import silenced_stdout
 from smug_opt.ir import Problem, Sense
 from smug_opt.safe_search.covers import Cut
 
-__all__ = ["LpAnswer", "Relaxation"]
+__all__ = ["LpAnswer", "Relaxation", "problem_lp"]
+
+
+def _row_range(problem: Problem) -> tuple[np.ndarray, np.ndarray]:
+    """Each row's ``(lower, upper)`` activity limits, strict rows as non-strict (±inf where
+    a side is free)."""
+    senses, rhs = problem.senses, problem.rhs
+    at_least = np.isin(senses, (Sense.GE, Sense.GT, Sense.EQ))
+    at_most = np.isin(senses, (Sense.LE, Sense.LT, Sense.EQ))
+    return np.where(at_least, rhs, -np.inf), np.where(at_most, rhs, np.inf)
+
+
+def problem_lp(problem: Problem) -> Any:
+    """``problem``'s LP relaxation as a ``highspy.HighsLp`` (rows by :func:`_row_range`,
+    columns within the problem's bounds, A column-wise)."""
+    import highspy
+
+    row_lo, row_hi = _row_range(problem)
+    A = problem.A.tocsc()
+    lp = highspy.HighsLp()
+    lp.num_col_, lp.num_row_ = problem.num_vars, problem.num_rows
+    lp.col_cost_ = np.asarray(problem.objective, dtype=np.float64)
+    lp.col_lower_, lp.col_upper_ = np.asarray(problem.lb), np.asarray(problem.ub)
+    lp.row_lower_ = np.where(np.isfinite(row_lo), row_lo, -highspy.kHighsInf)
+    lp.row_upper_ = np.where(np.isfinite(row_hi), row_hi, highspy.kHighsInf)
+    lp.a_matrix_.format_ = highspy.MatrixFormat.kColwise
+    lp.a_matrix_.start_ = A.indptr.astype(np.int32)
+    lp.a_matrix_.index_ = A.indices.astype(np.int32)
+    lp.a_matrix_.value_ = A.data.astype(np.float64)
+    return lp
 
 
 class Relaxation:
@@ -36,25 +65,11 @@ class Relaxation:
             raise ValueError("the safe search's relaxation takes problems without ReLUs")
         self._highspy = highspy
         self.problem = problem
-        senses, rhs = problem.senses, problem.rhs
-        at_least = np.isin(senses, (Sense.GE, Sense.GT, Sense.EQ))
-        at_most = np.isin(senses, (Sense.LE, Sense.LT, Sense.EQ))
-        self.row_lo = np.where(at_least, rhs, -np.inf)
-        self.row_hi = np.where(at_most, rhs, np.inf)
+        self.row_lo, self.row_hi = _row_range(problem)
         self.cost = np.asarray(problem.objective, dtype=np.float64)
-        A = problem.A.tocsc()
         self.At = problem.A.T.tocsr()
         self.abs_At = abs(self.At).tocsr()
-        lp = highspy.HighsLp()
-        lp.num_col_, lp.num_row_ = problem.num_vars, problem.num_rows
-        lp.col_cost_ = self.cost
-        lp.col_lower_, lp.col_upper_ = np.asarray(problem.lb), np.asarray(problem.ub)
-        lp.row_lower_ = np.where(np.isfinite(self.row_lo), self.row_lo, -highspy.kHighsInf)
-        lp.row_upper_ = np.where(np.isfinite(self.row_hi), self.row_hi, highspy.kHighsInf)
-        lp.a_matrix_.format_ = highspy.MatrixFormat.kColwise
-        lp.a_matrix_.start_ = A.indptr.astype(np.int32)
-        lp.a_matrix_.index_ = A.indices.astype(np.int32)
-        lp.a_matrix_.value_ = A.data.astype(np.float64)
+        lp = problem_lp(problem)
         with silenced_stdout():  # HiGHS prints its banner on construction
             self._h: Any = highspy.Highs()
         self._h.setOptionValue("output_flag", False)

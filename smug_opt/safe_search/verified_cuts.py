@@ -21,8 +21,9 @@ import numpy as np
 
 from smug_opt.console import silenced_stdout
 from smug_opt.exact import dot_error_bound
-from smug_opt.ir import Problem, Sense
+from smug_opt.ir import Problem
 from smug_opt.safe_search.covers import Cut, KnapsackRow
+from smug_opt.safe_search.relaxation import problem_lp
 from smug_opt.strengthen.rows import pattern_bits
 
 __all__ = ["MAX_SHARED", "highs_root_cuts", "row_minimum", "verified_cuts"]
@@ -88,17 +89,7 @@ def highs_root_cuts(problem: Problem, seconds: float) -> list[Cut]:
     non-strict), as ``coefs·x >= rhs`` (unverified: see :func:`verified_cuts`)."""
     import highspy
 
-    senses, rhs = problem.senses, problem.rhs
-    A = problem.A.tocsc()
-    lp = highspy.HighsLp()
-    lp.num_col_, lp.num_row_ = problem.num_vars, problem.num_rows
-    lp.col_cost_ = np.asarray(problem.objective, dtype=np.float64)
-    lp.col_lower_, lp.col_upper_ = np.asarray(problem.lb), np.asarray(problem.ub)
-    lp.row_lower_ = np.where(np.isin(senses, (Sense.GE, Sense.GT, Sense.EQ)), rhs, -highspy.kHighsInf)
-    lp.row_upper_ = np.where(np.isin(senses, (Sense.LE, Sense.LT, Sense.EQ)), rhs, highspy.kHighsInf)
-    lp.a_matrix_.format_ = highspy.MatrixFormat.kColwise
-    lp.a_matrix_.start_, lp.a_matrix_.index_ = A.indptr.astype(np.int32), A.indices.astype(np.int32)
-    lp.a_matrix_.value_ = A.data.astype(np.float64)
+    lp = problem_lp(problem)
     lp.integrality_ = [highspy.HighsVarType.kInteger if b else highspy.HighsVarType.kContinuous
                        for b in np.asarray(problem.binary, dtype=bool)]
     with silenced_stdout():
