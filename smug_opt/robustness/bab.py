@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass
+from enum import Enum
 
 import numpy as np
 import torch
@@ -34,7 +35,7 @@ from smug_opt.bounds.alpha_crown import optimise
 from smug_opt.bounds.relu_chain import ChainBounds, one_thread
 from smug_opt.deadline import Deadline
 
-__all__ = ["BabResult", "branch_and_bound"]
+__all__ = ["BabResult", "Unfinished", "branch_and_bound"]
 
 BATCH = 128
 """Domains split per round (each gives two)."""
@@ -52,17 +53,26 @@ MAX_DOMAINS = 200_000
 """Open domains kept at most (then ``unknown``)."""
 
 
+class Unfinished(Enum):
+    """Why a search ended ``"unknown"``."""
+
+    TIME_LIMIT = "time limit"
+    DOMAIN_LIMIT = "domain limit"
+    LINEAR_REGIONS_OPEN = "linear regions open"
+
+
 @dataclass(frozen=True)
 class BabResult:
     """``status``: ``"unsat"`` (every domain closed: no counterexample in the disjunct),
     ``"candidate"`` (``x``, an affine input whose float64 chain outputs lie in the
-    disjunct, to confirm) or ``"unknown"`` (time or domain limit: ``message``)."""
+    disjunct, to confirm) or ``"unknown"`` (``unfinished`` says why, ``message`` in words)."""
 
     status: str
     seconds: float
     domains: int
     x: np.ndarray | None = None
     message: str = ""
+    unfinished: Unfinished | None = None
 
 
 def _refuted(bound: torch.Tensor, strict: torch.Tensor) -> torch.Tensor:
@@ -112,9 +122,11 @@ def _branch_and_bound(bounds: ChainBounds, matrix: np.ndarray, rhs: np.ndarray, 
     count, stuck = 1, 0
     while stack.size:
         if deadline.passed():
-            return done("unknown", count, message=f"time limit ({stack.size} domains open)")
+            return done("unknown", count, message=f"time limit ({stack.size} domains open)",
+                        unfinished=Unfinished.TIME_LIMIT)
         if stack.size > MAX_DOMAINS:
-            return done("unknown", count, message=f"over {MAX_DOMAINS} domains open")
+            return done("unknown", count, message=f"over {MAX_DOMAINS} domains open",
+                        unfinished=Unfinished.DOMAIN_LIMIT)
         parents = stack.pop(batch)
         linear = parents.choice[0] < 0
         if bool(linear.any()):  # linear regions: each LP's optimum is a candidate, if any
@@ -148,7 +160,8 @@ def _branch_and_bound(bounds: ChainBounds, matrix: np.ndarray, rhs: np.ndarray, 
                    [t[keep] for t in (found.betas or b)], found.bound[keep],
                    [t[keep] for t in found.coefficients])
     if stuck:
-        return done("unknown", count, message=f"{stuck} domains with every ReLU split stay open")
+        return done("unknown", count, message=f"{stuck} domains with every ReLU split stay open",
+                    unfinished=Unfinished.LINEAR_REGIONS_OPEN)
     return done("unsat", count)
 
 
@@ -190,13 +203,8 @@ class _Domains:
         a neuron left to split."""
         layer, index = self.choice
         n = layer.numel()
-        splits = [torch.cat([s, s]) for s in self.splits]
-        rows = torch.arange(2 * n)
-        both_layer, both_index = torch.cat([layer, layer]), torch.cat([index, index])
         sign = torch.cat([torch.ones(n, dtype=torch.int8), -torch.ones(n, dtype=torch.int8)])
-        for i, s in enumerate(splits):
-            here = both_layer == i
-            s[rows[here], both_index[here]] = sign[here]
+        splits = _with_splits(self.splits, torch.arange(n).repeat(2), layer.repeat(2), index.repeat(2), sign)
         alphas = [torch.cat([a, a]).to(torch.float64) for a in self.alphas]
         betas = [torch.cat([b, b]).to(torch.float64) for b in self.betas]
         return splits, alphas, betas
@@ -234,6 +242,20 @@ class _Stack:
         head, tail = top.subset(slice(None, cut)), top.subset(slice(cut, None))
         self.items[-1], self.counts[-1] = head, cut
         return tail
+
+
+def _with_splits(splits: list[torch.Tensor], parents: torch.Tensor, layer: torch.Tensor,
+                 neuron: torch.Tensor, sign: torch.Tensor) -> list[torch.Tensor]:
+    """Per ReLU layer, the split states of new domains: domain ``j`` copies domain
+    ``parents[j]`` with neuron ``neuron[j]`` of layer ``layer[j]`` fixed to ``sign[j]``
+    (1 active, -1 inactive)."""
+    out = []
+    for i, s in enumerate(splits):
+        t = s[parents]  # advanced indexing: a copy
+        here = torch.nonzero(layer == i).flatten()
+        t[here, neuron[here]] = sign[here]
+        out.append(t)
+    return out
 
 
 def _scores(bounds: ChainBounds, splits, alphas, bound, coefficients) -> list[torch.Tensor]:
@@ -274,12 +296,7 @@ def _choose(bounds: ChainBounds, splits, alphas, betas, bound, coefficients, C: 
         trial_layer = layer.repeat_interleave(2, dim=-1).reshape(-1)
         trial_neuron = neuron.repeat_interleave(2, dim=-1).reshape(-1)
         sign = torch.tensor([1, -1], dtype=torch.int8).repeat(n * k)
-        trial_splits = []
-        for i, s in enumerate(splits):
-            t = s[rows].clone()
-            here = trial_layer == i
-            t[torch.nonzero(here).flatten(), trial_neuron[here]] = sign[here]
-            trial_splits.append(t)
+        trial_splits = _with_splits(splits, rows, trial_layer, trial_neuron, sign)
         with torch.no_grad():
             child = bounds.estimate(len(bounds.chain.weights) - 1, C, d, [a[rows] for a in alphas],
                                     [b[rows] for b in betas], trial_splits)

@@ -31,7 +31,7 @@ from smug_opt.backend_choice import DEFAULT_BACKEND, BackendChoice
 from smug_opt.bounds.relu_chain import one_thread
 from smug_opt.deadline import Deadline
 from smug_opt.robustness.attack import attack, flat_gradient, unsafe_loss
-from smug_opt.robustness.bab import ROOT_STEPS, branch_and_bound
+from smug_opt.robustness.bab import ROOT_STEPS, Unfinished, branch_and_bound
 from smug_opt.robustness.query import RobustnessQuery
 
 __all__ = ["ANSWERS", "Verdict", "decide", "one_blas_thread"]
@@ -215,7 +215,7 @@ def decide(query: RobustnessQuery, *, time_limit: float = 60.0,
                     if ok:
                         decided[k] = "bab"
                         return verdict("sat", x=x, outputs=outputs, proof="exact", solves=tuple(bab_log))
-                elif not last and searched.message.startswith("time limit"):
+                elif not last and searched.unfinished is Unfinished.TIME_LIMIT:
                     again.append(k)  # its share ran out: again in the next round, with all the time left
                 elif deadline.passed(0.5):
                     return verdict("unknown", message=f"disjunct {k}: {searched.message}",

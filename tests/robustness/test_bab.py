@@ -13,7 +13,7 @@ from smug_opt.bounds.relu_chain import ChainBounds, ReluChain
 from smug_opt.deadline import Deadline
 from smug_opt.network.flat import Preprocess
 from smug_opt.robustness import RobustnessQuery, bab, decide
-from smug_opt.robustness.bab import branch_and_bound
+from smug_opt.robustness.bab import Unfinished, branch_and_bound
 from smug_opt.vnnlib import Conjunct
 
 
@@ -116,4 +116,21 @@ def test_linear_regions_left_open_never_give_unsat(seed, monkeypatch):
         elif result.status == "candidate":
             assert c @ net.forward(result.x[None])[-1][0] <= 0 and exact <= 0
         else:
+            assert result.unfinished is Unfinished.LINEAR_REGIONS_OPEN, result
             assert "every ReLU split" in result.message, result
+
+
+def test_a_passed_deadline_is_reported_as_a_time_limit():
+    """The typed outcome decide's second round reads: a search out of time says
+    ``Unfinished.TIME_LIMIT`` (here the deadline has passed before the first split)."""
+    *_, cb, label = _chain_case(7, [5, 24, 24, 24, 4], 0.3)
+    c = np.zeros(4)
+    for j in (j for j in range(4) if j != label):
+        c[:] = 0.0
+        c[label], c[j] = 1.0, -1.0
+        result = branch_and_bound(cb, c[None], np.zeros(1), np.zeros(1, dtype=bool), Deadline.after(0.0),
+                                  root_steps=0)
+        if result.status == "unknown":
+            assert result.unfinished is Unfinished.TIME_LIMIT and "time limit" in result.message
+            return
+    pytest.skip("every disjunct was settled at the root")
