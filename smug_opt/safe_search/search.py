@@ -308,11 +308,11 @@ class _Search:
             if answer.status == "unknown":  # no bound: the node is split (leaves are verified)
                 if self.deadline.passed():
                     raise _GaveUp(f"time limit after {self.nodes} nodes")
-                return self.fallback_branch(fixed, lb)
+                return self.fallback_branch(fixed)
             if answer.status == "infeasible":
                 if self.lp.proves_infeasible(answer.ray, lb, ub):
                     return []
-                return self.fallback_branch(fixed, lb)
+                return self.fallback_branch(fixed)
             assert answer.x is not None and answer.duals is not None
             self.learn(node, answer.value)
             bound, r = self.lp.safe_bound(answer.duals, lb, ub)
@@ -341,7 +341,7 @@ class _Search:
             distance = np.minimum(xb - 0.0, 1.0 - xb)
             fractional = np.flatnonzero(free & (distance > _FRACTIONAL))
             if fractional.size == 0:
-                return self.fallback_branch(fixed, lb, answer.x)
+                return self.fallback_branch(fixed, answer.x)
             choice = self.choose(fractional, xb, answer.value, fixed)
             if choice is None:  # both sides of a candidate pruned: so is the node
                 return []
@@ -439,13 +439,17 @@ class _Search:
             return changed
         return best_k
 
-    def fallback_branch(self, fixed: np.ndarray, lb: np.ndarray, x: np.ndarray | None = None) -> list[_Node]:
+    def fallback_branch(self, fixed: np.ndarray, x: np.ndarray | None = None) -> list[_Node]:
         """Branch when the LP gives no fractional binary (an LP point on a strict row, or an
         infeasibility HiGHS did not prove): on a free binary of a row the rounded LP point
         violates exactly; a violated row with none free (binaries only) closes the node.
         Binaries only and at most :data:`LEAF_ENUMERATION` free: every point of the node is
-        decided exactly instead (HiGHS may answer no LP of a badly scaled problem)."""
+        decided exactly instead (HiGHS may answer no LP of a badly scaled problem).
+
+        The node is ``fixed`` as it is now, which may hold more than the LP that gave ``x``
+        (reduced-cost fixing after it): its bounds and the point are taken from ``fixed``."""
         free = np.flatnonzero(fixed == -1)
+        lb, _ = self.bounds(fixed)
         if self.pure and free.size <= LEAF_ENUMERATION:
             points = np.repeat(lb[None, :], 1 << free.size, axis=0)
             bits = (np.arange(1 << free.size)[:, None] >> np.arange(free.size)) & 1
@@ -458,7 +462,9 @@ class _Search:
             raise _GaveUp("a node with every binary fixed is not closed by its LP")
         k = int(free[0])
         if x is not None:
-            point = np.round(x) if self.pure else x
+            point = np.round(x) if self.pure else x.copy()
+            settled = self.binaries[fixed != -1]
+            point[settled] = lb[settled]  # 0 or 1, as fixed
             violated = np.flatnonzero(~decide_rows(self.problem, point[None, :]).holds[0])
             position = np.full(self.problem.num_vars, -1)
             position[self.binaries] = np.arange(self.binaries.size)

@@ -148,3 +148,22 @@ def test_the_safe_lp_bound_and_the_search_strengthen_a_problem_once() -> None:
     assert again is not first and again.offset == first.offset and len(again.parts) == len(first.parts)
     proof = prove_optimum(p, None, Deadline.after(30))
     assert proof.proven and proof.best is not None and proof.best.objective == _optimum(p)
+
+
+def test_a_node_enumerated_after_reduced_cost_fixing_keeps_its_fixings() -> None:
+    """``x1 <= 0.7``, ``−x0 + 603979776·x2 − x3 > 0``, minimise ``−x0 − x1 + x2 − x3 − x4``
+    (x5..x10 in no row, cost 0), optimum −2 at x0 = x2 = x3 = x4 = 1. At the node x0 = 1,
+    reduced-cost fixing sets x4 (in no row, cost −1) to 1; the LP point has no fractional
+    binary (x2 = x3 ≈ 1.7e-9), so the node's 9 free binaries are enumerated exactly. The
+    enumeration once took the node's bounds from before that fixing, x4 = 0, and the
+    search proved −1."""
+    A = np.zeros((2, 11))
+    A[0, 1] = 1.0
+    A[1, [0, 2, 3]] = [-1.0, 603979776.0, -1.0]
+    objective = np.zeros(11)
+    objective[[0, 1, 2, 3, 4]] = [-1.0, -1.0, 1.0, -1.0, -1.0]
+    p = Problem.from_arrays(A, ["<=", ">"], [0.7, 0.0], objective=objective)
+    outcome = search(p, None, Deadline.after(60))
+    assert _optimum(p) == -2
+    assert outcome.proven and outcome.best is not None and outcome.best.objective == -2
+    assert outcome.fixed_by_reduced_costs > 0
