@@ -331,8 +331,8 @@ class _Search:
                 self.offer(np.round(answer.x))
                 if self.prunes(bound) or not free.any():
                     return []
-            if not free.any():
-                raise _GaveUp("a node with every binary fixed is not closed by its safe LP bound")
+            if not free.any():  # HiGHS's point may stray from fixed bounds by its tolerance
+                return self.fallback_branch(fixed)
             if self.settings.reduced_cost_fixing and self.best is not None:
                 fixed = self.fix_by_reduced_costs(fixed, bound, r)
                 free = fixed == -1

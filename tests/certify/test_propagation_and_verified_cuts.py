@@ -256,3 +256,21 @@ def test_a_search_stopped_in_its_root_cut_rounds_reports_no_bound() -> None:
     proof = prove_optimum(p, verify(p, np.ones(10)), Deadline.after(30), Settings(max_lps=1),
                           strengthened=False)
     assert not proof.proven and proof.bound is None
+
+
+def test_a_node_propagation_fixes_completely_is_decided_by_its_point() -> None:
+    """Hypothesis's case: propagation fixes all six binaries at the root, and HiGHS's LP
+    point strays from the fixed bounds by its tolerance (x1 = 2.5e-9, x4 = 1 − 3e-9), so it
+    looks fractional; the search gave up on the node, it now decides its one point exactly."""
+    A = [[9.094947017729282e-13, -0.2, 3.0, 0.0, -5.0, 0.0],
+         [3.0, -5.0, 134217728.0, 4.591055674207325, -0.30000000000000004, 4.0],
+         [0.9222870363840023, 256.0, 0.0, 1e-06, -3.637978807091713e-12, 2.00001]]
+    objective = [2.1044776556072335, 1.3161550194673213, 2.1044776556072335, 3.0759840934890933e-109,
+                 3.0, 2.1044776556072335]
+    p = Problem.from_arrays(A, ["<=", ">", ">"], [2.8000000000009098, 134217736.29105568,
+                                                  -3.6379788070917125e-12], objective=objective)
+    optimum = brute_force(p)
+    for start in (None, verify(p, optimum.x)):
+        outcome = search(p, start, Deadline.after(60), Settings(propagation=True, dual_proofs=0))
+        assert outcome.proven and outcome.best is not None, outcome.why
+        assert outcome.best.objective == optimum.objective
