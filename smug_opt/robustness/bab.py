@@ -20,6 +20,12 @@ open has its LP's optimum tried as a counterexample; if that fails it stays open
 answer can no longer be ``unsat``) while the search goes on among the others.
 The intervals of the layers below stay those of the whole box (valid on every subdomain);
 the split neurons' own are the split's half.
+
+An ``unsat`` answer returns the closed leaves of its tree (:class:`Leaves`): split
+decisions do not depend on the box, so the leaves of a finished tree cover any box, and a
+later search over another box (the next query of an explanation) may start from them
+(``start``) with their α and β: leaves whose splits contradict a neuron the new box makes
+stable are dropped (the sibling subtrees cover their points), the others bounded at once.
 """
 
 from __future__ import annotations
@@ -35,7 +41,7 @@ from smug_opt.bounds.alpha_crown import optimise
 from smug_opt.bounds.relu_chain import ChainBounds, one_thread
 from smug_opt.deadline import Deadline
 
-__all__ = ["BabResult", "Unfinished", "branch_and_bound"]
+__all__ = ["BabResult", "Leaves", "Unfinished", "branch_and_bound"]
 
 BATCH = 128
 """Domains split per round (each gives two)."""
@@ -51,6 +57,31 @@ CANDIDATES = 4
 """Neurons per domain whose children are bounded before the split is chosen (FSB)."""
 MAX_DOMAINS = 200_000
 """Open domains kept at most (then ``unknown``)."""
+MAX_LEAVES = 1024
+"""Closed leaves an ``unsat`` answer returns at most (a larger tree returns none)."""
+
+
+@dataclass(frozen=True, eq=False)
+class Leaves:
+    """Domains of a finished tree: ``splits[i]`` ``(B, n_i)`` in {-1, 0, 1} per ReLU layer,
+    and the α and β ``(B, R, n_i)`` that bounded each."""
+
+    splits: list[torch.Tensor]
+    alphas: list[torch.Tensor]
+    betas: list[torch.Tensor]
+
+    @property
+    def count(self) -> int:
+        return int(self.splits[0].shape[0])
+
+    def for_box(self, bounds: ChainBounds) -> Leaves:
+        """The leaves still needed over ``bounds``' box: those whose splits agree with
+        every neuron it makes stable (see the module docstring)."""
+        keep = torch.ones(self.count, dtype=torch.bool)
+        for i, s in enumerate(self.splits):
+            keep &= ~torch.any(((s < 0) & (bounds.lo[i] >= 0)) | ((s > 0) & (bounds.hi[i] <= 0)), dim=-1)
+        return Leaves([t[keep] for t in self.splits], [t[keep] for t in self.alphas],
+                      [t[keep] for t in self.betas])
 
 
 class Unfinished(Enum):
@@ -73,6 +104,8 @@ class BabResult:
     x: np.ndarray | None = None
     message: str = ""
     unfinished: Unfinished | None = None
+    leaves: Leaves | None = None
+    """For ``unsat``: the tree's closed leaves (None beyond :data:`MAX_LEAVES`)."""
 
 
 def _refuted(bound: torch.Tensor, strict: torch.Tensor) -> torch.Tensor:
@@ -81,16 +114,18 @@ def _refuted(bound: torch.Tensor, strict: torch.Tensor) -> torch.Tensor:
 
 
 def branch_and_bound(bounds: ChainBounds, matrix: np.ndarray, rhs: np.ndarray, strict: np.ndarray,
-                     deadline: Deadline, *, batch: int = BATCH, root_steps: int = ROOT_STEPS) -> BabResult:
+                     deadline: Deadline, *, batch: int = BATCH, root_steps: int = ROOT_STEPS,
+                     start: Leaves | None = None) -> BabResult:
     """Decide whether some input of ``bounds``' box has chain outputs ``y`` with
     ``matrix·y <= rhs`` (``<`` on the ``strict`` rows), by branch and bound (``root_steps``:
-    α-CROWN's steps on the root domain, before any split)."""
+    α-CROWN's steps on the root domain, before any split; ``start``: the leaves of an
+    earlier ``unsat`` tree of the same disjunct over another box, bounded instead of the root)."""
     with one_thread():
-        return _branch_and_bound(bounds, matrix, rhs, strict, deadline, batch, root_steps)
+        return _branch_and_bound(bounds, matrix, rhs, strict, deadline, batch, root_steps, start)
 
 
 def _branch_and_bound(bounds: ChainBounds, matrix: np.ndarray, rhs: np.ndarray, strict: np.ndarray,
-                      deadline: Deadline, batch: int, root_steps: int) -> BabResult:
+                      deadline: Deadline, batch: int, root_steps: int, warm: Leaves | None) -> BabResult:
     start = time.monotonic()
     top = len(bounds.chain.weights) - 1
     C = torch.from_numpy(np.array(matrix, dtype=np.float64))
@@ -107,19 +142,68 @@ def _branch_and_bound(bounds: ChainBounds, matrix: np.ndarray, rhs: np.ndarray, 
         excess = y @ C.T - d
         return torch.all(torch.where(strict_t, excess < 0, excess <= 0), dim=-1)
 
-    splits = [torch.zeros(1, n, dtype=torch.int8) for n in widths]
-    alphas = [bounds.initial_alpha(i, 1, R) for i in range(top)]
-    betas = [torch.zeros(1, R, n, dtype=torch.float64) for n in widths]
-    root = optimise(bounds, top, C, d, steps=root_steps, alphas=alphas, betas=betas, splits=splits,
-                    stop_above=torch.zeros(R, dtype=torch.float64), deadline=deadline)
-    if bool(_refuted(root.bound, strict_t)[0]):
-        return done("unsat", 1)
-    corner = bounds.minimiser(top, C, root.alphas, root.betas, splits).reshape(-1, bounds.x_lo.numel())
-    x = _descend(bounds, C, d, strict_t, corner)
-    if x is not None:
-        return done("candidate", 1, x=x)
-    stack = _Stack(splits, root.alphas, root.betas or betas, root.bound, root.coefficients, bounds, C, d)
-    count, stuck = 1, 0
+    closed: list[tuple[list[torch.Tensor], list[torch.Tensor], list[torch.Tensor]]] = []
+    closed_count = 0
+
+    def close(s, a, b, keep: torch.Tensor) -> None:
+        """Keep the closed domains ``keep`` of a bounded batch, while the leaves stay few."""
+        nonlocal closed_count
+        closed_count += int(keep.numel())
+        if closed_count <= MAX_LEAVES and keep.numel():
+            closed.append(([t[keep] for t in s], [t[keep].to(torch.float32) for t in a],
+                           [t[keep].to(torch.float32) for t in b]))
+
+    def bound_batch(s, a, b, steps: int) -> BabResult | None:
+        """Bound the domains ``s`` (warm α ``a``, β ``b``): close the refuted, try the
+        others' corners and descents, push the rest; a candidate, if one reaches the disjunct."""
+        nonlocal count
+        found = optimise(bounds, top, C, d, steps=steps, alphas=a, betas=b, splits=s,
+                         stop_above=torch.zeros(R, dtype=torch.float64), deadline=deadline)
+        count += s[0].shape[0]
+        refuted = _refuted(found.bound, strict_t)
+        close(s, found.alphas, found.betas or b, torch.nonzero(refuted).flatten())
+        if bool(refuted.all()):
+            return None
+        keep = torch.nonzero(~refuted).flatten()
+        subset = [t[keep] for t in s]
+        corners = bounds.minimiser(top, C, [t[keep] for t in found.alphas],
+                                   None if found.betas is None else [t[keep] for t in found.betas], subset)
+        corners = corners.reshape(-1, corners.shape[-1])
+        hit = torch.nonzero(reaches(corners)).flatten()
+        if hit.numel():
+            return done("candidate", count, x=corners[int(hit[0])].numpy().copy())
+        worst = torch.argsort(found.bound[keep].max(dim=-1).values)[:DESCENTS]
+        x = _descend(bounds, C, d, strict_t, corners[worst])
+        if x is not None:
+            return done("candidate", count, x=x)
+        stack.push(subset, [t[keep] for t in found.alphas],
+                   [t[keep] for t in (found.betas or b)], found.bound[keep],
+                   [t[keep] for t in found.coefficients])
+        return None
+
+    count, stuck = 0, 0
+    stack = _Stack(bounds, C, d)
+    warm = None if warm is None else warm.for_box(bounds)
+    if warm is not None and warm.count:
+        candidate = bound_batch(warm.splits, [t.to(torch.float64) for t in warm.alphas],
+                                [t.to(torch.float64) for t in warm.betas], STEPS)
+        if candidate is not None:
+            return candidate
+    else:
+        splits = [torch.zeros(1, n, dtype=torch.int8) for n in widths]
+        alphas = [bounds.initial_alpha(i, 1, R) for i in range(top)]
+        betas = [torch.zeros(1, R, n, dtype=torch.float64) for n in widths]
+        root = optimise(bounds, top, C, d, steps=root_steps, alphas=alphas, betas=betas, splits=splits,
+                        stop_above=torch.zeros(R, dtype=torch.float64), deadline=deadline)
+        count = 1
+        if bool(_refuted(root.bound, strict_t)[0]):
+            close(splits, root.alphas, root.betas or betas, torch.zeros(1, dtype=torch.long))
+            return done("unsat", 1, leaves=_leaves(closed, closed_count))
+        corner = bounds.minimiser(top, C, root.alphas, root.betas, splits).reshape(-1, bounds.x_lo.numel())
+        x = _descend(bounds, C, d, strict_t, corner)
+        if x is not None:
+            return done("candidate", 1, x=x)
+        stack.push(splits, root.alphas, root.betas or betas, root.bound, root.coefficients)
     while stack.size:
         if deadline.passed():
             return done("unknown", count, message=f"time limit ({stack.size} domains open)",
@@ -137,32 +221,21 @@ def _branch_and_bound(bounds: ChainBounds, matrix: np.ndarray, rhs: np.ndarray, 
             parents = parents.subset(~linear)
             if parents.choice[0].numel() == 0:
                 continue
-        s, a, b = parents.children()
-        found = optimise(bounds, top, C, d, steps=STEPS, alphas=a, betas=b, splits=s,
-                         stop_above=torch.zeros(R, dtype=torch.float64), deadline=deadline)
-        count += s[0].shape[0]
-        open_ = ~_refuted(found.bound, strict_t)
-        if not bool(open_.any()):
-            continue
-        keep = torch.nonzero(open_).flatten()
-        subset = [t[keep] for t in s]
-        corners = bounds.minimiser(top, C, [t[keep] for t in found.alphas],
-                                   None if found.betas is None else [t[keep] for t in found.betas], subset)
-        corners = corners.reshape(-1, corners.shape[-1])
-        hit = torch.nonzero(reaches(corners)).flatten()
-        if hit.numel():
-            return done("candidate", count, x=corners[int(hit[0])].numpy().copy())
-        worst = torch.argsort(found.bound[keep].max(dim=-1).values)[:DESCENTS]
-        x = _descend(bounds, C, d, strict_t, corners[worst])
-        if x is not None:
-            return done("candidate", count, x=x)
-        stack.push(subset, [t[keep] for t in found.alphas],
-                   [t[keep] for t in (found.betas or b)], found.bound[keep],
-                   [t[keep] for t in found.coefficients])
+        candidate = bound_batch(*parents.children(), STEPS)
+        if candidate is not None:
+            return candidate
     if stuck:
         return done("unknown", count, message=f"{stuck} domains with every ReLU split stay open",
                     unfinished=Unfinished.LINEAR_REGIONS_OPEN)
-    return done("unsat", count)
+    return done("unsat", count, leaves=_leaves(closed, closed_count))
+
+
+def _leaves(closed, count: int) -> Leaves | None:
+    """The closed domains kept by ``close``, joined (None when there were too many)."""
+    if count > MAX_LEAVES or not closed:
+        return None
+    fields = zip(*closed, strict=True)  # splits, alphas, betas: per batch, a list over layers
+    return Leaves(*[[torch.cat(parts) for parts in zip(*field, strict=True)] for field in fields])
 
 
 def _descend(bounds: ChainBounds, C: torch.Tensor, d: torch.Tensor, strict: torch.Tensor,
@@ -213,12 +286,10 @@ class _Domains:
 class _Stack:
     """Open domains, last in first out, with each one's branching choice."""
 
-    def __init__(self, splits, alphas, betas, bound, coefficients, bounds: ChainBounds,
-                 C: torch.Tensor, d: torch.Tensor) -> None:
+    def __init__(self, bounds: ChainBounds, C: torch.Tensor, d: torch.Tensor) -> None:
         self.bounds, self.C, self.d = bounds, C, d
         self.items: list[_Domains] = []
         self.counts: list[int] = []
-        self.push(splits, alphas, betas, bound, coefficients)
 
     @property
     def size(self) -> int:

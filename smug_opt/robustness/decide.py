@@ -31,7 +31,7 @@ from smug_opt.backend_choice import DEFAULT_BACKEND, BackendChoice
 from smug_opt.bounds.relu_chain import one_thread
 from smug_opt.deadline import Deadline
 from smug_opt.robustness.attack import attack, flat_gradient, unsafe_loss
-from smug_opt.robustness.bab import ROOT_STEPS, Unfinished, branch_and_bound
+from smug_opt.robustness.bab import ROOT_STEPS, Leaves, Unfinished, branch_and_bound
 from smug_opt.robustness.query import RobustnessQuery
 
 __all__ = ["ANSWERS", "Verdict", "decide", "one_blas_thread"]
@@ -131,7 +131,8 @@ def _nudges(query: RobustnessQuery, k: int, x: np.ndarray) -> list[np.ndarray]:
 def decide(query: RobustnessQuery, *, time_limit: float = 60.0,
            backend: str | BackendChoice = DEFAULT_BACKEND,
            references: Mapping[str, Reference] | None = None, attack_steps: int = 200,
-           seed: int = 0, solve_options: Mapping[str, Any] | None = None, lean: bool = False) -> Verdict:
+           seed: int = 0, solve_options: Mapping[str, Any] | None = None, lean: bool = False,
+           leaves: dict[int, Leaves] | None = None) -> Verdict:
     """Answer ``query`` within ``time_limit`` seconds (see the module docstring).
 
     ``references`` evaluate the original model for the confirmation of a counterexample;
@@ -140,6 +141,9 @@ def decide(query: RobustnessQuery, *, time_limit: float = 60.0,
     already looked for counterexamples: one short attack (:data:`LEAN_RESTARTS` runs) and
     no aimed ones, and branch and bound splits at once (:data:`LEAN_ROOT_STEPS`), one round
     (each disjunct with all the time left, in turn).
+    ``leaves``: for queries on the same network and unsafe region with other boxes (an
+    explanation's), per disjunct the leaves of its last branch and bound proof: each search
+    starts from them (:class:`~smug_opt.robustness.bab.Leaves`) and leaves its own.
     """
     from smug_opt.solving import solve
 
@@ -198,7 +202,10 @@ def decide(query: RobustnessQuery, *, time_limit: float = 60.0,
                 budget = deadline if last else deadline.share(1.0 / (len(queue) - position))
                 d = query.disjuncts[k]
                 searched = branch_and_bound(chain, d.matrix, d.rhs, d.strict, budget,
-                                            root_steps=LEAN_ROOT_STEPS if lean else ROOT_STEPS)
+                                            root_steps=LEAN_ROOT_STEPS if lean else ROOT_STEPS,
+                                            start=None if leaves is None else leaves.get(k))
+                if leaves is not None and searched.leaves is not None:
+                    leaves[k] = searched.leaves
                 bab_log.append({"disjunct": k, "status": searched.status, "domains": searched.domains,
                                 "seconds": round(searched.seconds, 3), "solver": "bab",
                                 "message": searched.message})

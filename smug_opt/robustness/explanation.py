@@ -26,6 +26,7 @@ import numpy as np
 from smug_opt.backend_choice import DEFAULT_BACKEND, BackendChoice
 from smug_opt.network.flat import FlatNetwork, Preprocess
 from smug_opt.robustness.attack import flat_gradient
+from smug_opt.robustness.bab import Leaves
 from smug_opt.robustness.bound_freeing import bound_round, by_bound_cost
 from smug_opt.robustness.decide import decide, one_blas_thread
 from smug_opt.robustness.necessity import necessary_by_attack
@@ -95,7 +96,7 @@ def robust_explanation(net: FlatNetwork, preprocess: Preprocess, x: np.ndarray, 
                        batch: int | None = None,
                        time_limit: float | None = None, solve_options: Mapping[str, Any] | None = None,
                        lean: bool = True, reuse_counterexamples: bool = True,
-                       order_by_bounds: bool = True) -> RobustExplanation:
+                       order_by_bounds: bool = True, reuse_proofs: bool = True) -> RobustExplanation:
     """The explanation of ``net``'s label on ``x`` (model input units, flat) at ``eps``.
 
     Three passes, cheapest first: (1) in order of increasing sensitivity, chunks of
@@ -111,7 +112,10 @@ def robust_explanation(net: FlatNetwork, preprocess: Preprocess, x: np.ndarray, 
     from the latest such counterexample. The values a batched attack has already tried
     from the same start over the same free set are not tried again. With
     ``order_by_bounds``, pass (3) takes the values left by their cost to the linear bounds
-    over the box freeing all of them (cheapest first), not by gradient sensitivity.
+    over the box freeing all of them (cheapest first), not by gradient sensitivity. With
+    ``reuse_proofs``, each disjunct's branch and bound starts from the closed leaves of its
+    last proof in this traversal (split decisions, α and β; see
+    :class:`~smug_opt.robustness.bab.Leaves`), not from the root.
 
     ``time_limit``: seconds for the whole traversal (values not reached by then stay fixed,
     counted ``undecided``, as do values whose query ran out); ``solve_options`` go to each
@@ -131,6 +135,7 @@ def robust_explanation(net: FlatNetwork, preprocess: Preprocess, x: np.ndarray, 
     necessary = undecided = queries = 0
     proofs: set[str] = set()
     counterexamples: list[np.ndarray] = []
+    proof_leaves: dict[int, Leaves] | None = {} if reuse_proofs else None
 
     def out_of_time() -> bool:
         return deadline is not None and time.monotonic() >= deadline
@@ -166,7 +171,8 @@ def robust_explanation(net: FlatNetwork, preprocess: Preprocess, x: np.ndarray, 
             return "unknown", None
         queries += 1
         verdict = decide(query_for(extra), time_limit=remaining, backend=backend,
-                         solve_options=solve_options, attack_steps=ATTACK_STEPS, lean=lean)
+                         solve_options=solve_options, attack_steps=ATTACK_STEPS, lean=lean,
+                         leaves=proof_leaves)
         if verdict.answer == "unsat":
             proofs.add(verdict.proof or "solver")
         elif verdict.answer == "sat" and verdict.x is not None:
