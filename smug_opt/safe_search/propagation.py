@@ -89,32 +89,36 @@ class RowPropagator:
 
 
 class DualProofs:
-    """The kept dual proofs (at most ``capacity``, the oldest dropped first) over ``n`` columns."""
+    """The kept dual proofs (at most ``capacity``, the oldest replaced first) over ``n``
+    columns, in arrays allocated once (a ring: adding one copies only its own parts)."""
 
     def __init__(self, n: int, capacity: int) -> None:
-        self.capacity = capacity
-        self.row_sum = np.zeros(0)
-        self.row_abs = np.zeros(0)
-        self.rows = np.zeros(0, dtype=np.int64)
-        self.r = np.zeros((0, n))
-        self.r_err = np.zeros((0, n))
+        self.capacity = max(capacity, 0)
+        self.row_sum = np.zeros(self.capacity)
+        self.row_abs = np.zeros(self.capacity)
+        self.rows = np.zeros(self.capacity, dtype=np.int64)
+        self.r = np.zeros((self.capacity, n))
+        self.r_err = np.zeros((self.capacity, n))
+        self.count = 0
+        self.next = 0
 
     def __len__(self) -> int:
-        return self.row_sum.size
+        return self.count
 
     def add(self, parts: DualParts) -> None:
-        if self.capacity <= 0 or not np.all(np.isfinite(parts.r)) or not math.isfinite(parts.row_sum):
+        if self.capacity == 0 or not np.all(np.isfinite(parts.r)) or not math.isfinite(parts.row_sum):
             return
-        keep = slice(max(len(self) + 1 - self.capacity, 0), None)
-        self.row_sum = np.append(self.row_sum[keep], parts.row_sum)
-        self.row_abs = np.append(self.row_abs[keep], parts.row_abs)
-        self.rows = np.append(self.rows[keep], parts.rows)
-        self.r = np.vstack([self.r[keep], parts.r])
-        self.r_err = np.vstack([self.r_err[keep], parts.r_err])
+        k = self.next
+        self.row_sum[k], self.row_abs[k], self.rows[k] = parts.row_sum, parts.row_abs, parts.rows
+        self.r[k], self.r_err[k] = parts.r, parts.r_err
+        self.next = (k + 1) % self.capacity
+        self.count = min(self.count + 1, self.capacity)
 
     def bounds(self, lb: np.ndarray, ub: np.ndarray) -> np.ndarray:
         """Each kept proof's rigorous lower bound on ``c·x`` over the box (and the rows)."""
-        return box_bound(DualParts(self.row_sum, self.row_abs, self.rows, self.r, self.r_err), lb, ub)  # type: ignore[arg-type]
+        n = self.count
+        return box_bound(DualParts(self.row_sum[:n], self.row_abs[:n], self.rows[:n],  # type: ignore[arg-type]
+                                   self.r[:n], self.r_err[:n]), lb, ub)
 
     def deduce(self, lb: np.ndarray, ub: np.ndarray, binaries: np.ndarray,
                prunes: Callable[[np.ndarray], np.ndarray]) -> tuple[bool, np.ndarray, np.ndarray]:
@@ -126,7 +130,7 @@ class DualProofs:
         f = self.bounds(lb, ub)
         if prunes(f).any():
             return True, none, none
-        r = self.r[:, binaries]
+        r = self.r[:self.count, binaries]
         free = (lb[binaries] != ub[binaries]) & np.any(r != 0, axis=0)
         raised = np.nextafter(f[:, None] + np.abs(r[:, free]), -np.inf)  # the real bound, side flipped
         k, j = np.nonzero(prunes(raised))

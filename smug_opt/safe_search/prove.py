@@ -39,10 +39,15 @@ class Proof:
     seconds: float
     why: str = ""
     bound: float | None = None
+    closed_by_propagation: int = 0
+    fixed_by_propagation: int = 0
 
     def summary(self) -> str:
+        propagation = self.closed_by_propagation or self.fixed_by_propagation
         return (f"{self.nodes} node{'s' * (self.nodes != 1)}, {self.lps} LPs, "
                 f"{self.fixed_by_reduced_costs} reduced-cost fixings"
+                + (f", propagation closed {self.closed_by_propagation} nodes and fixed "
+                   f"{self.fixed_by_propagation} binaries" if propagation else "")
                 + (f", {self.parts} parts" if self.parts > 1 else "")
                 + (f", lowest open bound {self.bound:.4g}" if self.bound is not None else "")
                 + f", {self.seconds:.2f}s")
@@ -64,9 +69,9 @@ def prove_optimum(problem: Problem, incumbent: Verification | None, deadline: De
     s = strengthen_reused(problem) if strengthened else None
     if s is None or not s.applied:
         o = search(problem, incumbent, deadline, settings)
-        return Proof(o.proven, o.best, o.nodes, o.lps, o.fixed_by_reduced_costs, 1,
-                     time.monotonic() - start, o.why, o.bound)
-    nodes = lps = fixings = 0
+        return Proof(o.proven, o.best, o.nodes, o.lps, o.fixed_by_reduced_costs, 1, time.monotonic() - start,
+                     o.why, o.bound, o.closed_by_propagation, o.fixed_by_propagation)
+    nodes = lps = fixings = closed = narrowed = 0
     solutions = []
     optimum = s.offset
     for position, part in enumerate(s.parts):
@@ -77,12 +82,13 @@ def prove_optimum(problem: Problem, incumbent: Verification | None, deadline: De
             part_incumbent = candidate if candidate.ok else None
         o = search(part.problem, part_incumbent, deadline, _left(settings or Settings(), nodes, lps))
         nodes, lps, fixings = nodes + o.nodes, lps + o.lps, fixings + o.fixed_by_reduced_costs
+        closed, narrowed = closed + o.closed_by_propagation, narrowed + o.fixed_by_propagation
         if not o.proven or o.best is None:
             why = o.why if not o.proven else "a part of the strengthened problem is infeasible"
             last = position == len(s.parts) - 1  # the other parts' optima known: a bound on the whole
             bound = float_down(optimum + Fraction(o.bound)) if last and o.bound is not None else None
             return Proof(False, None, nodes, lps, fixings, len(s.parts), time.monotonic() - start, why,
-                         bound)
+                         bound, closed, narrowed)
         solutions.append(o.best.x)
         optimum += o.best.objective
     best = verify(problem, s.expand(solutions))
@@ -90,8 +96,9 @@ def prove_optimum(problem: Problem, incumbent: Verification | None, deadline: De
     if not best.ok or best.objective != optimum:  # the map back disagrees: claim nothing
         return Proof(False, None, nodes, lps, fixings, len(s.parts), seconds,
                      f"the parts' optima ({float(optimum)!r}) do not give a solution of the problem "
-                     f"of that objective ({best.summary()}, objective {float(best.objective)!r})")
-    return Proof(True, best, nodes, lps, fixings, len(s.parts), seconds)
+                     f"of that objective ({best.summary()}, objective {float(best.objective)!r})",
+                     None, closed, narrowed)
+    return Proof(True, best, nodes, lps, fixings, len(s.parts), seconds, "", None, closed, narrowed)
 
 
 def _left(settings: Settings, nodes: int, lps: int) -> Settings:

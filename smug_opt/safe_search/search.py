@@ -122,6 +122,19 @@ class _Node:
     branched: tuple[int, int, float, float] | None = None  # (var, side, fraction, parent value)
 
 
+@dataclass(frozen=True)
+class _Cutoff:
+    """What ``incumbent`` prunes: a bound above ``exact`` (integral objective; at least it
+    otherwise), ``value`` its float64 rounding (``representable``: exactly), and the
+    cutoff's rows for propagation (:func:`~smug_opt.safe_search.propagation.cutoff_rows`)."""
+
+    incumbent: Verification
+    exact: Fraction
+    value: float
+    representable: bool
+    rows: RowPropagator
+
+
 class _GaveUp(Exception):
     pass
 
@@ -143,44 +156,40 @@ class _Search:
         rows = knapsack_rows(problem) if cutting or settings.propagation else []
         self.covers = CoverSeparator(rows if cutting else [])
         self.rows = RowPropagator(rows if settings.propagation else [])
-        self.cutoff = RowPropagator([])
-        self.cutoff_for: Fraction | None = None
         self.proofs = DualProofs(problem.num_vars, settings.dual_proofs if settings.propagation else 0)
         self.closed_by_propagation = self.fixed_by_propagation = 0
         self.queue: list[tuple[float, int, _Node]] = []
-        self._cutoff_of: Verification | None = None
-        self._cutoff: tuple[Fraction, float, bool] | None = None
+        self._cutoff: _Cutoff | None = None
         self.current: _Node | None = None
         self.start = time.monotonic()
 
     # ----------------------------------------------------------------- pruning
-    def exact_cutoff(self) -> tuple[Fraction, float, bool] | None:
-        """(the exact threshold, it rounded to float64, whether that rounding is exact) for
-        the incumbent (None without one); kept until the incumbent changes."""
+    def cutoff(self) -> _Cutoff | None:
+        """What the incumbent prunes (None without one); kept until the incumbent changes."""
         if self.best is None:
             return None
-        if self._cutoff_of is not self.best:
+        if self._cutoff is None or self._cutoff.incumbent is not self.best:
             exact_t = self.best.objective - 1 if self.integral else self.best.objective
-            self._cutoff = (exact_t, float(exact_t), Fraction(float(exact_t)) == exact_t)
-            self._cutoff_of = self.best
+            rows = cutoff_rows(self.problem, self.best.objective) if self.settings.propagation else []
+            self._cutoff = _Cutoff(self.best, exact_t, float(exact_t), Fraction(float(exact_t)) == exact_t,
+                                   RowPropagator(rows))
         return self._cutoff
 
     def prunes(self, bound: float) -> bool:
-        cut = self.exact_cutoff()
+        cut = self.cutoff()
         if cut is None or not math.isfinite(bound):
             return False
-        exact_t, t, representable = cut
-        if representable:  # float64 compares exactly
-            return bound > t if self.integral else bound >= t
-        return Fraction(bound) > exact_t if self.integral else Fraction(bound) >= exact_t
+        if cut.representable:  # float64 compares exactly
+            return bound > cut.value if self.integral else bound >= cut.value
+        return Fraction(bound) > cut.exact if self.integral else Fraction(bound) >= cut.exact
 
     def prunes_all(self, bounds: np.ndarray) -> np.ndarray:
         """:meth:`prunes`, elementwise (exact: float comparisons only where they are)."""
-        cut = self.exact_cutoff()
+        cut = self.cutoff()
         if cut is None:
             return np.zeros(bounds.shape, dtype=bool)
-        _, t, representable = cut
-        if representable:
+        t = cut.value
+        if cut.representable:
             return np.isfinite(bounds) & ((bounds > t) if self.integral else (bounds >= t))
         screen = bounds >= math.nextafter(t, -math.inf)
         return screen & np.vectorize(self.prunes, otypes=[bool])(np.where(screen, bounds, -math.inf))
@@ -195,11 +204,9 @@ class _Search:
         """``fixed`` with what propagation deduces; None when it closes the node."""
         if not self.settings.propagation:
             return fixed
-        if self.best is not None and self.cutoff_for != self.best.objective:
-            self.cutoff = RowPropagator(cutoff_rows(self.problem, self.best.objective))
-            self.cutoff_for = self.best.objective
+        cut = self.cutoff()
         lb, ub = self.bounds(fixed)
-        deducers = [self.rows.deduce, self.cutoff.deduce,
+        deducers = [self.rows.deduce, *([cut.rows.deduce] if cut is not None else []),
                     lambda lo, hi: self.proofs.deduce(lo, hi, self.binaries, self.prunes_all)]
         if not propagate(lb, ub, deducers):
             self.closed_by_propagation += 1

@@ -17,6 +17,7 @@ from hypothesis import strategies as st
 from random_problems import first_layer_like, problems
 
 from smug_opt import Problem
+from smug_opt.bounds.lp import DualParts, box_bound
 from smug_opt.deadline import Deadline
 from smug_opt.safe_search import Settings, search
 from smug_opt.safe_search.covers import Cut, KnapsackRow, knapsack_rows
@@ -274,3 +275,15 @@ def test_a_node_propagation_fixes_completely_is_decided_by_its_point() -> None:
         outcome = search(p, start, Deadline.after(60), Settings(propagation=True, dual_proofs=0))
         assert outcome.proven and outcome.best is not None, outcome.why
         assert outcome.best.objective == optimum.objective
+
+
+def test_dual_proofs_keep_the_newest_up_to_their_capacity() -> None:
+    """Three proofs into room for two: the oldest is replaced, the bounds are the two newest's."""
+    rng = np.random.default_rng(0)
+    parts = [DualParts(float(k), float(k), 3, rng.normal(size=4), np.full(4, 1e-15)) for k in range(3)]
+    proofs = DualProofs(4, 2)
+    for p in parts:
+        proofs.add(p)
+    lb, ub = np.zeros(4), np.ones(4)
+    assert len(proofs) == 2
+    assert sorted(proofs.bounds(lb, ub).tolist()) == sorted(box_bound(p, lb, ub) for p in parts[1:])
