@@ -8,13 +8,13 @@ it), a box on the model's input and an unsafe region of the outputs (a disjuncti
 in that disjunct: one continuous variable per affine input (the box mapped through the
 preprocessing, outward-rounded unless the preprocessing is the identity), the network
 encoded by :func:`smug_opt.encode.network_milp.encode_layers` with the rigorous bounds of
-:mod:`smug_opt.bounds`, and the disjunct's rows over the class scores. The network part is
-built once and shared by every disjunct's problem.
+:mod:`smug_opt.bounds` (α-CROWN's on a fully connected ReLU network), and the disjunct's
+rows over the class scores. The network part is built once and shared by every disjunct's problem.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from functools import cached_property
 
 import numpy as np
@@ -132,13 +132,29 @@ class RobustnessQuery:
         ends = np.cumsum([d.matrix.shape[0] for d in self.disjuncts])
         return np.array([bool(np.any(part)) for part in np.split(row_refuted, ends[:-1])])
 
+    def encoding_bounds(self) -> FlatBounds:
+        """The intervals the problems' encoding declares: :attr:`bounds`, on a fully connected
+        ReLU network intersected with :meth:`chain_bounds`' α-CROWN intervals (fewer unstable
+        ReLUs and smaller big-Ms: on ``mnistfc`` 256x4 prop_5_0.03, HiGHS proves disjunct 2
+        infeasible in 53 s with them and not in 120 s with CROWN's)."""
+        fb, chain = self.bounds, self.chain_bounds()
+        if chain is None:
+            return fb
+        lo, hi = list(fb.lo), list(fb.hi)
+        for i, (low, high) in enumerate(zip(chain.lo, chain.hi, strict=True)):
+            lo[2 * i + 1] = np.maximum(lo[2 * i + 1], low.numpy())
+            hi[2 * i + 1] = np.minimum(hi[2 * i + 1], high.numpy())
+            lo[2 * i + 2] = np.maximum(lo[2 * i + 1], 0.0)  # the ReLU's output
+            hi[2 * i + 2] = np.maximum(hi[2 * i + 1], 0.0)
+        return replace(fb, lo=tuple(lo), hi=tuple(hi), method=f"{fb.method}+alpha-crown")
+
     @cached_property
     def _encoding(self) -> tuple[Problem, NetworkEncoding, np.ndarray]:
         box = self.affine_box
         builder = ProblemBuilder(metadata={"encoding": "robustness", "query": self.name,
                                            "exact_box": self.exact_box})
         inputs = builder.add_continuous(box.size, box.lo, box.hi)
-        fb = self.bounds
+        fb = self.encoding_bounds()
         given = {k: (fb.lo[k], fb.hi[k]) for k in range(1, len(fb.lo))}
         layer_bounds = LayerBounds("crown", lo={k: v[0] for k, v in given.items()},
                                    hi={k: v[1] for k, v in given.items()},
