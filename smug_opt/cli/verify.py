@@ -6,6 +6,8 @@ from __future__ import annotations
 
 import argparse
 import csv
+import os
+import resource
 import sys
 import time
 from pathlib import Path
@@ -134,9 +136,9 @@ def _run_rows(folder: RunFolder, rows: list[tuple[str, str, float]], csv_path: P
         if args.limit is not None and ran >= args.limit:
             break
         limit = args.time_limit or timeout
-        started = time.monotonic()
+        started, cpu_started = time.monotonic(), _cpu_seconds()
         record = {"name": name, "index": index, "model": model_name, "property": spec_name,
-                  "timeout": timeout, "time_limit": limit}
+                  "timeout": timeout, "time_limit": limit, "load": round(os.getloadavg()[0], 2)}
         try:
             if model_name not in models:
                 models[model_name] = load_instance_model(csv_path.parent / model_name)
@@ -147,6 +149,7 @@ def _run_rows(folder: RunFolder, rows: list[tuple[str, str, float]], csv_path: P
         except (ValueError, FileNotFoundError) as exc:
             record.update({"answer": "error", "message": str(exc)})
         record["wall_seconds"] = round(time.monotonic() - started, 3)
+        record["cpu_seconds"] = round(_cpu_seconds() - cpu_started, 3)
         folder.add([record], None)
         ran += 1
         print(f"{index + 1}/{len(rows)} {name}: {record['answer']} ({record['wall_seconds']:.1f} s)",
@@ -154,6 +157,13 @@ def _run_rows(folder: RunFolder, rows: list[tuple[str, str, float]], csv_path: P
     answers = [r["answer"] for r in _last_records(folder).values()]
     summary = ", ".join(f"{a} {answers.count(a)}" for a in ("unsat", "sat", "unknown", "error"))
     print(f"{len(answers)}/{len(rows)} instances done: {summary}")
+
+
+def _cpu_seconds() -> float:
+    """CPU seconds of this process and its finished children (solver workers): on a shared
+    machine, what an instance cost apart from the load."""
+    children = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return time.process_time() + children.ru_utime + children.ru_stime
 
 
 def _last_records(folder: RunFolder) -> dict[str, dict]:
