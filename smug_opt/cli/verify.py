@@ -5,6 +5,7 @@ instance csv into a resumable run folder."""
 from __future__ import annotations
 
 import argparse
+import contextlib
 import csv
 import os
 import resource
@@ -160,10 +161,17 @@ def _run_rows(folder: RunFolder, rows: list[tuple[str, str, float]], csv_path: P
 
 
 def _cpu_seconds() -> float:
-    """CPU seconds of this process and its finished children (solver workers): on a shared
+    """CPU seconds of this process and its solver workers, live or ended: on a shared
     machine, what an instance cost apart from the load."""
-    children = resource.getrusage(resource.RUSAGE_CHILDREN)
-    return time.process_time() + children.ru_utime + children.ru_stime
+    import psutil
+
+    ended = resource.getrusage(resource.RUSAGE_CHILDREN)
+    total = time.process_time() + ended.ru_utime + ended.ru_stime
+    for child in psutil.Process().children(recursive=True):
+        with contextlib.suppress(psutil.Error):  # it may end meanwhile
+            times = child.cpu_times()
+            total += times.user + times.system
+    return total
 
 
 def _last_records(folder: RunFolder) -> dict[str, dict]:
