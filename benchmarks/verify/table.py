@@ -89,6 +89,9 @@ def table(shared: Path) -> str:
                       f"Our answers by how they were reached: "
                       + ", ".join(f"{how} {n}" for how, n in sorted(Counter(
                           _how(mine[k]) for k in run).items())) + ".", ""]
+        cost = _cost([mine[k] for k in run])
+        if cost:
+            lines += [cost, ""]
         retried = _retried(here / benchmark)
         if retried:
             lines += [f"Run again (`--retry-unknown`), the last record counting: {', '.join(retried)}.", ""]
@@ -102,6 +105,18 @@ def table(shared: Path) -> str:
         else:
             lines += ["No published sat contradicts an unsat of ours.", ""]
     return "\n".join(lines)
+
+
+def _cost(records: list[dict]) -> str:
+    """The wall and CPU seconds of the records that carry them (with the load at their start):
+    on a shared machine the CPU seconds say what the answers cost apart from the load."""
+    timed = [r for r in records if "cpu_seconds" in r]
+    if not timed:
+        return ""
+    loads = [r["load"] for r in timed]
+    return (f"{len(timed)} of these answers carry their cost: {sum(r['wall_seconds'] for r in timed):.0f} s "
+            f"wall, {sum(r['cpu_seconds'] for r in timed):.0f} CPU seconds, load {min(loads):.1f}-"
+            f"{max(loads):.1f} at their start (the others were run before the records held it).")
 
 
 def _retried(run: Path) -> list[str]:

@@ -128,3 +128,21 @@ def test_every_backend_agrees_on_feasibility(backend):
                 assert np.all(d.matrix @ query.net.forward(xa[None])[-1][0] - d.rhs <= 1e-9)
             elif hit:
                 assert result.status.name in ("NO_SOLUTION", "ERROR"), (backend, result)
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_encoding_bounds_are_alpha_crown_tightened_and_hold_on_samples(seed):
+    """On a ReLU chain the problems' encoding declares CROWN's intervals intersected with
+    α-CROWN's: never wider, and every sampled input's layer values lie inside."""
+    rng = np.random.default_rng(seed)
+    net = mlp(rng, [3, 12, 12, 12, 3])
+    x0 = rng.uniform(-1, 1, 3)
+    label = int(net.forward(x0[None])[-1][0].argmax())
+    pre = Preprocess(np.arange(3), np.ones(3), np.zeros(3))
+    query = RobustnessQuery(net, pre, x0 - 0.4, x0 + 0.4, _label_changes(net, label))
+    crown, tight = query.bounds, query.encoding_bounds()
+    assert np.sum(tight.hi[5] - tight.lo[5]) < np.sum(crown.hi[5] - crown.lo[5])  # the third linear layer
+    points = x0 + rng.uniform(-0.4, 0.4, (4000, 3))
+    for k, values in enumerate(net.forward(points)):
+        assert np.all(tight.lo[k] >= crown.lo[k]) and np.all(tight.hi[k] <= crown.hi[k])
+        assert np.all(values >= tight.lo[k]) and np.all(values <= tight.hi[k]), k
