@@ -26,6 +26,7 @@ import numpy as np
 from smug_opt.backend_choice import DEFAULT_BACKEND, BackendChoice
 from smug_opt.network.flat import FlatNetwork, Preprocess
 from smug_opt.robustness.attack import attack, flat_gradient
+from smug_opt.robustness.bab import Leaves
 from smug_opt.robustness.decide import decide
 from smug_opt.robustness.explanation import RobustExplanation, label_changes
 from smug_opt.robustness.query import RobustnessQuery
@@ -185,13 +186,14 @@ def minimum_explanation(net: FlatNetwork, preprocess: Preprocess, x: np.ndarray,
         if core is not None and core.size:
             cores.append(core)
     lower, rounds, queries, message = 0, 0, 0, ""
+    leaves: dict[int, Leaves] = {}  # per disjunct, the last proof's leaves (valid over any box)
 
     def query(fixed: np.ndarray) -> Any:
         nonlocal queries
         queries += 1
         q = RobustnessQuery(net, preprocess, np.where(fixed, x, low), np.where(fixed, x, high), region)
         return decide(q, time_limit=min(query_time, max(deadline - time.monotonic(), 0.1)),
-                      backend=backend, solve_options=solve_options)
+                      backend=backend, solve_options=solve_options, leaves=leaves)
 
     while time.monotonic() < deadline - 0.5 and lower < best.sum():
         if cores:
