@@ -39,6 +39,7 @@ from __future__ import annotations
 import heapq
 import math
 import time
+from collections.abc import Sequence
 from dataclasses import dataclass
 from fractions import Fraction
 
@@ -92,6 +93,14 @@ class Settings:
     """After this many nodes (a search this long is a hard one), HiGHS's root cuts, each
     proven by a single row (:mod:`smug_opt.safe_search.verified_cuts`), join the LP once
     (negative: never)."""
+    workers: int = 1
+    """Processes sharing the tree (:mod:`smug_opt.safe_search.parallel`): above 1, the
+    search runs until :data:`~smug_opt.safe_search.parallel.OPEN_PER_WORKER` nodes per
+    worker are open, then each worker searches a fixed share of them on its own."""
+
+    def __post_init__(self) -> None:
+        if self.workers < 1:
+            raise ValueError(f"Settings.workers must be at least 1, got {self.workers}")
 
 
 @dataclass(frozen=True)
@@ -159,6 +168,8 @@ class _Search:
         self.proofs = DualProofs(problem.num_vars, settings.dual_proofs if settings.propagation else 0)
         self.closed_by_propagation = self.fixed_by_propagation = 0
         self.queue: list[tuple[float, int, _Node]] = []
+        self.pushed = 0  # nodes ever queued: their order among equal estimates
+        self.cuts: list[Cut] = []  # every cut the LP took, in order
         self._cutoff: _Cutoff | None = None
         self.current: _Node | None = None
         self.start = time.monotonic()
@@ -270,17 +281,27 @@ class _Search:
     def add_cuts(self, cuts: list[Cut]) -> None:
         """Cuts (valid for every solution) into the LP and the propagated rows."""
         self.lp.add_cuts(cuts)
+        self.cuts += cuts
         if self.settings.propagation:
             self.rows.add([KnapsackRow(c.cols, c.coefs, c.rhs, False) for c in cuts])
 
-    def run(self) -> None:
-        root = _Node(np.full(self.binaries.size, -1, dtype=np.int8), -math.inf)
-        if self.settings.cut_rounds:
-            self.add_root_cuts(root.fixed)
+    def run(self, start: Sequence[_Node] = (), until_open: int = 0) -> list[_Node]:
+        """Explore from the root (from the nodes ``start`` when given) until every node is
+        closed (returns []); with ``until_open``, stop once that many nodes are open and
+        HiGHS's cuts are in (when due) and return them, every one unexplored."""
         queue = self.queue
-        counter = 0
-        node: _Node | None = root
+        node: _Node | None = None
+        for waiting in start:
+            heapq.heappush(queue, (waiting.estimate, self.pushed, waiting))
+            self.pushed += 1
+        if not start:
+            node = _Node(np.full(self.binaries.size, -1, dtype=np.int8), -math.inf)
+            if self.settings.cut_rounds:
+                self.add_root_cuts(node.fixed)
         while True:
+            if (until_open and len(queue) + (node is not None) >= until_open
+                    and self.nodes > self.settings.highs_cuts_after):
+                return [waiting for _, _, waiting in queue] + ([node] if node is not None else [])
             if node is None:
                 while queue:
                     estimate, _, candidate = heapq.heappop(queue)
@@ -288,7 +309,7 @@ class _Search:
                         node = candidate
                         break
                 if node is None:
-                    return
+                    return []
             if self.nodes == self.settings.highs_cuts_after:
                 self.add_highs_cuts()
             self.current = node
@@ -297,8 +318,8 @@ class _Search:
             if children:
                 node = children[0]
                 for child in children[1:]:
-                    counter += 1
-                    heapq.heappush(queue, (child.estimate, counter, child))
+                    heapq.heappush(queue, (child.estimate, self.pushed, child))
+                    self.pushed += 1
 
     def process(self, node: _Node) -> list[_Node]:
         """Solve ``node``; the children to explore (the first to dive into)."""
@@ -364,6 +385,11 @@ class _Search:
                 child[k] = side
                 children.append(_Node(child, bound, (k, side, f if side == 0 else 1 - f, answer.value)))
             return children
+
+    def outcome(self, proven: bool, why: str = "") -> SearchOutcome:
+        return SearchOutcome(proven, self.best, self.nodes, self.lp.lps, self.fixings,
+                             time.monotonic() - self.start, why, self.closed_by_propagation,
+                             self.fixed_by_propagation, None if proven else self.open_bound())
 
     def open_bound(self) -> float | None:
         """The lowest safe bound among the nodes left open (None: unknown, or none open)."""
@@ -496,12 +522,17 @@ class _Search:
 def search(problem: Problem, incumbent: Verification | None, deadline: Deadline,
            settings: Settings | None = None) -> SearchOutcome:
     """Prove ``incumbent`` optimal for ``problem`` (no ReLUs), or find the optimum, by
-    ``deadline``: see the module doc. ``incumbent`` None: also prove infeasibility."""
-    s = _Search(problem, incumbent, deadline, settings or Settings())
+    ``deadline``: see the module doc. ``incumbent`` None: also prove infeasibility.
+    ``settings.workers`` above 1: the tree is split among that many processes
+    (:mod:`smug_opt.safe_search.parallel`)."""
+    settings = settings or Settings()
+    if settings.workers > 1:
+        from smug_opt.safe_search.parallel import search_in_parallel
+
+        return search_in_parallel(problem, incumbent, deadline, settings)
+    s = _Search(problem, incumbent, deadline, settings)
     try:
         s.run()
     except _GaveUp as stop:
-        return SearchOutcome(False, s.best, s.nodes, s.lp.lps, s.fixings, time.monotonic() - s.start,
-                             str(stop), s.closed_by_propagation, s.fixed_by_propagation, s.open_bound())
-    return SearchOutcome(True, s.best, s.nodes, s.lp.lps, s.fixings, time.monotonic() - s.start, "",
-                         s.closed_by_propagation, s.fixed_by_propagation)
+        return s.outcome(False, str(stop))
+    return s.outcome(True)

@@ -16,7 +16,9 @@ from random_problems import problems
 from smug_opt import Problem, ProblemBuilder, Status, solve, verify
 from smug_opt.deadline import Deadline
 from smug_opt.safe_search import Settings, search
+from smug_opt.safe_search.parallel import OPEN_PER_WORKER
 from smug_opt.safe_search.prove import applies, prove_optimum
+from smug_opt.safe_search.search import _Search
 from smug_opt.testing.brute_force import brute_force
 
 pytest.importorskip("highspy")
@@ -167,3 +169,24 @@ def test_a_node_enumerated_after_reduced_cost_fixing_keeps_its_fixings() -> None
     assert _optimum(p) == -2
     assert outcome.proven and outcome.best is not None and outcome.best.objective == -2
     assert outcome.fixed_by_reduced_costs > 0
+
+
+@pytest.mark.slow
+def test_two_workers_prove_the_optimum_one_proves_s() -> None:
+    """A tree of ~2,750 nodes (40 binaries, 12 covering rows, no incumbent): split among two
+    spawned workers after the first phase, it closes on the same optimum."""
+    rng = np.random.default_rng(1)
+    A = rng.uniform(0, 1, (12, 40)) * (rng.uniform(0, 1, (12, 40)) < 0.5)
+    p = Problem.from_arrays(A, ">", A.sum(axis=1) * rng.uniform(0.4, 0.6, 12))
+    one = search(p, None, Deadline.after(120), Settings(cut_rounds=0))
+    first_phase = _Search(p, None, Deadline.after(120), Settings(cut_rounds=0))
+    assert first_phase.run(until_open=2 * OPEN_PER_WORKER)  # the tree is split
+    two = search(p, None, Deadline.after(120), Settings(cut_rounds=0, workers=2))
+    assert one.proven and two.proven, two.why
+    assert one.best is not None and two.best is not None and two.best.objective == one.best.objective
+    assert verify(p, two.best.x).ok
+
+
+def test_workers_must_be_at_least_one() -> None:
+    with pytest.raises(ValueError, match="workers"):
+        Settings(workers=0)

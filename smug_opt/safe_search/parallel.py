@@ -1,0 +1,103 @@
+"""The safe search over several processes: the tree is split once, each share searched alone.
+
+The search (:mod:`smug_opt.safe_search.search`) runs in this process until
+:data:`OPEN_PER_WORKER` nodes per worker are open (its root cuts, and HiGHS's verified cuts
+when they are due, already in its LP); the open nodes, by their safe bounds, are dealt out
+in turn, and each worker (a spawned process) searches its share with the same cuts, the
+incumbent and the pseudo-costs learnt so far. Shares are fixed, not stolen, so what each
+worker explores does not depend on the machine's load.
+
+Every share is a set of disjoint subtrees, so the problem is settled when every share is:
+each proved that its subtrees hold no solution better than the incumbent it ended with, and
+the best of those incumbents is then the optimum. The node and LP limits are divided
+among the workers; the deadline is shared.
+"""
+
+from __future__ import annotations
+
+import concurrent.futures
+import multiprocessing
+import os
+import time
+from dataclasses import dataclass, replace
+
+import numpy as np
+
+from smug_opt.deadline import Deadline
+from smug_opt.ir import Problem
+from smug_opt.safe_search.covers import Cut
+from smug_opt.safe_search.search import SearchOutcome, Settings, _GaveUp, _Node, _Search
+from smug_opt.spawn import exit_with_parent
+from smug_opt.verification import Verification, verify
+
+__all__ = ["OPEN_PER_WORKER", "search_in_parallel"]
+
+OPEN_PER_WORKER = 16
+"""Open nodes per worker at the split: more even shares for a longer first phase."""
+
+
+@dataclass(frozen=True)
+class _Share:
+    """What one worker needs: the problem, the incumbent's point, the LP's cuts, the
+    pseudo-costs, its settings, the deadline and its nodes."""
+
+    problem: Problem
+    incumbent: np.ndarray | None
+    cuts: list[Cut]
+    pc_sum: np.ndarray
+    pc_count: np.ndarray
+    settings: Settings
+    deadline: Deadline  # pickled as a wall-clock moment
+    nodes: list[_Node]
+
+
+def _search_share(share: _Share) -> SearchOutcome:
+    """One worker's search of its nodes (run in a spawned process)."""
+    incumbent = None if share.incumbent is None else verify(share.problem, share.incumbent)
+    s = _Search(share.problem, incumbent, share.deadline, share.settings)
+    s.add_cuts(share.cuts)
+    s.pc_sum[:], s.pc_count[:] = share.pc_sum, share.pc_count
+    try:
+        s.run(start=share.nodes)
+    except _GaveUp as stop:
+        return s.outcome(False, str(stop))
+    return s.outcome(True)
+
+
+def search_in_parallel(problem: Problem, incumbent: Verification | None, deadline: Deadline,
+                       settings: Settings) -> SearchOutcome:
+    """:func:`~smug_opt.safe_search.search.search` with ``settings.workers`` processes."""
+    workers = settings.workers
+    s = _Search(problem, incumbent, deadline, settings)
+    try:
+        open_nodes = s.run(until_open=OPEN_PER_WORKER * workers)
+    except _GaveUp as stop:
+        return s.outcome(False, str(stop))
+    if not open_nodes:
+        return s.outcome(True)
+    open_nodes.sort(key=lambda n: n.estimate)
+    share_settings = replace(settings, workers=1, cut_rounds=0, highs_cuts_after=-1,
+                             max_nodes=max(settings.max_nodes - s.nodes, 0) // workers,
+                             max_lps=max(settings.max_lps - s.lp.lps, 0) // workers)
+    shares = [_Share(problem, None if s.best is None else s.best.x, s.cuts, s.pc_sum, s.pc_count,
+                     share_settings, deadline, open_nodes[k::workers]) for k in range(workers)]
+    context = multiprocessing.get_context("spawn")  # HiGHS and TensorFlow do not survive fork
+    with concurrent.futures.ProcessPoolExecutor(workers, mp_context=context, initializer=exit_with_parent,
+                                                initargs=(os.getpid(),)) as pool:
+        outcomes = list(pool.map(_search_share, shares))
+    return _combined(s, outcomes)
+
+
+def _combined(s: _Search, outcomes: list[SearchOutcome]) -> SearchOutcome:
+    """The first phase ``s`` and the workers' outcomes as one."""
+    found = [o.best for o in outcomes if o.best is not None] + ([s.best] if s.best is not None else [])
+    best = min(found, key=lambda v: v.objective, default=None)
+    proven = all(o.proven for o in outcomes)
+    bounds = [o.bound for o in outcomes if not o.proven]
+    bound = None if proven or any(b is None for b in bounds) else min(b for b in bounds if b is not None)
+    return SearchOutcome(proven, best, s.nodes + sum(o.nodes for o in outcomes),
+                         s.lp.lps + sum(o.lps for o in outcomes),
+                         s.fixings + sum(o.fixed_by_reduced_costs for o in outcomes),
+                         time.monotonic() - s.start, "; ".join(o.why for o in outcomes if o.why),
+                         s.closed_by_propagation + sum(o.closed_by_propagation for o in outcomes),
+                         s.fixed_by_propagation + sum(o.fixed_by_propagation for o in outcomes), bound)
