@@ -29,7 +29,7 @@ import scipy.sparse as sp
 
 from smug_opt.bounds import Masks, propagate
 from smug_opt.bounds.lp import LP_SECONDS, RelaxationLP
-from smug_opt.encode.enumeration import enumerated_bounds, fewest_ones
+from smug_opt.encode.enumeration import enumerated_bounds
 from smug_opt.exact import dot_error_bound
 from smug_opt.network.flat import FlatLayer, FlatNetwork
 
@@ -150,14 +150,16 @@ def crown_bounds(A1: np.ndarray, b1: np.ndarray, layers: Sequence[tuple[np.ndarr
 
 def network_bounds(A1: np.ndarray, b1: np.ndarray, layers: Sequence[tuple[np.ndarray, np.ndarray]],
                    out_rows: np.ndarray, out_rhs: np.ndarray, mode: str = "crown",
-                   max_ones: int | None = None, lp_budget: float = LP_BUDGET) -> NetworkBounds:
+                   max_ones: int | None = None, lp_budget: float = LP_BUDGET,
+                   row_margin: np.ndarray | None = None) -> NetworkBounds:
     """Bounds for ``mode`` (one of :data:`MODES`).
 
     ``out_rows`` ``(r, n_last)`` and ``out_rhs`` ``(r,)`` are the output constraints
     ``out_rows·h_last >= out_rhs`` (a relaxation of the strict ones) used by the LPs;
     ``max_ones`` a limit on the number of ones in the mask that the problem imposes. In the
     LP modes, when the masks of at most ``max_ones`` ones are few enough they are all
-    evaluated instead (:func:`~smug_opt.encode.enumeration.enumerated_bounds`).
+    evaluated instead (:func:`~smug_opt.encode.enumeration.enumerated_bounds`, dropping a
+    mask only when it fails a row by more than its error bound plus ``row_margin``).
     """
     if mode not in MODES:
         raise ValueError(f"bounds mode must be one of {', '.join(MODES)}, got {mode!r}")
@@ -168,7 +170,7 @@ def network_bounds(A1: np.ndarray, b1: np.ndarray, layers: Sequence[tuple[np.nda
     use_lp = mode in ("lp", "crown+lp")
     enumerated = None
     if use_lp and max_ones is not None:  # exact over the feasible masks: propagation adds nothing
-        enumerated = enumerated_bounds(A1, b1, layers, out_rows, out_rhs, max_ones)
+        enumerated = enumerated_bounds(A1, b1, layers, out_rows, out_rhs, max_ones, row_margin)
     if crown and enumerated is None:
         lo, hi = crown_bounds(A1, b1, layers, max_ones, prior=(lo, hi))
     t1 = time.perf_counter()
@@ -179,8 +181,6 @@ def network_bounds(A1: np.ndarray, b1: np.ndarray, layers: Sequence[tuple[np.nda
             lo[k], hi[k] = np.maximum(lo[k], e_lo), np.minimum(hi[k], e_hi)
         min_ones = enumerated[2]
     elif use_lp:
-        if max_ones is not None:  # too many masks for bounds: the smaller sizes still prove a count
-            min_ones = fewest_ones(A1, b1, layers, out_rows, out_rhs, max_ones)
         deadline = time.perf_counter() + lp_budget if crown else np.inf
         for k in range(len(lo)):
             ambiguous = np.flatnonzero((lo[k] < 0) & (hi[k] > 0))

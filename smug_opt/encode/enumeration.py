@@ -1,9 +1,10 @@
-"""Bounds and a proven minimum by evaluating every small mask of a masked ReLU network.
+"""Bounds and a proven minimum by evaluating every small mask of a masked ReLU MLP.
 
 When the masks of at most ``K`` ones (``K``: a known feasible mask's size) are few enough,
 evaluating each one gives the exact range of every pre-activation over the masks that may
-satisfy the output rows, and the fewest ones such a mask has; when they are too many, the
-smaller sizes that fit still prove a lower bound on the ones. Rigorous like
+satisfy the output rows, and the fewest ones such a mask has (when they are too many, the
+smaller sizes that fit prove a lower bound on the ones:
+:mod:`smug_opt.encode.flat_enumeration`). Rigorous like
 :mod:`smug_opt.encode.bounds`: every float64 value carries a bound on its rounding error.
 """
 
@@ -18,12 +19,12 @@ from smug_opt.encode.masked import BATCH_BYTES
 from smug_opt.exact import dot_error_bound
 
 __all__ = ["MAX_ENUMERATED_MASKS", "batched_combinations", "combination_chunks", "enumerated_bounds",
-           "fewest_ones", "mask_count"]
+           "mask_count"]
 
 MAX_ENUMERATED_MASKS = 2_000_000
 """Masks of at most ``max_ones`` ones are enumerated for bounds when there are no more than
-this many (e.g. up to 3 of 228 cells, 2 of 1,990; a few seconds); beyond, LPs bound the
-ambiguous neurons and the smaller sizes that fit prove a lower bound on the ones."""
+this many (e.g. up to 3 of 228 cells, 2 of 1,990; a few seconds); beyond, LPs or bound
+propagation bound the ambiguous neurons."""
 
 
 
@@ -33,7 +34,8 @@ def mask_count(m: int, max_ones: int) -> int:
 
 
 def enumerated_bounds(A1: np.ndarray, b1: np.ndarray, layers: Sequence[tuple[np.ndarray, np.ndarray]],
-                      out_rows: np.ndarray, out_rhs: np.ndarray, max_ones: int
+                      out_rows: np.ndarray, out_rhs: np.ndarray, max_ones: int,
+                      row_margin: np.ndarray | None = None
                       ) -> tuple[list[np.ndarray], list[np.ndarray], int] | None:
     """Bounds of every hidden layer over the masks with at most ``max_ones`` ones that may
     satisfy the output rows, by evaluating each such mask, and the fewest ones such a mask
@@ -43,39 +45,22 @@ def enumerated_bounds(A1: np.ndarray, b1: np.ndarray, layers: Sequence[tuple[np.
     Rigorous: each layer's float64 values carry a bound ``eps`` on their distance to the
     exact values (rounding of the sums, ``2(n+3)u·magnitude``, plus the previous layer's
     ``eps`` through ``|W|``), bounds are widened by it, and a mask is dropped only when its
-    output rows fail by more than their own error bound.
+    output rows fail by more than their own error bound plus ``row_margin`` (per row: how
+    far the rows given, and the problem's, may lie from the network's exact ones, when they
+    are float64 products; None: 0).
     """
     if max_ones < 0 or mask_count(A1.shape[0], max_ones) > MAX_ENUMERATED_MASKS:
         return None
-    lo, hi, fewest = _enumerate(A1, b1, layers, out_rows, out_rhs, max_ones)
+    margin = np.zeros(len(out_rhs)) if row_margin is None else np.asarray(row_margin, dtype=np.float64)
+    lo, hi, fewest = _enumerate(A1, b1, layers, out_rows, out_rhs, max_ones, margin)
     return (lo, hi, fewest) if fewest >= 0 else None
 
 
-def fewest_ones(A1: np.ndarray, b1: np.ndarray, layers: Sequence[tuple[np.ndarray, np.ndarray]],
-                out_rows: np.ndarray, out_rhs: np.ndarray, max_ones: int,
-                max_masks: int | None = None) -> int:
-    """A proven lower bound on the ones of any mask that satisfies the output rows, for when
-    the masks of up to ``max_ones`` ones are too many to enumerate: every mask of at most
-    ``j`` ones is evaluated, ``j`` the largest size below ``max_ones`` whose count fits
-    ``max_masks`` (at most, and by default, :data:`MAX_ENUMERATED_MASKS`), with
-    :func:`enumerated_bounds`' error bounds. The fewest ones of a mask that may satisfy the
-    rows, else ``j + 1`` (0 when nothing fits)."""
-    m = A1.shape[0]
-    cap = MAX_ENUMERATED_MASKS if max_masks is None else min(max_masks, MAX_ENUMERATED_MASKS)
-    j = min(max_ones - 1, m)
-    while j >= 0 and mask_count(m, j) > cap:
-        j -= 1
-    if j < 0:
-        return 0
-    fewest = _enumerate(A1, b1, layers, out_rows, out_rhs, j)[2]
-    return fewest if fewest >= 0 else j + 1
-
-
 def _enumerate(A1: np.ndarray, b1: np.ndarray, layers: Sequence[tuple[np.ndarray, np.ndarray]],
-               out_rows: np.ndarray, out_rhs: np.ndarray, max_ones: int
+               out_rows: np.ndarray, out_rhs: np.ndarray, max_ones: int, row_margin: np.ndarray
                ) -> tuple[list[np.ndarray], list[np.ndarray], int]:
     """Each layer's bounds over the masks of at most ``max_ones`` ones that may satisfy the
-    output rows, and the fewest ones of such a mask (-1: none may)."""
+    output rows (within ``row_margin``), and the fewest ones of such a mask (-1: none may)."""
     m = A1.shape[0]
     D = np.asarray(out_rows, dtype=np.float64)
     abs_D = np.abs(D)
@@ -101,7 +86,7 @@ def _enumerate(A1: np.ndarray, b1: np.ndarray, layers: Sequence[tuple[np.ndarray
             h_last = np.maximum(values[-1], 0.0)
             magnitude_out = (np.abs(out_rhs) + h_last @ abs_D.T).max(axis=0)
             err = abs_D @ eps[-1] + dot_error_bound(D.shape[1], magnitude_out)
-            ok = np.all(h_last @ D.T - out_rhs >= -err, axis=1)  # may satisfy the output rows
+            ok = np.all(h_last @ D.T - out_rhs >= -(err + row_margin), axis=1)  # may satisfy the rows
             if not ok.any():
                 continue
             fewest = k if fewest < 0 else fewest

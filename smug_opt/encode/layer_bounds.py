@@ -19,8 +19,9 @@ On MLPs the methods are :func:`smug_opt.encode.bounds.network_bounds`'s. Every b
 rigorous (outward-rounded); ``lo``/``hi`` hold for every mask that satisfies the problem
 (its output rows and mask-size limit), ``global_lo``/``global_hi`` for every mask. On other
 networks the bounds are the network's on its cells (:func:`smug_opt.bounds.cells.on_cells`),
-which the encoder widens by its coefficients' rounding, and the proven minimum mask size
-comes after the encoding (:func:`minimum_size`), from the problem's own output rows.
+which the encoder widens by its coefficients' rounding. On every network the proven minimum
+mask size (beyond what an MLP's enumeration of every mask up to the limit proves) comes
+after the encoding (:func:`minimum_size`), from the problem's own output rows.
 """
 
 from __future__ import annotations
@@ -29,9 +30,12 @@ import time
 from dataclasses import dataclass, field, replace
 
 import numpy as np
+import scipy.sparse as sp
 
-from smug_opt.encode.bounds import network_bounds
-from smug_opt.encode.enumeration import enumerated_bounds, fewest_ones, mask_count
+from smug_opt.bounds.rounding import ACCUMULATED, up
+from smug_opt.encode.bounds import interval_bounds, network_bounds
+from smug_opt.encode.deviation import product_deviation
+from smug_opt.encode.enumeration import enumerated_bounds, mask_count
 from smug_opt.encode.flat_enumeration import SmallMasks, smaller_masks
 from smug_opt.encode.masked import MaskedNetwork, mlp_form
 
@@ -43,13 +47,6 @@ DEFAULT_BOUNDS = "crown"
 ENUMERATION_WORK = 2e10
 """Multiply-adds that ``"crown"`` may spend on MLPs evaluating every mask of at most the
 mask-size limit's cells (about 2M masks of the 784-32-10 MLP, 75k of 784-256-256-10)."""
-
-FEWEST_WORK = 5e9
-"""Multiply-adds that ``"crown"`` may spend on MLPs, when the masks up to the limit are too
-many, evaluating every mask of fewer cells to prove a minimum size (up to 2 of 380 cells of
-784-256-256-10, about 0.3 s per 2e9: a cardinality row of 3, which proves the beam search's
-3-cell masks minimal; 2e9 stopped at 1 cell for a 250-cell digit). A budget of 1e11,
-reaching 3 cells, takes 80-130 s per input."""
 
 
 @dataclass(frozen=True, eq=False)
@@ -93,25 +90,33 @@ def layer_bounds(network: MaskedNetwork, method: str = DEFAULT_BOUNDS,
     W_out, b_out = rest[-1]
     rows = np.asarray((W_out.T @ network.out_rows.T).T)
     rhs = network.out_rhs - network.out_rows @ b_out
-    nb = network_bounds(A1, first[1], hidden, rows, rhs, method, max_ones=max_ones)
+    reach = np.maximum(interval_bounds(A1, first[1], hidden)[1][-1], 0.0)
+    margin = _row_margin(network, W_out, b_out, reach)
+    nb = network_bounds(A1, first[1], hidden, rows, rhs, method, max_ones=max_ones, row_margin=margin)
     lo, hi, min_ones = list(nb.lo), list(nb.hi), nb.min_ones
     enumerated = method != "crown" and nb.lps == 0 and max_ones is not None
     if method == "crown" and max_ones is not None and _affordable(A1, hidden, max_ones):
-        found = enumerated_bounds(A1, first[1], hidden, rows, rhs, max_ones)
+        found = enumerated_bounds(A1, first[1], hidden, rows, rhs, max_ones, margin)
         if found is not None:  # every small mask evaluated: as tight as bounds can be
             lo = [np.minimum(np.maximum(a, e), b) for a, b, e in zip(lo, hi, found[0], strict=True)]
             hi = [np.maximum(np.minimum(b, e), a) for a, b, e in zip(lo, hi, found[1], strict=True)]
             min_ones, enumerated = found[2], True
-    elif method == "crown" and max_ones is not None:  # the smaller sizes that fit prove a count
-        min_ones = fewest_ones(A1, first[1], hidden, rows, rhs, max_ones,
-                               max_masks=int(FEWEST_WORK / _mask_work(A1, hidden, max_ones)))
     indices = [1 + 2 * k for k in range(len(lo))]  # the linear layers the ReLUs read
     return LayerBounds(method, dict(zip(indices, lo, strict=True)), dict(zip(indices, hi, strict=True)),
                        dict(zip(indices, nb.global_lo, strict=True)),
                        dict(zip(indices, nb.global_hi, strict=True)),
                        min_ones=min_ones, lps=nb.lps, seconds=time.perf_counter() - start,
-                       source=f"{method} (mlp{', enumeration' if enumerated else ''})" + (
-                           f", sizes below {min_ones} ruled out" if min_ones and not enumerated else ""))
+                       source=f"{method} (mlp{', enumeration' if enumerated else ''})")
+
+
+def _row_margin(network: MaskedNetwork, W_out: sp.csr_matrix, b_out: np.ndarray, reach: np.ndarray
+                ) -> np.ndarray:
+    """Per output row, how far the enumeration's rows (``fl(out_rows·W_out)`` and its
+    right-hand side) and the problem's (the encoder's, computed alike) may each lie from the
+    network's exact ones, over last hidden values within ``[0, reach]``: twice the
+    product's rounding bound (:func:`~smug_opt.encode.deviation.product_deviation`)."""
+    one = product_deviation(sp.csr_matrix(network.out_rows), W_out, reach, b_out, network.out_rhs)
+    return up(2.0 * one * ACCUMULATED)
 
 
 def _affordable(A1: np.ndarray, hidden: list[tuple[np.ndarray, np.ndarray]], max_ones: int) -> bool:
@@ -140,18 +145,19 @@ def _propagated(network: MaskedNetwork, method: str, max_ones: int | None) -> La
 
 def minimum_size(network: MaskedNetwork, bounds: LayerBounds, max_ones: int | None,
                  row_deviation: np.ndarray, search: SmallMasks | None = None) -> LayerBounds:
-    """``bounds`` with a proven minimum mask size on a network that is not a plain MLP (whose
-    bounds prove it themselves): from every mask of fewer than ``max_ones`` cells that fits
-    the search's budgets, evaluated with error bounds (``search``, when the encoder already
-    ran :func:`~smug_opt.encode.flat_enumeration.smaller_masks` with at least ``max_ones``,
-    else here), against the problem's output rows, which lie within ``row_deviation`` of
-    the network's (:attr:`NetworkEncoding.row_deviation
-    <smug_opt.encode.network_milp.NetworkEncoding.row_deviation>`)."""
-    if max_ones is None or bounds.method in ("none", "interval") or mlp_form(network.net) is not None:
+    """``bounds`` with a proven minimum mask size: from every mask of fewer than
+    ``max_ones`` cells that fits the search's budget, evaluated with error bounds
+    (``search``, when the encoder already ran
+    :func:`~smug_opt.encode.flat_enumeration.smaller_masks` with at least ``max_ones``, else
+    here), against the problem's output rows, which lie within ``row_deviation`` of the
+    network's (:attr:`NetworkEncoding.row_deviation
+    <smug_opt.encode.network_milp.NetworkEncoding.row_deviation>`); kept as it is where
+    ``bounds`` already rule out every smaller size (an MLP's enumeration up to the limit)."""
+    if max_ones is None or bounds.method in ("none", "interval") or bounds.min_ones >= max_ones:
         return bounds
     start = time.perf_counter()
     min_ones = (search or smaller_masks(network, max_ones)).proven_minimum(max_ones, row_deviation)
-    if not min_ones:
+    if min_ones <= bounds.min_ones:
         return bounds
     return replace(bounds, min_ones=min_ones, seconds=bounds.seconds + time.perf_counter() - start,
                    source=f"{bounds.source}, sizes below {min_ones} ruled out")

@@ -70,6 +70,7 @@ def _optimum(masks: np.ndarray, feasible: np.ndarray) -> int:
 # seeds whose optimum is not trivial (the empty mask does not keep the label)
 SEEDS = [s for s in range(40) if _optimum(*_instance(s)[3:]) >= 2][:3]
 DEEP_SEEDS = [s for s in range(40) if _optimum(*_instance(s, (8, 8))[3:]) >= 2][:2]
+ONE_PIXEL_SEEDS = [s for s in range(40) if _optimum(*_instance(s)[3:]) == 1][:2]
 
 
 def _problem_feasible(problem: smug_opt.Problem, masks: np.ndarray) -> np.ndarray:
@@ -386,37 +387,82 @@ def test_enumerated_bounds_contain_every_small_mask_that_keeps_the_label(seed: i
                 z = np.maximum(z, 0.0) @ W + b
 
 
-@pytest.mark.parametrize("seed", range(6))
-@pytest.mark.parametrize("affordable", [0, 1, 2, 3])
-def test_fewest_ones_is_a_lower_bound_exact_up_to_the_sizes_it_can_afford(seed, affordable,
-                                                                          monkeypatch) -> None:
-    """When the masks up to the greedy size are too many, the smaller sizes that fit the cap
-    still prove a count: never above the brute-force optimum, and equal to it or to the
-    first size not enumerated."""
-    from smug_opt.encode import enumeration
+@pytest.mark.parametrize("seed", range(3))
+def test_enumeration_keeps_a_mask_that_fails_by_less_than_the_row_margin(seed: int) -> None:
+    """A mask dropped by the enumeration is one that fails a row by more than its error
+    bound and the rows' own rounding margin: raising the threshold just past the best
+    size-1 mask's slack rules size 1 out with no margin, and not with one that covers it."""
+    from smug_opt.encode.enumeration import enumerated_bounds
 
-    (A1, b1, hidden, D, d), nz, masks, feasible = _enumeration_inputs(seed)
-    optimum = int(masks[feasible][:, nz].sum(axis=1).min())
-    cap = sum(math.comb(nz.size, k) for k in range(affordable + 1))  # sizes 0..affordable fit
-    monkeypatch.setattr(enumeration, "MAX_ENUMERATED_MASKS", cap)
-    fewest = enumeration.fewest_ones(A1, b1, hidden, D, d, max_ones=nz.size)
-    assert fewest <= optimum
-    assert fewest == min(optimum, affordable + 1)
+    (A1, b1, hidden, D, d), _, _, _ = _enumeration_inputs(seed)
+    z = A1 + b1
+    for W, b in hidden:
+        z = np.maximum(z, 0.0) @ W + b
+    best = float((np.maximum(z, 0.0) @ D.T - d).min(axis=1).max())
+    raised = d + best + 1e-6  # every single cell now fails by at least 1e-6
+    empty = np.maximum(b1, 0.0)
+    for W, b in hidden:
+        empty = np.maximum(empty @ W + b, 0.0)
+    if (empty @ D.T - raised).min() > -1e-3:
+        pytest.skip("the empty mask is near acceptance here")
+    plain = enumerated_bounds(A1, b1, hidden, D, raised, 1)
+    assert plain is None  # no mask of at most one cell may satisfy the rows
+    widened = enumerated_bounds(A1, b1, hidden, D, raised, 1, row_margin=np.full(d.size, 1e-5))
+    assert widened is not None and widened[2] == 1
+
+
+@pytest.mark.parametrize("seed", ONE_PIXEL_SEEDS)
+def test_an_mlp_s_minimum_size_never_rules_out_a_mask_within_rounding_of_acceptance(seed) -> None:
+    """Near-ties: with the margin within a few ulps of the best single pixel's float64 slack,
+    rounding decides whether that pixel keeps the label, and the proven minimum size must
+    not rule it out (the MLP path's proof counts its rows' rounding and the problem's, as
+    the other networks' does); with the margin clearly past it, size 1 is ruled out and the
+    problem's exact check agrees."""
+    layers, x, label, _, _ = _instance(seed)
+    mlp = as_mlp(layers)
+    nz = np.flatnonzero(x)
+    singles = np.zeros((nz.size, x.size))
+    singles[np.arange(nz.size), nz] = 1.0
+    logits = mlp.logits(singles * x)
+    slack = logits[:, label] - np.delete(logits, label, axis=1).max(axis=1)
+    best = int(np.argmax(slack))
+    for ulps in (-3, 0, 3):
+        margin = float(slack[best])
+        for _ in range(abs(ulps)):
+            margin = float(np.nextafter(margin, np.inf if ulps > 0 else -np.inf))
+        assert full_network(layers, x, label, margin=margin, strengthen=False).metadata["min_cells"] <= 1
+    margin = float(slack[best]) + 1e-3
+    problem = full_network(layers, x, label, margin=margin, strengthen=False)
+    assert problem.metadata["min_cells"] == 2
+    plain = full_network(layers, x, label, margin=margin, bounds="interval", max_cells=None, strengthen=False)
+    start = np.zeros(plain.num_vars)
+    start[list(problem.metadata["cells"]).index(int(nz[best]))] = 1.0
+    assert not smug_opt.verify(plain, start).ok
 
 
 @pytest.mark.parametrize("seed", SEEDS)
 def test_crown_proves_a_size_where_the_masks_up_to_the_limit_are_too_many(seed, monkeypatch) -> None:
     """On an MLP whose masks up to the greedy size are not all evaluated, ``crown`` still
-    evaluates the smaller sizes within its work budget: a proven minimum size (the problem's
-    cardinality row, never above the brute-force optimum) and the same feasible masks."""
-    from smug_opt.encode import layer_bounds
+    evaluates the smaller sizes within its work budget, once (the pass that looks for a
+    smaller start proves them): a proven minimum size (the problem's cardinality row, never
+    above the brute-force optimum) and the same feasible masks."""
+    from smug_opt.encode import flat_enumeration, layer_bounds
+
+    calls: list[int] = []
+
+    def counted(*args, **kwargs):
+        calls.append(args[1])
+        return flat_enumeration.smaller_masks(*args, **kwargs)
 
     layers, x, label, masks, feasible = _instance(seed)
     monkeypatch.setattr(layer_bounds, "ENUMERATION_WORK", 0.0)  # never every mask up to the limit
+    monkeypatch.setattr(fn, "smaller_masks", counted)
+    monkeypatch.setattr(layer_bounds, "smaller_masks", counted)
     problem = full_network(layers, x, label, strengthen=False)
+    assert len(calls) == 1
     assert "sizes below" in problem.metadata["bounds_source"]
     assert 0 < problem.metadata["min_cells"] <= _optimum(masks, feasible)
-    monkeypatch.setattr(layer_bounds, "FEWEST_WORK", 0.0)  # and no smaller size either
+    monkeypatch.setattr(flat_enumeration, "SEARCH_WORK", 0.0)  # and no smaller size either
     assert full_network(layers, x, label, strengthen=False).metadata["min_cells"] == 0
     relevant = masks[:, x == 0].sum(axis=1) == 0
     expected = feasible & (masks[:, x != 0].sum(axis=1) <= problem.metadata["max_cells"])
