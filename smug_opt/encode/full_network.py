@@ -20,8 +20,7 @@ from typing import Any
 
 import numpy as np
 
-from smug_opt.encode.enumeration import mask_count
-from smug_opt.encode.flat_enumeration import SmallMasks, search_cap, smaller_masks
+from smug_opt.encode.flat_enumeration import SmallMasks, searched_sizes, smaller_masks
 from smug_opt.encode.layer_bounds import (
     BOUND_METHODS,
     DEFAULT_BOUNDS,
@@ -39,7 +38,7 @@ from smug_opt.models.grid import regular_grid
 from smug_opt.network.flat import FlatNetwork, Preprocess
 from smug_opt.verification import verify
 
-ENCODING_VERSION = 11
+ENCODING_VERSION = 12
 """Bumped whenever :func:`full_network` builds other problems from the same inputs (2:
 masks of fewer cells than the greedy one tried, ``min_cells`` from the affordable sizes;
 3: one encoder over flat networks, layer values as expressions over the variables;
@@ -50,7 +49,9 @@ masks of fewer cells than the greedy one tried, ``min_cells`` from the affordabl
 8: the minimum-size proofs may spend 5e9 multiply-adds on MLPs (was 2e9), 45 s elsewhere (was 20);
 9: one pass over the smaller masks both searches and proves, with error bounds over all of them;
 10: the small-mask search and the beam search budgeted by work counts only, no seconds;
-11: one-hidden-layer networks of local neurons encoded by subset binaries, no ReLUs);
+11: one-hidden-layer networks of local neurons encoded by subset binaries, no ReLUs;
+12: chain networks' small masks evaluated incrementally within their own budget (cifar10_small: every
+mask of up to 2 cells), an MLP's minimum size counting its output rows' rounding);
 cached suites of its problems carry it in their version, so they are rebuilt."""
 
 BEAM_WORK = 5e9
@@ -125,7 +126,7 @@ def full_network(model_or_layers: Any, x: np.ndarray, label: int | None = None, 
     if greedy is not None and search is not None:
         candidates.append(greedy if search.found is None else search.found)
     below = 0 if greedy is None else int(greedy.sum())
-    if below > 1 and mask_count(network.num_cells, below - 1) > search_cap(network):
+    if below > 1 and searched_sizes(network) < below:
         levels = network.num_cells * (below - 1)
         width = min(BEAM_WIDTH, network.affordable_masks(BEAM_WORK) // max(levels, 1))
         if width >= MIN_BEAM_WIDTH:

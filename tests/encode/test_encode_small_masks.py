@@ -166,7 +166,7 @@ def test_the_searches_decide_by_work_counts_not_by_the_clock(monkeypatch) -> Non
     for beam in (False, True):
         with monkeypatch.context() as settings:
             if beam:  # as if the smaller masks were too many: the beam search finds the start
-                settings.setattr(full_network_module, "search_cap", lambda network: 0)
+                settings.setattr(full_network_module, "searched_sizes", lambda network: 0)
                 settings.setattr(full_network_module, "MIN_BEAM_WIDTH", 1)
             for seed in INSTANCES[:3]:
                 network, _, _ = _case(seed)
