@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import ctypes
 import importlib.metadata
 import math
 import time
@@ -281,21 +282,21 @@ class _Writer:
         self.kind = ["bool"] * self.p.num_vars
         form = to_integer(self.p, level, coefficient_bits=PB_BITS, activity_bits=PB_BITS)
         C = form.C
+        pb = _PbMaker(z3, ctx, self.vars)
         for i, (lo, hi) in enumerate(zip(form.row_lo, form.row_hi, strict=True)):
             start, stop = C.indptr[i], C.indptr[i + 1]
-            pairs = [(self.vars[j], c) for j, c in zip(C.indices[start:stop].tolist(),
-                                                         C.data[start:stop].tolist(), strict=True)]
-            if not pairs:  # a constant row: 0 must lie within its bounds
+            cols, coefs = C.indices[start:stop].tolist(), C.data[start:stop].tolist()
+            if not cols:  # a constant row: 0 must lie within its bounds
                 if (lo is not None and lo > 0) or (hi is not None and hi < 0):
                     self.opt.add(z3.BoolVal(False, ctx))
                 continue
             if lo is not None and lo == hi:
-                self.opt.add(z3.PbEq(pairs, lo))
+                self.opt.add(pb.make(z3.Z3_mk_pbeq, cols, coefs, lo))
                 continue
             if lo is not None:
-                self.opt.add(z3.PbGe(pairs, lo))
+                self.opt.add(pb.make(z3.Z3_mk_pbge, cols, coefs, lo))
             if hi is not None:
-                self.opt.add(z3.PbLe(pairs, hi))
+                self.opt.add(pb.make(z3.Z3_mk_pble, cols, coefs, hi))
 
     # ---------------------------------------------------------- objective
     def soft_objective(self) -> Callable[[], float | None] | None:
@@ -358,6 +359,28 @@ class _Writer:
                     raise ValueError(f"z3 gave variable {j} the non-rational value {value}")
                 x[j] = float(number)
         return x
+
+
+class _PbMaker:
+    """Pseudo-Boolean rows through z3's C API: ``z3.PbGe`` coerces and checks every term in
+    Python, 1.6 of the 3.5 s it took to write 2,133 rows of 500 cells (the same terms)."""
+
+    def __init__(self, z3: Any, ctx: Any, variables: list[Any]) -> None:
+        self.z3, self.ctx = z3, ctx
+        self.asts = [v.as_ast() for v in variables]
+
+    def make(self, maker: Callable[..., Any], cols: list[int], coefs: list[int], k: int) -> Any:
+        """``maker`` (``Z3_mk_pbge``/``pble``/``pbeq``) over ``Σ coefs·vars[cols]`` and ``k``,
+        all within C ``int`` (:data:`PB_BITS`)."""
+        n = len(cols)
+        if not all(_INT_MIN <= c <= _INT_MAX for c in coefs) or not _INT_MIN <= k <= _INT_MAX:
+            raise ValueError(f"a pseudo-Boolean row exceeds C int: coefficients {coefs}, bound {k}")
+        args = (self.z3.Ast * n)(*[self.asts[j] for j in cols])
+        weights = (ctypes.c_int * n)(*coefs)
+        return self.z3.BoolRef(maker(self.ctx.ref(), n, args, weights, int(k)), self.ctx)
+
+
+_INT_MIN, _INT_MAX = -(2**31), 2**31 - 1
 
 
 class _Unattained(Exception):
