@@ -22,15 +22,18 @@ import numpy as np
 
 from smug_opt.backend import Status
 from smug_opt.backend_choice import BackendChoice, ChoiceKind
+from smug_opt.claims import objective_tolerance
 from smug_opt.deadline import Deadline
 from smug_opt.ir import Problem
 from smug_opt.result import Attempt, Proof, SolveResult, Strengthening, Timings, relative_gap
 from smug_opt.step import Step
+from smug_opt.strengthen import neighbourhood_search as search
 from smug_opt.strengthen.bundles import bundled, weight
 from smug_opt.strengthen.presolve import Part, Pieces, Strengthened, strengthen
 from smug_opt.verification import snap_binaries, verify
 
-__all__ = ["PART_RACE", "PART_Z3_EXTRAS", "part_choice", "part_extras", "solve_strengthened"]
+__all__ = ["PART_RACE", "PART_Z3_EXTRAS", "SEARCHED_PARTNER", "part_choice", "part_extras", "searched",
+           "solve_strengthened"]
 
 MIN_RETRY_SECONDS = 0.5
 """Time left below which the second pass does not start another part."""
@@ -66,6 +69,50 @@ def part_choice(choice: BackendChoice) -> BackendChoice:
     if choice.kind is not ChoiceKind.AUTO or not set(PART_RACE) <= set(available_backends()):
         return choice
     return BackendChoice(ChoiceKind.RACE, PART_RACE)
+
+
+def searched(part: Part, choice: BackendChoice) -> bool:
+    """Whether ``part``, solved on ``choice`` (:func:`part_choice`), races z3 against the
+    neighbourhood search (:mod:`smug_opt.strengthen.neighbourhood_search`) rather than
+    HiGHS: :data:`PART_RACE` parts of at least ``MIN_CELLS`` cells."""
+    return (choice == BackendChoice(ChoiceKind.RACE, PART_RACE) and part.columns.size >= search.MIN_CELLS
+            and bool(part.problem.binary.all()) and search.usable())
+
+
+SEARCHED_PARTNER = "z3"
+"""What the neighbourhood search races on a large part: z3's cores give the bound there,
+HiGHS's solutions are the search's start."""
+
+
+def _solve_searched(problem: Problem, solve_part: Step, deadline: Deadline,
+                    start: np.ndarray | None) -> SolveResult:
+    """z3 on ``problem`` with the neighbourhood search beside it; the better solution wins,
+    and meets z3's bound to prove the part."""
+    with search.NeighbourhoodSearch(problem, deadline, start) as running:
+        result = solve_part(problem, BackendChoice(ChoiceKind.RACE, (SEARCHED_PARTNER,)), deadline, start)
+        found, windows = running.stop()
+    return _with_found(problem, result, found, windows)
+
+
+def _with_found(problem: Problem, result: SolveResult, found: np.ndarray | None,
+                windows: int) -> SolveResult:
+    """``result`` with the search's solution ``found`` where it is better, proven optimal
+    when it meets ``result``'s bound."""
+    note = f"neighbourhood search: {windows} windows"
+    if found is None or result.status is Status.INFEASIBLE:
+        return replace(result, message="; ".join(m for m in (result.message, note) if m))
+    check = verify(problem, found)
+    objective = float(check.objective)
+    if not check.ok or (result.objective is not None and result.objective <= objective):
+        return replace(result, message="; ".join(m for m in (result.message, note) if m))
+    proven = result.bound is not None and objective <= result.bound + 2 * objective_tolerance(problem)
+    bound = result.bound if result.bound is None else min(result.bound, objective)
+    return replace(result, status=Status.OPTIMAL if proven else Status.FEASIBLE, x=check.x,
+                   objective=objective, bound=bound, gap=relative_gap(objective, bound),
+                   verified=True, verification=check.summary(),
+                   proof=(result.proof or Proof.SOLVER) if proven else None,
+                   message="; ".join(m for m in (result.message, f"{note}, its solution {objective:g} "
+                                                 "used") if m))
 
 
 def part_extras(choice: BackendChoice, extras: Mapping[str, Any]) -> dict[str, Any]:
@@ -107,7 +154,10 @@ def solve_strengthened(problem: Problem, pieces: Pieces, solve_part: Step, choic
             share = _at_least(deadline.share(max(weights[k] / sum(weights[k:]), 1 / left)), deadline)
         part_start = None if start is None else np.concatenate(
             [start[part.columns], np.ones(part.carried.size)])
-        result = solve_part(part.problem, parts_choice, share, part_start)
+        if searched(part, parts_choice):
+            result = _solve_searched(part.problem, solve_part, share, part_start)
+        else:
+            result = solve_part(part.problem, parts_choice, share, part_start)
         if result.status is Status.NO_SOLUTION and not deadline.passed(MIN_PART_SECONDS):
             # its share ended before any answer (a worker replaced, whose start on a busy
             # machine takes seconds): once more with half of what is left, rather than give up

@@ -1,0 +1,111 @@
+"""The neighbourhood search on large strengthened parts: windows are connected cells, a
+window's problem accepts exactly the original's points that agree outside it, the search
+returns verified solutions only, and its solution proves a part where it meets the bound."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+import numpy as np
+import pytest
+from conftest import skip_unless_usable
+
+from smug_opt import Problem, Status, solve, verify
+from smug_opt.backend_choice import BackendChoice, ChoiceKind
+from smug_opt.deadline import Deadline
+from smug_opt.result import Proof
+from smug_opt.strengthen import neighbourhood_search as search
+from smug_opt.strengthen import strengthen
+from smug_opt.testing import brute_force
+
+
+def _chain(cells: int, seed: int) -> Problem:
+    """Bias-free rows over overlapping windows of 4 cells (a 1-D stem): one connected part."""
+    rng = np.random.default_rng(seed)
+    rows = cells - 3
+    A = np.zeros((rows, cells))
+    for i in range(rows):
+        A[i, i:i + 4] = rng.normal(size=4)
+    A *= np.sign(A.sum(axis=1) + 1e-9)[:, None]  # the full mask holds every row
+    return Problem.from_arrays(A, ">", np.zeros(rows))
+
+
+def _adjacency(problem: Problem):
+    pattern = (problem.A != 0).astype(np.int32)
+    return (pattern.T @ pattern).tocsr()
+
+
+def test_a_window_is_cells_connected_through_rows_around_its_centre() -> None:
+    problem = _chain(20, 0)
+    free = search.window(_adjacency(problem), 10, 5)
+    assert free.tolist() == sorted(free.tolist()) and 10 in free and free.size == 5
+    assert free.max() - free.min() <= 6  # a chain: the window stays near its centre
+    assert search.window(_adjacency(problem), 0, 100).size == 20
+
+
+def test_a_window_accepts_exactly_the_points_that_agree_outside_it() -> None:
+    problem = _chain(10, 1)
+    x = np.ones(10)
+    free = np.array([2, 3, 4, 5])
+    sub = search.restricted(problem, x, free)
+    for bits in range(2 ** free.size):
+        y = x.copy()
+        y[free] = (bits >> np.arange(free.size)) & 1
+        inside = verify(sub, y[free]).ok
+        assert inside == verify(problem, y).ok
+
+
+def test_the_search_returns_a_verified_solution_and_a_whole_window_finds_the_optimum(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """With windows as large as the problem the first window is the problem: z3 solves it
+    to its optimum (brute force); whatever it returns is verified."""
+    skip_unless_usable("highs")
+    skip_unless_usable("z3")
+    problem = _chain(12, 2)
+    optimum = brute_force(problem).objective
+    monkeypatch.setattr(search, "WINDOW_CELLS", 12)
+    with search.NeighbourhoodSearch(problem, Deadline.after(20)) as running:
+        running._thread.join(timeout=5)
+        x, windows = running.stop()
+    assert x is not None and verify(problem, x).ok
+    assert windows >= 1 and float(problem.objective @ x) == optimum
+
+
+def test_the_search_needs_binary_problems() -> None:
+    from tiny_problems import two_cell_relu
+
+    with pytest.raises(ValueError, match="binary-only"):
+        search.NeighbourhoodSearch(two_cell_relu(), Deadline.after(1))
+
+
+def test_the_searchs_solution_proves_a_part_where_it_meets_the_bound() -> None:
+    """A part's solve that ended FEASIBLE at a bound equal to the optimum, with a worse
+    solution, is OPTIMAL with the search's optimal one; a worse found solution changes
+    nothing."""
+    from smug_opt.strengthen.solve_parts import _with_found
+
+    skip_unless_usable("highs")
+    problem = _chain(12, 3)
+    optimal = brute_force(problem)
+    solved = solve(problem, "highs", time_limit=30, strengthen=False)
+    worse = np.ones(12)
+    ended = replace(solved, status=Status.FEASIBLE, x=worse, objective=12.0, bound=optimal.objective,
+                    proof=None)
+    proven = _with_found(problem, ended, optimal.x, 3)
+    assert proven.status is Status.OPTIMAL and proven.objective == optimal.objective
+    assert proven.proof is Proof.SOLVER and verify(problem, proven.x).ok and "3 windows" in proven.message
+    kept = _with_found(problem, proven, worse, 1)
+    assert kept.status is Status.OPTIMAL and np.array_equal(kept.x, proven.x)
+
+
+def test_only_large_parts_of_the_part_race_are_searched(monkeypatch: pytest.MonkeyPatch) -> None:
+    from smug_opt.strengthen.solve_parts import PART_RACE, searched
+
+    monkeypatch.setattr(search, "usable", lambda: True)
+    part = strengthen(_chain(40, 4)).parts[0]
+    race = BackendChoice(ChoiceKind.RACE, PART_RACE)
+    monkeypatch.setattr(search, "MIN_CELLS", part.columns.size)
+    assert searched(part, race)
+    assert not searched(part, BackendChoice.parse("highs", check=False))
+    monkeypatch.setattr(search, "MIN_CELLS", part.columns.size + 1)
+    assert not searched(part, race)
