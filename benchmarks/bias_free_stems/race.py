@@ -10,7 +10,9 @@ A setting is ``auto``, ``size-rule`` (``auto`` with each part raced as its size 
 CBC below 3,000 rows: the rule before :data:`~smug_opt.strengthen.solve_parts.PART_RACE`),
 ``z3-defaults`` (``auto`` with z3 at its own settings on the parts: the rule before
 :data:`~smug_opt.strengthen.solve_parts.PART_Z3_EXTRAS`), ``unbundled`` (``auto`` with every
-part solved alone: the rule before :mod:`smug_opt.strengthen.bundles`) or backends joined by ``+``
+part solved alone: the rule before :mod:`smug_opt.strengthen.bundles`), ``no-search`` (``auto``
+with HiGHS + z3 on every part: the rule before
+:mod:`smug_opt.strengthen.neighbourhood_search`) or backends joined by ``+``
 (raced: ``highs+z3`` is ``backend="highs,z3"``).
 The problems come from the bench cache (built once, as ``smug-opt bench run`` builds them);
 each result is one line of ``OUT/results.jsonl`` (a rerun skips what is there); the table of
@@ -45,33 +47,56 @@ def _parts(problem) -> list[dict]:
 
 def _solve(problem, setting: str, time_limit: float):
     from smug_opt import solve
-    from smug_opt.strengthen import bundles, solve_parts
+    from smug_opt.strengthen import bundles, neighbourhood_search, solve_parts
 
     rule, z3_extras, bundle = solve_parts.part_choice, solve_parts.PART_Z3_EXTRAS, bundles.BUNDLE_WEIGHT
+    least = neighbourhood_search.MIN_CELLS
     if setting == "size-rule":
         solve_parts.part_choice = lambda choice: choice
     if setting == "z3-defaults":
         solve_parts.PART_Z3_EXTRAS = {}
     if setting == "unbundled":
         bundles.BUNDLE_WEIGHT = 0
+    if setting == "no-search":
+        neighbourhood_search.MIN_CELLS = 10**9
     try:
-        rules = ("size-rule", "z3-defaults", "unbundled")
+        rules = ("size-rule", "z3-defaults", "unbundled", "no-search")
         backend = "auto" if setting in rules else setting.replace("+", ",")
         return solve(problem, backend, time_limit=time_limit, strengthen=True)
     finally:
         solve_parts.part_choice, solve_parts.PART_Z3_EXTRAS, bundles.BUNDLE_WEIGHT = rule, z3_extras, bundle
+        neighbourhood_search.MIN_CELLS = least
+
+
+def _cpu_seconds() -> float:
+    """CPU seconds of this process and its workers so far (live ones and reaped ones)."""
+    import resource
+
+    import psutil
+
+    own = psutil.Process()
+    total = sum(own.cpu_times()[:2])
+    reaped = resource.getrusage(resource.RUSAGE_CHILDREN)
+    total += reaped.ru_utime + reaped.ru_stime
+    for child in own.children(recursive=True):
+        try:
+            total += sum(child.cpu_times()[:2])
+        except psutil.Error:
+            continue
+    return total
 
 
 def table(rows: list[dict]) -> str:
     """The results side by side: one line per instance and setting."""
-    lines = ["| instance | setting | status | objective | bound | gap | seconds | load "
-             "| largest parts (cells/rows) |", "|---|---|---|---|---|---|---|---|---|"]
+    lines = ["| instance | setting | status | objective | bound | gap | seconds | CPU s | load "
+             "| largest parts (cells/rows) |", "|---|---|---|---|---|---|---|---|---|---|"]
     for r in sorted(rows, key=lambda r: r["instance"]):
         gap = "–" if r["gap"] is None else f"{100 * r['gap']:.1f} %"
         objective = "–" if r["objective"] is None else f"{r['objective']:.0f}"
         parts = ", ".join(f"{p['cells']}/{p['rows']}" for p in r["largest_parts"])
         lines.append(f"| {r['instance']} | {r['setting']} | {r['status']} | {objective} "
-                     f"| {r['bound']:.0f} | {gap} | {r['seconds']} | {r['load']} | {parts} |")
+                     f"| {r['bound']:.0f} | {gap} | {r['seconds']} | {r.get('cpu_seconds', '–')} "
+                     f"| {r['load']} | {parts} |")
     return "\n".join(lines)
 
 
@@ -93,10 +118,11 @@ def main() -> None:
             if (name, setting) in done:
                 continue
             load = os.getloadavg()[0]
-            t = time.perf_counter()
+            t, cpu = time.perf_counter(), _cpu_seconds()
             r = _solve(problem, setting, args.time_limit)
             row = {"instance": name, "setting": setting, "status": r.status.name, "objective": r.objective,
                    "bound": r.bound, "gap": r.gap, "seconds": round(time.perf_counter() - t, 1),
+                   "cpu_seconds": round(_cpu_seconds() - cpu, 1),
                    "load": round(load, 1), "parts": len(parts), "largest_parts": parts[:3]}
             print(json.dumps(row), flush=True)
             with results.open("a") as f:
