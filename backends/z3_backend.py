@@ -146,7 +146,10 @@ class Z3Backend(Backend):
         best: list[np.ndarray] = []
 
         def improving(m: Any) -> None:
-            x = read(m)
+            try:
+                x = read(m)
+            except z3.Z3Exception:  # a model offered as the solve is interrupted: unreadable
+                return
             best[:] = [x]
             on_incumbent(x, float(problem.objective @ x))
 
