@@ -1,4 +1,8 @@
-"""z3's ``Optimize`` (SMT with optimisation) in three encodings: exact, pseudo-Boolean, paper."""
+"""z3's ``Optimize`` (SMT with optimisation) in three encodings: exact, pseudo-Boolean, paper.
+
+Kept as one module because the three encodings share one writer (``_Writer``: variables,
+rows, objective, the model's reading) and the answer's reading; split, each part would
+import the others' internals."""
 
 from __future__ import annotations
 

@@ -49,9 +49,11 @@ RETRY_SHARE = 0.5
 more than 2 s, twice in a row, on the 3x3 stem)."""
 
 PART_RACE = ("highs", "z3")
-"""What ``auto`` races on every strengthened part, whatever its size: with integer rows the
+"""What ``auto`` races on the strengthened parts, whatever their size: with integer rows the
 parts are pseudo-Boolean, where z3 proves what CBC (``auto``'s partner of HiGHS below 3,000
-rows) does not (benchmarks/bias_free_stems/README.md, "Racing z3 on every part")."""
+rows) does not (benchmarks/bias_free_stems/README.md, "Racing z3 on every part"). Parts of
+at least ``neighbourhood_search.MIN_CELLS`` cells race z3 against the search instead
+(:func:`searched`)."""
 
 
 PART_Z3_EXTRAS: Mapping[str, Any] = MappingProxyType({"maxres.max_core_size": 1000})
