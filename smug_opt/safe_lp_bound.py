@@ -14,6 +14,7 @@ the LP bound where it matters (cardinality cuts on strict rows).
 
 from __future__ import annotations
 
+import math
 import warnings
 from fractions import Fraction
 
@@ -61,7 +62,8 @@ def safe_lp_bound(problem: Problem, *, seconds: float, backend: str | None = Non
 def strengthened_safe_lp_bound(problem: Problem, *, deadline: Deadline | None = None,
                                backend: str | None = None, seconds: float | None = None) -> float | None:
     """:func:`safe_lp_bound` of the strengthened problem: the exact cost of the cells it
-    fixes on plus each part's bound (None when a part has none by ``deadline``, which
+    fixes on plus each part's bound, rounded up for a part whose objective is integral (its
+    optimum is an integer), so the sum proves what the parts' roots prove one by one (None when a part has none by ``deadline``, which
     must have a limit). ``seconds`` is the deprecated old keyword (a DeprecationWarning):
     pass ``deadline=Deadline.after(seconds)``."""
     from smug_opt.strengthen.reuse import strengthen_reused
@@ -88,5 +90,7 @@ def strengthened_safe_lp_bound(problem: Problem, *, deadline: Deadline | None = 
         bound = safe_lp_bound(part.problem, seconds=left(), backend=backend)
         if bound is None:
             return None
+        if part.problem.integral_objective and math.isfinite(bound):
+            bound = math.ceil(bound)  # the part's optimum is an integer: at least its bound rounded up
         total += Fraction(bound)
     return float_down(total)

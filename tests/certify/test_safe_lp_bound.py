@@ -34,6 +34,17 @@ def test_a_fractional_lp_optimum_proves_the_count() -> None:
     assert 1.0 < bound <= 1.5
 
 
+def test_each_part_of_an_integral_objective_rounds_its_bound_up() -> None:
+    """Two independent knapsack rows (two parts after strengthening), each with LP bound
+    7/3 and optimum 3: the parts' bounds summed (14/3) do not prove 6, rounded up (3 + 3) they do."""
+    w, c = [6.0, 4.0, 4.0, 8.0, 4.0, 3.0], [3.0, 1.0, 2.0, 1.0, 1.0, 3.0]
+    A = np.zeros((2, 12))
+    A[0, :6], A[1, 6:] = w, w
+    p = Problem.from_arrays(A, ">=", [13.55, 13.55], objective=c + c)
+    assert brute_force(p).objective == 6
+    assert strengthened_safe_lp_bound(p, deadline=Deadline.after(5)) == 6.0
+
+
 def test_certify_settles_by_the_lp_bound_before_z3() -> None:
     n = 20  # too many binaries to enumerate; not a cardinality row (no proof by construction)
     weights = np.where(np.arange(n) % 2 == 0, 2.0, 1.0)
