@@ -63,9 +63,9 @@ def strengthened_safe_lp_bound(problem: Problem, *, deadline: Deadline | None = 
                                backend: str | None = None, seconds: float | None = None) -> float | None:
     """:func:`safe_lp_bound` of the strengthened problem: the exact cost of the cells it
     fixes on plus each part's bound, rounded up for a part whose objective is integral (its
-    optimum is an integer), so the sum proves what the parts' roots prove one by one (None when a part has none by ``deadline``, which
-    must have a limit). ``seconds`` is the deprecated old keyword (a DeprecationWarning):
-    pass ``deadline=Deadline.after(seconds)``."""
+    optimum is an integer), so the sum proves what the parts' roots prove one by one (None
+    when a part has none by ``deadline``, which must have a limit). ``seconds`` is the
+    deprecated old keyword (a DeprecationWarning): pass ``deadline=Deadline.after(seconds)``."""
     from smug_opt.strengthen.reuse import strengthen_reused
 
     if seconds is not None:
