@@ -113,10 +113,12 @@ def _cost(records: list[dict]) -> str:
     timed = [r for r in records if "cpu_seconds" in r]
     if not timed:
         return ""
-    loads = [r["load"] for r in timed]
-    return (f"{len(timed)} of these answers carry their cost: {sum(r['wall_seconds'] for r in timed):.0f} s "
-            f"wall, {sum(r['cpu_seconds'] for r in timed):.0f} CPU seconds, load {min(loads):.1f}-"
-            f"{max(loads):.1f} at their start (the others were run before the records held it).")
+    low, high = min(r["load"] for r in timed), max(r["load"] for r in timed)
+    loads = f"{low:.1f}" if low == high else f"{low:.1f}-{high:.1f}"
+    wall = sum(r["wall_seconds"] for r in timed)
+    return (f"Answers with their cost in the record: {len(timed)}, {wall:.0f} s wall, "
+            f"{sum(r['cpu_seconds'] for r in timed):.0f} CPU seconds, load {loads} at the start "
+            f"(the others were run before the records held it).")
 
 
 def _retried(run: Path) -> list[str]:
