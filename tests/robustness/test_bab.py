@@ -121,8 +121,8 @@ def test_linear_regions_left_open_never_give_unsat(seed, monkeypatch):
 
 
 def test_a_passed_deadline_is_reported_as_a_time_limit():
-    """The typed outcome decide's second round reads: a search out of time says
-    ``Unfinished.TIME_LIMIT`` (here the deadline has passed before the first split)."""
+    """The typed outcome: a search out of time says ``Unfinished.TIME_LIMIT`` (here the
+    deadline has passed before the first split)."""
     *_, cb, label = _chain_case(7, [5, 24, 24, 24, 4], 0.3)
     c = np.zeros(4)
     for j in (j for j in range(4) if j != label):
