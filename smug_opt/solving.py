@@ -175,7 +175,8 @@ class _Solve:
             options = self.workers.options  # the parts' solvers get their own extras
             parts = replace(self.workers,
                             options=replace(options, extras=part_extras(choice, options.extras)))
-            solver = Strengthen(pieces, solver, name, parts=_step(parts, choice))
+            solver = Strengthen(pieces, solver, name, parts=_step(parts, choice),
+                                extras=parts.options.extras)
         result = _with_range_notes(problem, choice, solver(problem, choice, deadline, start))
         return exact_by_construction(problem, result)
 

@@ -6,7 +6,9 @@ exact questions through a step it is given). :func:`smug_opt.solve` composes the
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass, replace
+from collections.abc import Mapping
+from dataclasses import dataclass, field, replace
+from typing import Any
 
 import numpy as np
 
@@ -82,13 +84,16 @@ class Strengthen:
     """The solver named in a result when no part was solved."""
     parts: Step | None = None
     """The step for the strengthened parts (None: ``inner``)."""
+    extras: Mapping[str, Any] = field(default_factory=dict)
+    """The solver extras the parts' step passes on (which partners a part may race)."""
 
     def __call__(self, problem: Problem, choice: BackendChoice, deadline: Deadline,
                  start: np.ndarray | None) -> SolveResult:
         from smug_opt.strengthen.solve_parts import solve_strengthened
 
         return solve_strengthened(problem, self.pieces, self.parts or self.inner, choice, deadline,
-                                  solver=self.solver, start=start, solve_whole=self.inner)
+                                  solver=self.solver, start=start, solve_whole=self.inner,
+                                  extras=self.extras)
 
 
 @dataclass(frozen=True)

@@ -73,12 +73,19 @@ def part_choice(choice: BackendChoice) -> BackendChoice:
     return BackendChoice(ChoiceKind.RACE, PART_RACE)
 
 
-def searched(part: Part, choice: BackendChoice) -> bool:
-    """Whether ``part``, solved on ``choice`` (:func:`part_choice`), races z3 against the
-    neighbourhood search (:mod:`smug_opt.strengthen.neighbourhood_search`) rather than
-    HiGHS: :data:`PART_RACE` parts of at least ``MIN_CELLS`` cells."""
-    return (choice == BackendChoice(ChoiceKind.RACE, PART_RACE) and part.columns.size >= search.MIN_CELLS
-            and bool(part.problem.binary.all()) and search.usable())
+def searched(part: Part, choice: BackendChoice, extras: Mapping[str, Any] | None = None) -> bool:
+    """Whether ``part``, solved on ``choice`` (:func:`part_choice`) with the solver
+    ``extras``, races z3 against the neighbourhood search
+    (:mod:`smug_opt.strengthen.neighbourhood_search`) rather than HiGHS: :data:`PART_RACE`
+    parts of at least ``MIN_CELLS`` cells, unless an extra is one z3 does not take (a
+    HiGHS option: that race would have no backend to give it to)."""
+    if choice != BackendChoice(ChoiceKind.RACE, PART_RACE) or part.columns.size < search.MIN_CELLS:
+        return False
+    if not (part.problem.binary.all() and search.usable()):
+        return False
+    from smug_opt.registry import backend_class
+
+    return set(extras or {}) <= set(backend_class(SEARCHED_PARTNER).options)
 
 
 SEARCHED_PARTNER = "z3"
@@ -127,7 +134,8 @@ def part_extras(choice: BackendChoice, extras: Mapping[str, Any]) -> dict[str, A
 
 def solve_strengthened(problem: Problem, pieces: Pieces, solve_part: Step, choice: BackendChoice,
                        deadline: Deadline, *, solver: str, start: np.ndarray | None = None,
-                       solve_whole: Step | None = None) -> SolveResult:
+                       solve_whole: Step | None = None, extras: Mapping[str, Any] | None = None
+                       ) -> SolveResult:
     """Strengthen ``problem``, solve its parts (light ones packed together:
     :mod:`smug_opt.strengthen.bundles`) with ``solve_part`` on ``choice``
     (:func:`part_choice`; ``solve_whole``, default ``solve_part``, solves the problem as
@@ -156,7 +164,7 @@ def solve_strengthened(problem: Problem, pieces: Pieces, solve_part: Step, choic
             share = _at_least(deadline.share(max(weights[k] / sum(weights[k:]), 1 / left)), deadline)
         part_start = None if start is None else np.concatenate(
             [start[part.columns], np.ones(part.carried.size)])
-        if searched(part, parts_choice):
+        if searched(part, parts_choice, extras):
             result = _solve_searched(part.problem, solve_part, share, part_start)
         else:
             result = solve_part(part.problem, parts_choice, share, part_start)

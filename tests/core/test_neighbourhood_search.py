@@ -107,5 +107,24 @@ def test_only_large_parts_of_the_part_race_are_searched(monkeypatch: pytest.Monk
     monkeypatch.setattr(search, "MIN_CELLS", part.columns.size)
     assert searched(part, race)
     assert not searched(part, BackendChoice.parse("highs", check=False))
+    assert searched(part, race, {"maxres.max_core_size": 1000})  # z3's own extras
+    assert not searched(part, race, {"presolve": "off"})  # HiGHS's: the race keeps HiGHS
     monkeypatch.setattr(search, "MIN_CELLS", part.columns.size + 1)
     assert not searched(part, race)
+
+
+def test_solve_under_auto_searches_large_parts_and_keeps_the_optimum(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Through :func:`smug_opt.solve`: with every part counted large, ``auto`` races z3
+    against the search and returns the optimum HiGHS proves on the problem as stated; with a
+    HiGHS option among the extras the parts keep HiGHS in their race and solve as well."""
+    for name in ("highs", "z3"):
+        skip_unless_usable(name)
+    monkeypatch.setattr(search, "MIN_CELLS", 1)
+    problem = _chain(30, 5)
+    optimum = solve(problem, "highs", time_limit=30, strengthen=False).objective
+    searched_run = solve(problem, "auto", time_limit=30, strengthen=True)
+    assert searched_run.status is Status.OPTIMAL and searched_run.objective == optimum
+    assert verify(problem, searched_run.x).ok and "neighbourhood search" in searched_run.message
+    kept = solve(problem, "auto", time_limit=30, strengthen=True, extras={"presolve": "off"})
+    assert kept.status is Status.OPTIMAL and kept.objective == optimum
+    assert "neighbourhood search" not in kept.message
