@@ -2,6 +2,7 @@
 for problems without ReLUs (:mod:`smug_opt.safe_search.search`), over strengthening's
 parts where it applies (:mod:`smug_opt.safe_search.prove`)."""
 
-from smug_opt.safe_search.search import SearchOutcome, Settings, search
+from smug_opt.safe_search.parallel import search
+from smug_opt.safe_search.search import SearchOutcome, Settings
 
 __all__ = ["SearchOutcome", "Settings", "search"]

@@ -1,4 +1,5 @@
-"""The safe search over several processes: the tree is split once, each share searched alone.
+"""The safe search's entry (:func:`search`), and the search over several processes: the
+tree is split once, each share searched alone.
 
 The search (:mod:`smug_opt.safe_search.search`) runs in this process until
 :data:`OPEN_PER_WORKER` nodes per worker are open (its root cuts, and HiGHS's verified cuts
@@ -26,11 +27,18 @@ import numpy as np
 from smug_opt.deadline import Deadline
 from smug_opt.ir import Problem
 from smug_opt.safe_search.covers import Cut
-from smug_opt.safe_search.search import SearchOutcome, Settings, _GaveUp, _Node, _Search
+from smug_opt.safe_search.search import (
+    SearchOutcome,
+    Settings,
+    _GaveUp,
+    _Node,
+    _Search,
+    search_in_one_process,
+)
 from smug_opt.spawn import exit_with_parent
 from smug_opt.verification import Verification, verify
 
-__all__ = ["OPEN_PER_WORKER", "search_in_parallel"]
+__all__ = ["OPEN_PER_WORKER", "search", "search_in_parallel"]
 
 OPEN_PER_WORKER = 16
 """Open nodes per worker at the split: more even shares for a longer first phase."""
@@ -64,9 +72,20 @@ def _search_share(share: _Share) -> SearchOutcome:
     return s.outcome(True)
 
 
+def search(problem: Problem, incumbent: Verification | None, deadline: Deadline,
+           settings: Settings | None = None) -> SearchOutcome:
+    """Prove ``incumbent`` optimal for ``problem`` (no ReLUs), or find the optimum, by
+    ``deadline`` (:mod:`smug_opt.safe_search.search`). ``incumbent`` None: also prove
+    infeasibility. ``settings.workers`` above 1: the tree is split among that many processes."""
+    settings = settings or Settings()
+    if settings.workers > 1:
+        return search_in_parallel(problem, incumbent, deadline, settings)
+    return search_in_one_process(problem, incumbent, deadline, settings)
+
+
 def search_in_parallel(problem: Problem, incumbent: Verification | None, deadline: Deadline,
                        settings: Settings) -> SearchOutcome:
-    """:func:`~smug_opt.safe_search.search.search` with ``settings.workers`` processes."""
+    """:func:`search` with ``settings.workers`` processes."""
     workers = settings.workers
     s = _Search(problem, incumbent, deadline, settings)
     try:

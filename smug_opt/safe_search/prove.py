@@ -18,7 +18,8 @@ import numpy as np
 from smug_opt.deadline import Deadline
 from smug_opt.exact import float_down
 from smug_opt.ir import Problem
-from smug_opt.safe_search.search import Settings, search
+from smug_opt.safe_search.parallel import search
+from smug_opt.safe_search.search import Settings
 from smug_opt.verification import Verification, verify
 
 __all__ = ["Proof", "applies", "prove_optimum"]

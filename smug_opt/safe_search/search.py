@@ -54,7 +54,7 @@ from smug_opt.safe_search.relaxation import LpAnswer, Relaxation
 from smug_opt.safe_search.verified_cuts import highs_root_cuts, verified_cuts
 from smug_opt.verification import Verification, decide_rows, verify
 
-__all__ = ["SearchOutcome", "Settings", "search"]
+__all__ = ["SearchOutcome", "Settings", "search_in_one_process"]
 
 LEAF_ENUMERATION = 10
 """A node without an LP answer whose free binaries are at most this many (and no other
@@ -519,17 +519,10 @@ class _Search:
         return children
 
 
-def search(problem: Problem, incumbent: Verification | None, deadline: Deadline,
-           settings: Settings | None = None) -> SearchOutcome:
-    """Prove ``incumbent`` optimal for ``problem`` (no ReLUs), or find the optimum, by
-    ``deadline``: see the module doc. ``incumbent`` None: also prove infeasibility.
-    ``settings.workers`` above 1: the tree is split among that many processes
-    (:mod:`smug_opt.safe_search.parallel`)."""
-    settings = settings or Settings()
-    if settings.workers > 1:
-        from smug_opt.safe_search.parallel import search_in_parallel
-
-        return search_in_parallel(problem, incumbent, deadline, settings)
+def search_in_one_process(problem: Problem, incumbent: Verification | None, deadline: Deadline,
+                          settings: Settings) -> SearchOutcome:
+    """:func:`~smug_opt.safe_search.parallel.search` in this process alone (``settings.workers``
+    not read)."""
     s = _Search(problem, incumbent, deadline, settings)
     try:
         s.run()
