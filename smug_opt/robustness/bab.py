@@ -21,8 +21,9 @@ answer can no longer be ``unsat``) while the search goes on among the others.
 The intervals of the layers below stay those of the whole box (valid on every subdomain);
 the split neurons' own are the split's half.
 
-An ``unsat`` answer returns the closed leaves of its tree (:class:`Leaves`): split
-decisions do not depend on the box, so the leaves of a finished tree cover any box, and a
+An ``unsat`` answer returns the closed leaves of its tree (:class:`Leaves`; a search cut by
+the time limit, its closed and open ones): split decisions do not depend on the box, so
+the leaves of a tree cover any box, and a
 later search over another box (the next query of an explanation) may start from them
 (``start``) with their α and β: leaves whose splits contradict a neuron the new box makes
 stable are dropped (the sibling subtrees cover their points), the others bounded at once.
@@ -105,7 +106,9 @@ class BabResult:
     message: str = ""
     unfinished: Unfinished | None = None
     leaves: Leaves | None = None
-    """For ``unsat``: the tree's closed leaves (None beyond :data:`MAX_LEAVES`)."""
+    """For ``unsat``, the tree's closed leaves; for ``unknown`` at the time limit (no linear
+    region left open), its closed and open ones, which cover the box too; None beyond
+    :data:`MAX_LEAVES`."""
 
 
 def _refuted(bound: torch.Tensor, strict: torch.Tensor) -> torch.Tensor:
@@ -205,9 +208,10 @@ def _branch_and_bound(bounds: ChainBounds, matrix: np.ndarray, rhs: np.ndarray, 
             return done("candidate", 1, x=x)
         stack.push(splits, root.alphas, root.betas or betas, root.bound, root.coefficients)
     while stack.size:
-        if deadline.passed():
+        if deadline.passed():  # the closed and open leaves still cover the box: a start for the next search
+            partial = None if stuck else _leaves(closed + stack.domains(), closed_count + stack.size)
             return done("unknown", count, message=f"time limit ({stack.size} domains open)",
-                        unfinished=Unfinished.TIME_LIMIT)
+                        unfinished=Unfinished.TIME_LIMIT, leaves=partial)
         if stack.size > MAX_DOMAINS:
             return done("unknown", count, message=f"over {MAX_DOMAINS} domains open",
                         unfinished=Unfinished.DOMAIN_LIMIT)
@@ -301,6 +305,10 @@ class _Stack:
         choice = _choose(self.bounds, splits, alphas, betas, bound, coefficients, self.C, self.d, CANDIDATES)
         self.items.append(_Domains(splits, alphas, betas, choice, self.bounds))
         self.counts.append(splits[0].shape[0])
+
+    def domains(self) -> list[tuple[list[torch.Tensor], list[torch.Tensor], list[torch.Tensor]]]:
+        """The open domains' splits, α and β, per pushed batch."""
+        return [(item.splits, item.alphas, item.betas) for item in self.items]
 
     def pop(self, batch: int) -> _Domains:
         top = self.items[-1]

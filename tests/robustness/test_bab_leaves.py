@@ -102,3 +102,43 @@ def test_kept_leaves_of_any_complete_tree_cover_a_smaller_box(seed):
     kept = tree.for_box(_chain(net, lo, hi))
     assert kept.count < tree.count
     assert _covered(net, kept, lo + (hi - lo) * rng.random((5000, 2))).all()
+
+
+class _AfterChecks(Deadline):
+    """A deadline that passes at its ``n``-th check (a search cut after a fixed amount of work)."""
+
+    def __init__(self, n: int) -> None:
+        super().__init__(None)
+        object.__setattr__(self, "checks", [n])
+
+    def passed(self, margin: float = 0.0) -> bool:
+        self.checks[0] -= 1
+        return self.checks[0] < 0
+
+
+@pytest.mark.parametrize("seed, radius", [(0, 1.0), (1, 0.6), (1, 1.0)])
+def test_a_search_cut_short_leaves_a_cover_that_finishes_the_proof(seed, radius):
+    """Cut by the time limit, the closed and open leaves cover the box, and a search started
+    from them answers as the exact minimum says."""
+    rng = np.random.default_rng(seed)
+    net = mlp(rng, [2, 6, 6, 3])
+    x0 = rng.uniform(-1, 1, 2)
+    label = int(net.forward(x0[None])[-1][0].argmax())
+    lo, hi = x0 - radius, x0 + radius
+    cb = _chain(net, lo, hi)
+    cut = 0
+    for j in (j for j in range(3) if j != label):
+        c = np.zeros(3)
+        c[label], c[j] = 1.0, -1.0
+        args = (cb, c[None], np.zeros(1), np.zeros(1, dtype=bool))
+        first = branch_and_bound(*args, _AfterChecks(8), batch=1, root_steps=0)
+        if first.status != "unknown" or first.leaves is None:
+            continue
+        cut += 1
+        assert _covered(net, first.leaves, lo + (hi - lo) * rng.random((5000, 2))).all()
+        exact = exact_minimum(net, lo, hi, c)
+        if abs(exact) < 1e-6:
+            continue
+        second = branch_and_bound(*args, Deadline.after(60), batch=1, root_steps=0, start=first.leaves)
+        assert second.status == ("unsat" if exact > 0 else "candidate"), (seed, j, exact, second)
+    assert cut >= 1
