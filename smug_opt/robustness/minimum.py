@@ -182,6 +182,8 @@ def minimum_explanation(net: FlatNetwork, preprocess: Preprocess, x: np.ndarray,
     best, best_proof = start.fixed.copy(), start.proof
     cores: list[np.ndarray] = []
     for cx in start.counterexamples:
+        if time.monotonic() >= deadline - 0.5:  # hundreds of them after a long traversal
+            break
         core = shrink_counterexample(net, preprocess, x, cx, label, low, high)
         if core is not None and core.size:
             cores.append(core)
