@@ -96,7 +96,8 @@ class Settings:
     workers: int = 1
     """Processes sharing the tree (:mod:`smug_opt.safe_search.parallel`): above 1, the
     search runs until :data:`~smug_opt.safe_search.parallel.OPEN_PER_WORKER` nodes per
-    worker are open, then each worker searches a fixed share of them on its own."""
+    worker are open and HiGHS's cuts are in (past ``highs_cuts_after`` nodes, unless
+    negative), then each worker searches a fixed share of them on its own."""
 
     def __post_init__(self) -> None:
         if self.workers < 1:
