@@ -29,7 +29,8 @@ from smug_opt.result import Attempt, Proof, SolveResult, Strengthening, Timings,
 from smug_opt.step import Step
 from smug_opt.strengthen import neighbourhood_search as search
 from smug_opt.strengthen.bundles import bundled, weight
-from smug_opt.strengthen.presolve import Part, Pieces, Strengthened, strengthen
+from smug_opt.strengthen.presolve import Part, Pieces, Strengthened
+from smug_opt.strengthen.reuse import strengthen_and_remember
 from smug_opt.verification import snap_binaries, verify
 
 __all__ = ["PART_RACE", "PART_Z3_EXTRAS", "SEARCHED_PARTNER", "part_choice", "part_extras", "searched",
@@ -146,7 +147,7 @@ def solve_strengthened(problem: Problem, pieces: Pieces, solve_part: Step, choic
     (:func:`_second_pass`)."""
     begun = time.monotonic()
     time_limit = deadline.remaining()
-    prepared = strengthen(problem, pieces)
+    prepared = strengthen_and_remember(problem, pieces)  # certification reuses it
     if prepared.applied:
         prepared = replace(prepared, parts=tuple(bundled(prepared.parts)))
         parts_choice = part_choice(choice)

@@ -148,6 +148,21 @@ def test_the_safe_lp_bound_and_the_search_strengthen_a_problem_once() -> None:
     copy = Problem.from_arrays([[3.0, 1.0, 1.0, 1.0], [0.0, 1.0, 1.0, 0.0]], [">=", ">="], [2.0, 1.0])
     again = strengthen_reused(copy)
     assert again is not first and again.offset == first.offset and len(again.parts) == len(first.parts)
+
+
+def test_certification_reuses_the_strengthening_of_the_solve_it_certifies() -> None:
+    """A strengthened solve (all pieces) leaves its strengthening for certification: the
+    reused one is the solve's own (same timing), one with a piece off is not kept."""
+    from smug_opt.strengthen import Pieces
+    from smug_opt.strengthen.reuse import strengthen_reused
+
+    p = Problem.from_arrays([[3.0, 1.0, 1.0, 1.0], [0.0, 1.0, 1.0, 0.0]], [">=", ">="], [2.0, 1.0])
+    r = solve(p, backend="highs", strengthen=True, certify=False)
+    assert r.strengthening is not None and r.strengthening.applied
+    assert strengthen_reused(p).stats["seconds"] == r.strengthening.seconds
+    q = Problem.from_arrays([[3.0, 1.0, 1.0, 1.0], [0.0, 1.0, 1.0, 0.0]], [">=", ">="], [2.0, 1.0])
+    solve(q, backend="highs", strengthen=Pieces(cuts=False), certify=False)
+    assert strengthen_reused(q).stats["pieces"] == list(Pieces().enabled())
     proof = prove_optimum(p, None, Deadline.after(30))
     assert proof.proven and proof.best is not None and proof.best.objective == _optimum(p)
 
