@@ -118,18 +118,19 @@ class NeighbourhoodSearch:
             return (None if self._best.x is None else self._best.x.copy()), self._best.windows
 
     # ------------------------------------------------------------------ search
-    def _offer(self, x: np.ndarray | None) -> bool:
+    def _offer(self, x: np.ndarray | None) -> np.ndarray | None:
+        """Keep ``x`` if it is verified exactly and better than the best; the kept point."""
         if x is None:
-            return False
+            return None
         check = verify(self.problem, x)
         if not check.ok:
-            return False
+            return None
         objective = float(check.objective)
         with self._lock:
             if objective >= self._best.objective:
-                return False
+                return None
             self._best.x, self._best.objective = check.x, objective
-        return True
+        return check.x
 
     def _running(self) -> bool:
         return not self._stop.is_set() and not self.deadline.passed(MIN_SECONDS)
@@ -160,9 +161,9 @@ class NeighbourhoodSearch:
             y = self._solve_window(x, free)
             with self._lock:
                 self._best.windows += 1
-            if y is not None and self._offer(y):
-                with self._lock:
-                    x = self._best.x
+            better = self._offer(y)
+            if better is not None:
+                x = better
 
     def _solve_window(self, x: np.ndarray, free: np.ndarray) -> np.ndarray | None:
         """``x`` with the cells ``free`` re-optimised by z3 (None: no solution within its work)."""
