@@ -4,8 +4,9 @@ on a :class:`~smug_opt.bounds.relu_chain.ReluChain`.
 A domain is the box with some unstable ReLUs fixed active or inactive. Each is bounded by
 :func:`~smug_opt.bounds.alpha_crown.optimise` (α and β, warm-started from its parent's):
 a domain where some row of the disjunct is rigorously positive (non-negative for a strict
-row) holds no counterexample and is closed. The others are split by filtered smart branching: the
-:data:`CANDIDATES` unsplit unstable neurons with the largest BaBSR-like scores (the bound lost
+row) holds no counterexample and is closed. The others are split by filtered smart
+branching (:mod:`~smug_opt.robustness.bab_domains`): the ``CANDIDATES`` unsplit unstable
+neurons with the largest BaBSR-like scores (the bound lost
 to the neuron's relaxation: the upper chord's intercept times the negative part of its
 coefficient, plus the lower slope's gap times the positive part) each give two children
 bounded once with the parent's α and β, and the neuron whose worse child bounds best is
@@ -41,6 +42,7 @@ import torch
 from smug_opt.bounds.alpha_crown import optimise
 from smug_opt.bounds.relu_chain import ChainBounds, one_thread
 from smug_opt.deadline import Deadline
+from smug_opt.robustness.bab_domains import Domains, Stack
 
 __all__ = ["BabResult", "Leaves", "Unfinished", "branch_and_bound"]
 
@@ -54,8 +56,6 @@ open domain's corner is tried as it is)."""
 DESCENT_STEPS = 10
 DESCENT_SIZE = 0.1
 """The descent's first step, as a share of the box's width (then decaying linearly)."""
-CANDIDATES = 4
-"""Neurons per domain whose children are bounded before the split is chosen (FSB)."""
 MAX_DOMAINS = 200_000
 """Open domains kept at most (then ``unknown``)."""
 MAX_LEAVES = 1024
@@ -147,6 +147,8 @@ def _branch_and_bound(bounds: ChainBounds, matrix: np.ndarray, rhs: np.ndarray, 
 
     closed: list[tuple[list[torch.Tensor], list[torch.Tensor], list[torch.Tensor]]] = []
     closed_count = 0
+    count, stuck = 0, 0
+    stack = Stack(bounds, C, d)
 
     def close(s, a, b, keep: torch.Tensor) -> None:
         """Keep the closed domains ``keep`` of a bounded batch, while the leaves stay few."""
@@ -184,8 +186,6 @@ def _branch_and_bound(bounds: ChainBounds, matrix: np.ndarray, rhs: np.ndarray, 
                    [t[keep] for t in found.coefficients])
         return None
 
-    count, stuck = 0, 0
-    stack = _Stack(bounds, C, d)
     warm = None if warm is None else warm.for_box(bounds)
     if warm is not None and warm.count:
         candidate = bound_batch(warm.splits, [t.to(torch.float64) for t in warm.alphas],
@@ -263,132 +263,7 @@ def _descend(bounds: ChainBounds, C: torch.Tensor, d: torch.Tensor, strict: torc
     return None
 
 
-class _Domains:
-    """A batch of domains with their warm-start α, β and the neuron each will split on."""
-
-    def __init__(self, splits, alphas, betas, choice, bounds: ChainBounds) -> None:
-        self.splits, self.alphas, self.betas, self.choice, self.bounds = splits, alphas, betas, choice, bounds
-
-    def subset(self, keep: torch.Tensor | slice) -> _Domains:
-        """The domains ``keep`` selects (a mask or a slice)."""
-        return _Domains([s[keep] for s in self.splits], [a[keep] for a in self.alphas],
-                        [b[keep] for b in self.betas], (self.choice[0][keep], self.choice[1][keep]),
-                        self.bounds)
-
-    def children(self):
-        """Two children per domain (the chosen neuron active, inactive); every domain has
-        a neuron left to split."""
-        layer, index = self.choice
-        n = layer.numel()
-        sign = torch.cat([torch.ones(n, dtype=torch.int8), -torch.ones(n, dtype=torch.int8)])
-        splits = _with_splits(self.splits, torch.arange(n).repeat(2), layer.repeat(2), index.repeat(2), sign)
-        alphas = [torch.cat([a, a]).to(torch.float64) for a in self.alphas]
-        betas = [torch.cat([b, b]).to(torch.float64) for b in self.betas]
-        return splits, alphas, betas
-
-
-class _Stack:
-    """Open domains, last in first out, with each one's branching choice."""
-
-    def __init__(self, bounds: ChainBounds, C: torch.Tensor, d: torch.Tensor) -> None:
-        self.bounds, self.C, self.d = bounds, C, d
-        self.items: list[_Domains] = []
-        self.counts: list[int] = []
-
-    @property
-    def size(self) -> int:
-        return sum(self.counts)
-
-    def push(self, splits, alphas, betas, bound, coefficients) -> None:
-        alphas = [a.to(torch.float32) for a in alphas]
-        betas = [b.to(torch.float32) for b in betas]
-        choice = _choose(self.bounds, splits, alphas, betas, bound, coefficients, self.C, self.d, CANDIDATES)
-        self.items.append(_Domains(splits, alphas, betas, choice, self.bounds))
-        self.counts.append(splits[0].shape[0])
-
-    def domains(self) -> list[tuple[list[torch.Tensor], list[torch.Tensor], list[torch.Tensor]]]:
-        """The open domains' splits, α and β, per pushed batch."""
-        return [(item.splits, item.alphas, item.betas) for item in self.items]
-
-    def pop(self, batch: int) -> _Domains:
-        top = self.items[-1]
-        n = self.counts[-1]
-        if n <= batch:
-            self.items.pop()
-            self.counts.pop()
-            return top
-        cut = n - batch
-        head, tail = top.subset(slice(None, cut)), top.subset(slice(cut, None))
-        self.items[-1], self.counts[-1] = head, cut
-        return tail
-
-
-def _with_splits(splits: list[torch.Tensor], parents: torch.Tensor, layer: torch.Tensor,
-                 neuron: torch.Tensor, sign: torch.Tensor) -> list[torch.Tensor]:
-    """Per ReLU layer, the split states of new domains: domain ``j`` copies domain
-    ``parents[j]`` with neuron ``neuron[j]`` of layer ``layer[j]`` fixed to ``sign[j]``
-    (1 active, -1 inactive)."""
-    out = []
-    for i, s in enumerate(splits):
-        t = s[parents]  # advanced indexing: a copy
-        here = torch.nonzero(layer == i).flatten()
-        t[here, neuron[here]] = sign[here]
-        out.append(t)
-    return out
-
-
-def _scores(bounds: ChainBounds, splits, alphas, bound, coefficients) -> list[torch.Tensor]:
-    """Per ReLU layer, each neuron's BaBSR-like score per domain (see the module docstring)
-    on the row with the best bound; -1 where the neuron is stable or already split."""
-    row = bound.argmax(dim=-1)
-    picks = torch.arange(bound.shape[0])
-    scores = []
-    for i, lam_all in enumerate(coefficients):
-        lam = lam_all[picks, row]
-        lo, hi = bounds.lo[i], bounds.hi[i]
-        free = bounds.unstable(i) & (splits[i] == 0)
-        intercept = torch.where(free, -lo * hi / (hi - lo), torch.zeros_like(lo))
-        alpha = alphas[i][picks, row].to(torch.float64).clamp(0.0, 1.0)
-        gap = torch.minimum(-alpha * lo, (1.0 - alpha) * hi)
-        score = (lam.clamp(max=0.0).abs() * intercept + lam.clamp(min=0.0) * gap).clamp(min=0.0)
-        scores.append(torch.where(free, score + 1e-12 * intercept, torch.full_like(score, -1.0)))
-    return scores
-
-
-def _choose(bounds: ChainBounds, splits, alphas, betas, bound, coefficients, C: torch.Tensor,
-            d: torch.Tensor, candidates: int) -> tuple[torch.Tensor, torch.Tensor]:
-    """Per domain, the (layer, neuron) to split; layer -1 when none is left. Filtered smart
-    branching (De Palma et al. 2021): the ``candidates`` neurons with the largest scores
-    (:func:`_scores`) each give two children, bounded once with the parent's α and β
-    (float32, no steps); the neuron whose worse child has the best bound is chosen."""
-    scores = _scores(bounds, splits, alphas, bound, coefficients)
-    flat = torch.cat(scores, dim=-1)  # (B, sum of widths)
-    offsets = torch.tensor([0] + [s.shape[-1] for s in scores]).cumsum(0)
-    k = min(candidates, flat.shape[-1])
-    value, index = flat.topk(k, dim=-1)  # (B, k), best first
-    layer = torch.bucketize(index, offsets[1:], right=True)
-    neuron = index - offsets[layer]
-    usable = value >= 0
-    if k > 1 and bool(usable[:, 1].any()):
-        n = flat.shape[0]
-        rows = torch.arange(n).repeat_interleave(2 * k)
-        trial_layer = layer.repeat_interleave(2, dim=-1).reshape(-1)
-        trial_neuron = neuron.repeat_interleave(2, dim=-1).reshape(-1)
-        sign = torch.tensor([1, -1], dtype=torch.int8).repeat(n * k)
-        trial_splits = _with_splits(splits, rows, trial_layer, trial_neuron, sign)
-        with torch.no_grad():
-            child = bounds.estimate(len(bounds.chain.weights) - 1, C, d, [a[rows] for a in alphas],
-                                    [b[rows] for b in betas], trial_splits)
-        worse = child.max(dim=-1).values.reshape(n, k, 2).min(dim=-1).values
-        worse = torch.where(usable, worse, torch.full_like(worse, -torch.inf))
-        pick = worse.argmax(dim=-1, keepdim=True)  # ties: the first, the largest score
-    else:
-        pick = torch.zeros(flat.shape[0], 1, dtype=torch.long)
-    chosen_layer = torch.where(usable.gather(1, pick), layer.gather(1, pick), -1).flatten()
-    return chosen_layer, neuron.gather(1, pick).flatten()
-
-
-def _linear_region_points(bounds: ChainBounds, domains: _Domains, matrix: np.ndarray,
+def _linear_region_points(bounds: ChainBounds, domains: Domains, matrix: np.ndarray,
                           rhs: np.ndarray) -> list[np.ndarray]:
     """For each domain with no neuron left to split (the chain is affine on it): the input
     of the box, inside the splits' constraints, minimising the disjunct's first row with

@@ -12,7 +12,7 @@ from smug_opt.bounds import Box, propagate
 from smug_opt.bounds.relu_chain import ChainBounds, ReluChain
 from smug_opt.deadline import Deadline
 from smug_opt.network.flat import Preprocess
-from smug_opt.robustness import RobustnessQuery, bab, decide
+from smug_opt.robustness import RobustnessQuery, bab, bab_domains, decide
 from smug_opt.robustness.bab import Unfinished, branch_and_bound
 from smug_opt.vnnlib import Conjunct
 
@@ -83,7 +83,7 @@ def _chain_case(seed: int, sizes: list[int], radius: float):
 def test_filtered_branching_on_three_layers_matches_the_exact_minimum(seed, monkeypatch):
     """More candidates than unstable neurons (some not usable) on a 3-hidden-layer net: every
     answer agrees with the minimum over all 2^9 activation patterns."""
-    monkeypatch.setattr(bab, "CANDIDATES", 16)
+    monkeypatch.setattr(bab_domains, "CANDIDATES", 16)
     net, lo, hi, cb, label = _chain_case(seed, [2, 3, 3, 3, 3], 0.6)
     for j in (j for j in range(3) if j != label):
         c = np.zeros(3)
