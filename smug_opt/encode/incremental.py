@@ -135,7 +135,9 @@ def incremental_work(network: MaskedNetwork, ones: int) -> float:
     taken)."""
     shares = _reach_shares(network, ones)
     incremental = _incremental_layers(network)
-    work = float(ones * network.linear_matrices[0].shape[0] + ENTRY_WORK * network.net.layers[1].size)
+    first = network.linear_matrices[0]
+    assert first is not None, "a chain network starts with a linear layer"
+    work = float(ones * first.shape[0] + ENTRY_WORK * network.net.layers[1].size)
     for index, layer in enumerate(network.net.layers[2:], start=2):
         work += ENTRY_WORK * layer.size
         matrix = network.linear_matrices[index - 1]
