@@ -1,7 +1,7 @@
 """The last problem's strengthening, reused: a solve strengthens its problem, then
 certification strengthens the same problem for its safe LP bound and again for its safe
-search (on cnn-d2-c1-k100-g0.5 ~0.9 s of a 2.1 s certification; 1–4 s on the paper-scale
-and bias-free-stem suites). Strengthening is deterministic and a
+search (on cnn-d2-c1-k100-g0.5 ~0.9 s of a 2.1 s certification; on two bias-free stems
+about half of it: ``benchmarks/certify/strengthening_reuse.md``). Strengthening is deterministic and a
 :class:`~smug_opt.ir.Problem` is not changed after it is built, so the later calls take the
 first one's result."""
 
