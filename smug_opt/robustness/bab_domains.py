@@ -8,7 +8,7 @@ import torch
 
 from smug_opt.bounds.relu_chain import ChainBounds
 
-__all__ = ["CANDIDATES", "Domains", "Stack", "choose_splits", "with_splits"]
+__all__ = ["CANDIDATES", "Domains", "Stack"]
 
 CANDIDATES = 4
 """Neurons per domain whose children are bounded before the split is chosen (FSB)."""
@@ -17,14 +17,13 @@ CANDIDATES = 4
 class Domains:
     """A batch of domains with their warm-start α, β and the neuron each will split on."""
 
-    def __init__(self, splits, alphas, betas, choice, bounds: ChainBounds) -> None:
-        self.splits, self.alphas, self.betas, self.choice, self.bounds = splits, alphas, betas, choice, bounds
+    def __init__(self, splits, alphas, betas, choice) -> None:
+        self.splits, self.alphas, self.betas, self.choice = splits, alphas, betas, choice
 
     def subset(self, keep: torch.Tensor | slice) -> Domains:
         """The domains ``keep`` selects (a mask or a slice)."""
         return Domains([s[keep] for s in self.splits], [a[keep] for a in self.alphas],
-                        [b[keep] for b in self.betas], (self.choice[0][keep], self.choice[1][keep]),
-                        self.bounds)
+                        [b[keep] for b in self.betas], (self.choice[0][keep], self.choice[1][keep]))
 
     def children(self) -> tuple[list[torch.Tensor], list[torch.Tensor], list[torch.Tensor]]:
         """Two children per domain (the chosen neuron active, inactive); every domain has
@@ -32,7 +31,7 @@ class Domains:
         layer, index = self.choice
         n = layer.numel()
         sign = torch.cat([torch.ones(n, dtype=torch.int8), -torch.ones(n, dtype=torch.int8)])
-        splits = with_splits(self.splits, torch.arange(n).repeat(2), layer.repeat(2), index.repeat(2), sign)
+        splits = _with_splits(self.splits, torch.arange(n).repeat(2), layer.repeat(2), index.repeat(2), sign)
         alphas = [torch.cat([a, a]).to(torch.float64) for a in self.alphas]
         betas = [torch.cat([b, b]).to(torch.float64) for b in self.betas]
         return splits, alphas, betas
@@ -53,9 +52,9 @@ class Stack:
     def push(self, splits, alphas, betas, bound, coefficients) -> None:
         alphas = [a.to(torch.float32) for a in alphas]
         betas = [b.to(torch.float32) for b in betas]
-        choice = choose_splits(self.bounds, splits, alphas, betas, bound, coefficients, self.C, self.d,
+        choice = _choose_splits(self.bounds, splits, alphas, betas, bound, coefficients, self.C, self.d,
                                CANDIDATES)
-        self.items.append(Domains(splits, alphas, betas, choice, self.bounds))
+        self.items.append(Domains(splits, alphas, betas, choice))
         self.counts.append(splits[0].shape[0])
 
     def domains(self) -> list[tuple[list[torch.Tensor], list[torch.Tensor], list[torch.Tensor]]]:
@@ -75,7 +74,7 @@ class Stack:
         return tail
 
 
-def with_splits(splits: list[torch.Tensor], parents: torch.Tensor, layer: torch.Tensor,
+def _with_splits(splits: list[torch.Tensor], parents: torch.Tensor, layer: torch.Tensor,
                  neuron: torch.Tensor, sign: torch.Tensor) -> list[torch.Tensor]:
     """Per ReLU layer, the split states of new domains: domain ``j`` copies domain
     ``parents[j]`` with neuron ``neuron[j]`` of layer ``layer[j]`` fixed to ``sign[j]``
@@ -107,7 +106,7 @@ def _scores(bounds: ChainBounds, splits, alphas, bound, coefficients) -> list[to
     return scores
 
 
-def choose_splits(bounds: ChainBounds, splits, alphas, betas, bound, coefficients, C: torch.Tensor,
+def _choose_splits(bounds: ChainBounds, splits, alphas, betas, bound, coefficients, C: torch.Tensor,
             d: torch.Tensor, candidates: int) -> tuple[torch.Tensor, torch.Tensor]:
     """Per domain, the (layer, neuron) to split; layer -1 when none is left. Filtered smart
     branching (De Palma et al. 2021): the ``candidates`` neurons with the largest scores
@@ -127,7 +126,7 @@ def choose_splits(bounds: ChainBounds, splits, alphas, betas, bound, coefficient
         trial_layer = layer.repeat_interleave(2, dim=-1).reshape(-1)
         trial_neuron = neuron.repeat_interleave(2, dim=-1).reshape(-1)
         sign = torch.tensor([1, -1], dtype=torch.int8).repeat(n * k)
-        trial_splits = with_splits(splits, rows, trial_layer, trial_neuron, sign)
+        trial_splits = _with_splits(splits, rows, trial_layer, trial_neuron, sign)
         with torch.no_grad():
             child = bounds.estimate(len(bounds.chain.weights) - 1, C, d, [a[rows] for a in alphas],
                                     [b[rows] for b in betas], trial_splits)

@@ -52,6 +52,7 @@ from smug_opt.safe_search.covers import CoverSeparator, Cut, KnapsackRow, knapsa
 from smug_opt.safe_search.propagation import DualProofs, RowPropagator, cutoff_rows, propagate
 from smug_opt.safe_search.relaxation import LpAnswer, Relaxation
 from smug_opt.safe_search.verified_cuts import highs_root_cuts, verified_cuts
+from smug_opt.strengthen.rows import pattern_bits
 from smug_opt.verification import Verification, decide_rows, verify
 
 __all__ = ["SearchOutcome", "Settings", "search_in_one_process"]
@@ -486,8 +487,7 @@ class _Search:
         lb, _ = self.bounds(fixed)
         if self.pure and free.size <= LEAF_ENUMERATION:
             points = np.repeat(lb[None, :], 1 << free.size, axis=0)
-            bits = (np.arange(1 << free.size)[:, None] >> np.arange(free.size)) & 1
-            points[:, self.binaries[free]] = bits
+            points[:, self.binaries[free]] = pattern_bits(free.size)
             found = best_point(self.problem, points, below=None if self.best is None else self.best.objective)
             if found is not None:
                 self.best = found

@@ -26,7 +26,7 @@ import scipy.sparse as sp
 
 from smug_opt.backend import SolveOptions, Status
 from smug_opt.deadline import Deadline
-from smug_opt.ir import Problem, ProblemBuilder
+from smug_opt.ir import Problem, ProblemBuilder, Sense
 from smug_opt.verification import verify
 
 __all__ = [
@@ -217,15 +217,13 @@ def restricted(problem: Problem, x: np.ndarray, free: np.ndarray) -> Problem:
     fixed[free] = False
     A = problem.A
     rows = np.unique(A[:, free].tocoo().row)
-    moved = problem.rhs[rows] - A[rows][:, fixed] @ x[fixed]
+    read = A[rows]
+    moved = problem.rhs[rows] - read[:, fixed] @ x[fixed]
     builder = ProblemBuilder()
     cells = builder.add_binaries(free.size)
-    builder.add_constraints(A[rows][:, free], cells, [_SYMBOLS[int(s)] for s in problem.senses[rows]], moved)
+    builder.add_constraints(read[:, free], cells, [Sense(int(s)) for s in problem.senses[rows]], moved)
     builder.set_objective(cells, problem.objective[free])
     return builder.build()
-
-
-_SYMBOLS = {0: "<=", 1: ">=", 2: "==", 3: "<", 4: ">"}
 
 
 def _highs_start(problem: Problem, deadline: Deadline) -> np.ndarray | None:
