@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import math
 import time
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from fractions import Fraction
 
 import numpy as np
@@ -97,9 +97,8 @@ def exact_by_construction(problem: Problem, result: SolveResult) -> SolveResult:
         if value == bound.value:
             note = f"optimal by construction: {bound.why}"
             low = float_down(bound.value)
-            return replace(result, status=Status.OPTIMAL, proof=Proof.EXACT, bound=low,
-                           gap=relative_gap(objective, low),
-                           message="; ".join(m for m in (result.message, note) if m))
+            return result.with_note(note, status=Status.OPTIMAL, proof=Proof.EXACT, bound=low,
+                                    gap=relative_gap(objective, low))
     if result.status is Status.OPTIMAL:
         return result
     return _with_row_bound(result, bound)
@@ -112,8 +111,7 @@ def _with_row_bound(result: SolveResult, bound: ConstructionBound) -> SolveResul
     if bound.row is None or (result.bound is not None and result.bound >= low):
         return result
     note = f"bound {low:g} by construction: {bound.why}"
-    return replace(result, bound=low, gap=relative_gap(result.objective, low),
-                   message="; ".join(m for m in (result.message, note) if m))
+    return result.with_note(note, bound=low, gap=relative_gap(result.objective, low))
 
 
 def optimal_start(problem: Problem, start: np.ndarray, backend: str) -> SolveResult | None:

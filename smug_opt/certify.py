@@ -230,8 +230,7 @@ def _by_safe_search(problem: Problem, result: SolveResult, incumbent: Verificati
     except ImportError:  # no HiGHS here: the exact backend answers alone
         return None
     if not proof.proven:
-        return replace(result, message="; ".join(m for m in (
-            result.message, f"the safe search did not settle it ({proof.why}; {proof.summary()})") if m))
+        return result.with_note(f"the safe search did not settle it ({proof.why}; {proof.summary()})")
     return _settled(problem, result, proof.best,
                     f"a branch-and-bound with safe LP bounds ({proof.summary()})", start)
 
@@ -375,9 +374,8 @@ def _downgraded(result: SolveResult, why: str, start: float) -> SolveResult:
 
 
 def _finish(result: SolveResult, *, note: str, start: float, **changes: Any) -> SolveResult:
-    message = "; ".join(m for m in (result.message, note) if m)
     spent = time.monotonic() - start
     times = replace(result.times, total=result.times.total + spent,
                     overhead=result.times.overhead + spent)
-    return replace(result, message=message, times=times, **changes)
+    return result.with_note(note, times=times, **changes)
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import enum
 import math
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from typing import Any
 
 import numpy as np
@@ -204,6 +204,12 @@ class SolveResult:
         if self.x is None:
             raise ValueError(f"no solution: the solve ended {self.status.name} ({self.message})")
         return self.x
+
+    def with_note(self, note: str, **changes: Any) -> SolveResult:
+        """This result with ``note`` appended to its message (``"; "``-separated) and the
+        other fields in ``changes`` replaced."""
+        message = "; ".join(m for m in (self.message, note) if m)
+        return replace(self, message=message, **changes)
 
     def exactness(self, solution: str = "solution") -> str:
         """Which part of the result is exact, in words: e.g. "mask verified exactly;

@@ -196,7 +196,7 @@ def _with_range_notes(problem: Problem, choice: BackendChoice, result: SolveResu
     if _float_solver(choice):
         note = ("input outside the float-faithful range, so a floating-point solver saw an "
                 "approximation: " + "; ".join(map(str, issues)))
-        result = replace(result, message="; ".join(m for m in (result.message, note) if m))
+        result = result.with_note(note)
     return result
 
 

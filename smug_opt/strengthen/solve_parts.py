@@ -110,19 +110,18 @@ def _with_found(problem: Problem, result: SolveResult, found: np.ndarray | None,
     when it meets ``result``'s bound."""
     note = f"neighbourhood search: {windows} windows"
     if found is None or result.status is Status.INFEASIBLE:
-        return replace(result, message="; ".join(m for m in (result.message, note) if m))
+        return result.with_note(note)
     check = verify(problem, found)
     objective = float(check.objective)
     if not check.ok or (result.objective is not None and result.objective <= objective):
-        return replace(result, message="; ".join(m for m in (result.message, note) if m))
+        return result.with_note(note)
     proven = result.bound is not None and objective <= result.bound + 2 * objective_tolerance(problem)
     bound = result.bound if result.bound is None else min(result.bound, objective)
-    return replace(result, status=Status.OPTIMAL if proven else Status.FEASIBLE, x=check.x,
-                   objective=objective, bound=bound, gap=relative_gap(objective, bound),
-                   verified=True, verification=check.summary(),
-                   proof=(result.proof or Proof.SOLVER) if proven else None,
-                   message="; ".join(m for m in (result.message, f"{note}, its solution {objective:g} "
-                                                 "used") if m))
+    return result.with_note(f"{note}, its solution {objective:g} used",
+                            status=Status.OPTIMAL if proven else Status.FEASIBLE, x=check.x,
+                            objective=objective, bound=bound, gap=relative_gap(objective, bound),
+                            verified=True, verification=check.summary(),
+                            proof=(result.proof or Proof.SOLVER) if proven else None)
 
 
 def part_extras(choice: BackendChoice, extras: Mapping[str, Any]) -> dict[str, Any]:
