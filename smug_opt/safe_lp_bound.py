@@ -2,20 +2,22 @@
 
 The LP relaxation (binaries in [0, 1], strict rows as non-strict, ReLUs dropped: each a
 relaxation) is solved by a backend's LP solver (HiGHS by default) with one extra column
-``t`` and row ``c·x − t = 0``; its row multipliers, whatever their accuracy, give a bound
-on ``min t`` that holds in exact arithmetic once evaluated with outward error bounds
-(Neumaier and Shcherbina 2004; :func:`smug_opt.bounds.lp.safe_min`). With an integral
-objective a bound above ``v − 1`` proves a solution of objective ``v`` optimal.
+``t`` and row ``c·x − t = 0``; its multipliers on the problem's rows, whatever their
+accuracy, give a bound on ``min c·x`` that holds in exact arithmetic once evaluated with
+outward error bounds (Neumaier and Shcherbina 2004; :func:`smug_opt.bounds.lp.safe_min`).
+With an integral objective a bound above ``v − 1`` proves a solution of objective ``v`` optimal.
 
 :func:`strengthened_safe_lp_bound` bounds the parts of :func:`smug_opt.strengthen.strengthen`
 instead: its cuts and fixings are derived exactly (the optimum is unchanged), and they lift
-the LP bound where it matters (cardinality cuts on strict rows).
+the LP bound where it matters (cardinality cuts on strict rows). The parts share one LP
+(block-diagonal): one solver start instead of one per part (98 parts on paper-scale k1000-s0).
 """
 
 from __future__ import annotations
 
 import math
 import warnings
+from collections.abc import Sequence
 from fractions import Fraction
 
 import numpy as np
@@ -35,28 +37,54 @@ def safe_lp_bound(problem: Problem, *, seconds: float, backend: str | None = Non
     solver gave no multipliers within ``seconds`` (or called the relaxation infeasible).
     ``backend`` provides the LP solver (None: :func:`~smug_opt.bounds.lp.lp_solver` picks
     one that declares ``capabilities.lp``)."""
-    n, c = problem.num_vars, problem.objective
+    bounds = _safe_lp_bounds([problem], seconds, backend)
+    return None if bounds is None else bounds[0]
+
+
+def _relaxation(problem: Problem) -> tuple[sp.csr_matrix, np.ndarray, np.ndarray]:
+    """``problem``'s rows as ``row_lo <= A x <= row_hi`` (strict rows as non-strict)."""
     senses, rhs = problem.senses, problem.rhs
     at_least = np.isin(senses, (Sense.GE, Sense.GT, Sense.EQ))
     at_most = np.isin(senses, (Sense.LE, Sense.LT, Sense.EQ))
-    row_lo = np.concatenate([np.where(at_least, rhs, -np.inf), [0.0]])
-    row_hi = np.concatenate([np.where(at_most, rhs, np.inf), [0.0]])
-    A = sp.vstack([sp.hstack([problem.A, sp.csr_matrix((problem.num_rows, 1))]),
-                   sp.csr_matrix(np.concatenate([c, [-1.0]])[None, :])], format="csr")
-    reach = np.abs(c) * np.maximum(np.abs(problem.lb), np.abs(problem.ub))
+    return problem.A, np.where(at_least, rhs, -np.inf), np.where(at_most, rhs, np.inf)
+
+
+def _safe_lp_bounds(problems: Sequence[Problem], seconds: float,
+                    backend: str | None) -> list[float] | None:
+    """:func:`safe_lp_bound` of each of ``problems`` (independent: no variable shared), from
+    one LP over all of them (block-diagonal) whose multipliers, cut back to each problem's
+    rows, bound each one rigorously; None when the LP solver gave no multipliers.
+
+    The LP is ``min t`` with an extra row ``c·x − t = 0`` (an LP solver here minimises one
+    column); its multipliers ``y`` on the problems' rows are those of ``min c·x``, and any
+    ``y`` gives a bound that holds exactly (:func:`~smug_opt.bounds.lp.safe_min` with ``c``)."""
+    relaxations = [_relaxation(p) for p in problems]
+    A = sp.block_diag([a for a, _, _ in relaxations], format="csr")
+    row_lo = np.concatenate([lo for _, lo, _ in relaxations])
+    row_hi = np.concatenate([hi for _, _, hi in relaxations])
+    c = np.concatenate([p.objective for p in problems])
+    lb = np.concatenate([p.lb for p in problems])
+    ub = np.concatenate([p.ub for p in problems])
+    n = c.size
+    reach = np.abs(c) * np.maximum(np.abs(lb), np.abs(ub))
     span = float(reach.sum() + dot_error_bound(n, reach.sum())) + 1.0  # |c·x| <= span: t's box cuts nothing
-    col_lb = np.concatenate([problem.lb, [-span]])
-    col_ub = np.concatenate([problem.ub, [span]])
+    with_t = sp.vstack([sp.hstack([A, sp.csr_matrix((A.shape[0], 1))]),
+                        sp.csr_matrix(np.concatenate([c, [-1.0]])[None, :])], format="csr")
     lp = lp_solver(backend)
-    if not lp.load(A, row_lo, row_hi, col_lb, col_ub, seconds):
+    if not lp.load(with_t, np.append(row_lo, 0.0), np.append(row_hi, 0.0),
+                   np.append(lb, -span), np.append(ub, span), seconds):
         return None
     y = lp.minimize(n, 1.0, seconds)
     if y is None:
         return None
-    objective = np.zeros(n + 1)
-    objective[n] = 1.0
-    At = A.T.tocsr()
-    return safe_min(objective, At, abs(At).tocsr(), row_lo, row_hi, col_lb, col_ub, y)
+    bounds, row, col = [], 0, 0
+    for p in problems:
+        rows, cols = slice(row, row + p.num_rows), slice(col, col + p.num_vars)
+        At = p.A.T.tocsr()
+        bounds.append(safe_min(p.objective, At, abs(At).tocsr(), row_lo[rows], row_hi[rows],
+                               lb[cols], ub[cols], y[rows]))
+        row, col = row + p.num_rows, col + p.num_vars
+    return bounds
 
 
 def strengthened_safe_lp_bound(problem: Problem, *, deadline: Deadline | None = None,
@@ -86,10 +114,10 @@ def strengthened_safe_lp_bound(problem: Problem, *, deadline: Deadline | None = 
     if not s.applied:
         return safe_lp_bound(problem, seconds=left(), backend=backend)
     total = s.offset
-    for part in s.parts:
-        bound = safe_lp_bound(part.problem, seconds=left(), backend=backend)
-        if bound is None:
-            return None
+    bounds = _safe_lp_bounds([part.problem for part in s.parts], left(), backend) if s.parts else []
+    if bounds is None:
+        return None
+    for part, bound in zip(s.parts, bounds, strict=True):
         if part.problem.integral_objective and math.isfinite(bound):
             bound = math.ceil(bound)  # the part's optimum is an integer: at least its bound rounded up
         total += Fraction(bound)
