@@ -39,11 +39,12 @@ import numpy as np
 import scipy.sparse as sp
 from scipy.sparse.csgraph import connected_components
 
-from smug_opt.ir import Problem, ProblemBuilder, Sense
+from smug_opt.ir import Problem, Sense
 from smug_opt.strengthen.cuts import clause, describes, lifted_cardinality
 from smug_opt.strengthen.integer_rows import integer_row
 from smug_opt.strengthen.outcome import Part, Pieces, Strengthened
 from smug_opt.strengthen.rows import MAX_TABLE_SUPPORT, knapsack, normal_rows, pattern_bits, tables
+from smug_opt.strengthen.split import split_parts
 
 __all__ = ["AUTO_SHARE", "MAX_CLAUSES", "Part", "Pieces", "Strengthened", "strengthen",
            "worth_strengthening"]
@@ -322,43 +323,13 @@ class _Work:
             return []
         labels = (_components(constraint_cols, free, n) if self.pieces.components
                   else np.where(free, 0, -1))
-        parts = []
         row_label = np.array([_label(labels, cols) for cols in constraint_cols[:kept.size]],
                              dtype=np.int64)
         cut_label = np.array([_label(labels, cols) for cols in constraint_cols[kept.size:]],
                              dtype=np.int64)
-        for label in np.unique(labels[labels >= 0]).tolist():
-            rows = kept[row_label == label]
-            cuts = [self.cuts[k] for k in np.flatnonzero(cut_label == label).tolist()]
-            parts.append(self._part(np.flatnonzero(labels == label), rows, cuts))
+        parts = split_parts(self.problem, self.fixed, kept, self.cuts, labels, row_label, cut_label)
         parts.sort(key=lambda p: p.problem.A.nnz)
         return parts
-
-    def _part(self, columns: np.ndarray, rows: np.ndarray,
-              cuts: list[tuple[np.ndarray, np.ndarray, int]]) -> Part:
-        p = self.problem
-        block = p.A[rows]
-        touched = np.unique(block.indices)
-        carried = touched[self.fixed[touched] == 1]
-        variables = np.concatenate([columns, carried])
-        builder = ProblemBuilder(metadata=p.metadata)
-        x = builder.add_binaries(variables.size)
-        if rows.size:
-            builder.add_constraints(block[:, variables], x, [Sense(s) for s in p.senses[rows].tolist()],
-                                    p.rhs[rows])
-        if cuts:
-            position = np.full(p.num_vars, -1, dtype=np.int64)
-            position[variables] = np.arange(variables.size)
-            coo_r = np.concatenate([np.full(c.size, k) for k, (c, _, _) in enumerate(cuts)])
-            coo_c = np.concatenate([position[c] for c, _, _ in cuts])
-            data = np.concatenate([v for _, v, _ in cuts]).astype(np.float64)
-            matrix = sp.csr_matrix((data, (coo_r, coo_c)), shape=(len(cuts), variables.size))
-            builder.add_constraints(matrix, x, Sense.GE, [float(b) for _, _, b in cuts])
-        if carried.size:
-            builder.add_constraints(sp.eye(carried.size, format="csr"), x[columns.size:],
-                                    Sense.GE, 1.0)
-        builder.set_objective(x[:columns.size], p.objective[columns])
-        return Part(builder.build(), columns, carried)
 
 
 def _label(labels: np.ndarray, cols: np.ndarray) -> int:
