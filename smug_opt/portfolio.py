@@ -30,7 +30,7 @@ import math
 import os
 import threading
 import time
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 from importlib import resources
 from typing import Any
@@ -47,7 +47,7 @@ from smug_opt.result import Proof, RaceEntry, RaceStatus, SolveResult, relative_
 from smug_opt.solve_loop import SolveLoop
 from smug_opt.verification import Verification, snap_binaries, verify
 
-__all__ = ["AUTO", "auto_backends", "describe", "is_race", "race", "race_backends"]
+__all__ = ["AUTO", "auto_backends", "describe", "is_race", "race", "race_backends", "unaccepted_extras"]
 
 RACE_ORDERS_FILE = "data/race_orders.json"
 """The race orders per problem class, inside the package: written by
@@ -203,10 +203,16 @@ class _Link:
         self.board.post_bound(self.name, bound)
 
 
+def unaccepted_extras(names: Sequence[str], extras: Mapping[str, Any]) -> list[str]:
+    """The solver options in ``extras`` that none of the backends ``names`` declares, sorted:
+    a race of ``names`` would have no backend to give them to."""
+    return sorted(str(k) for k in extras if not any(k in backend_class(n).options for n in names))
+
+
 def _check_race_extras(names: list[str], extras: Mapping[str, Any]) -> None:
     """Each raced backend gets the solver options it declares; one that none of them
     declares is a mistake, named before any worker starts."""
-    unknown = sorted(str(k) for k in extras if not any(k in backend_class(n).options for n in names))
+    unknown = unaccepted_extras(names, extras)
     if unknown:
         accepted = "; ".join(f"{n}: {', '.join(sorted(backend_class(n).options)) or 'none'}" for n in names)
         raise ValueError(f"no backend of the race ({', '.join(names)}) accepts the option(s) "

@@ -27,7 +27,7 @@ import scipy.sparse as sp
 from smug_opt.backend import SolveOptions, Status
 from smug_opt.deadline import Deadline
 from smug_opt.ir import Problem, ProblemBuilder, Sense
-from smug_opt.verification import verify
+from smug_opt.verification import Verification, verify
 
 __all__ = [
     "MIN_CELLS",
@@ -79,15 +79,15 @@ def usable() -> bool:
 
 @dataclass
 class _Best:
-    x: np.ndarray | None = None
-    objective: float = np.inf
+    check: Verification | None = None
     windows: int = 0
 
 
 class NeighbourhoodSearch:
     """Searches ``problem`` (binary-only) in a daemon thread until :meth:`stop` or
-    ``deadline``; :meth:`stop` returns the best verified solution found (None: none).
-    ``start``: a verified solution to begin from (else HiGHS's first ones)."""
+    ``deadline``; :meth:`stop` returns the best solution found with its exact verification
+    (None: none). ``start``: a solution to begin from (verified first; else HiGHS's first
+    ones). Each candidate is verified once, against ``problem``."""
 
     def __init__(self, problem: Problem, deadline: Deadline, start: np.ndarray | None = None) -> None:
         if not problem.binary.all():
@@ -95,6 +95,7 @@ class NeighbourhoodSearch:
         self.problem = problem
         self.deadline = deadline
         self.start = start
+        self._integral = problem.integral_objective
         self._stop = threading.Event()
         self._lock = threading.Lock()
         self._best = _Best()
@@ -108,28 +109,25 @@ class NeighbourhoodSearch:
     def __exit__(self, *exc: object) -> None:
         self._stop.set()
 
-    def stop(self) -> tuple[np.ndarray | None, int]:
-        """Stop searching; the best verified solution (None: none) and the windows solved."""
+    def stop(self) -> tuple[Verification | None, int]:
+        """Stop searching; the best solution's exact verification (None: none found) and
+        the windows solved."""
         self._stop.set()
         with self._lock:
             solving = self._solving
             if solving is not None and getattr(solving, "opt", None) is not None:
                 solving.opt.ctx.interrupt()
-            return (None if self._best.x is None else self._best.x.copy()), self._best.windows
+            return self._best.check, self._best.windows
 
     # ------------------------------------------------------------------ search
-    def _offer(self, x: np.ndarray | None) -> np.ndarray | None:
-        """Keep ``x`` if it is verified exactly and better than the best; the kept point."""
-        if x is None:
+    def _offer(self, check: Verification | None) -> np.ndarray | None:
+        """Keep a verified point if it is better than the best; the kept point."""
+        if check is None or not check.ok:
             return None
-        check = verify(self.problem, x)
-        if not check.ok:
-            return None
-        objective = float(check.objective)
         with self._lock:
-            if objective >= self._best.objective:
+            if self._best.check is not None and check.objective >= self._best.check.objective:
                 return None
-            self._best.x, self._best.objective = check.x, objective
+            self._best.check = check
         return check.x
 
     def _running(self) -> bool:
@@ -143,12 +141,13 @@ class NeighbourhoodSearch:
 
     def _search(self) -> None:
         p = self.problem
-        self._offer(self.start)
+        if self.start is not None:
+            self._offer(verify(p, self.start))
         self._offer(_highs_start(p, self.deadline))
         with self._lock:
-            x = self._best.x
-        if x is None:
-            return
+            if self._best.check is None:
+                return
+            x = self._best.check.x
         pattern = (p.A != 0).astype(np.int32)
         adjacency = (pattern.T @ pattern).tocsr()
         rng = np.random.default_rng(SEED)
@@ -165,14 +164,14 @@ class NeighbourhoodSearch:
             if better is not None:
                 x = better
 
-    def _solve_window(self, x: np.ndarray, free: np.ndarray) -> np.ndarray | None:
-        """``x`` with the cells ``free`` re-optimised by z3 (None: no solution within its work)."""
+    def _solve_window(self, x: np.ndarray, free: np.ndarray) -> Verification | None:
+        """``x`` with the cells ``free`` re-optimised by z3, verified against the problem
+        (None: no solution within its work)."""
         from smug_opt.registry import backend_class
 
         sub = restricted(self.problem, x, free)
         options = SolveOptions(time_limit=_seconds(self.deadline), extras=WINDOW_Z3_EXTRAS)
         backend = backend_class("z3")()
-        raw = None
         for level in LEVELS:
             model = backend.lower(sub, options, level)
             with self._lock:
@@ -184,13 +183,16 @@ class NeighbourhoodSearch:
             finally:
                 with self._lock:
                     self._solving = None
-            if raw is not None and verify(sub, raw).ok:
-                break
-        if raw is None:
-            return None
-        y = x.copy()
-        y[free] = np.round(raw)
-        return y
+            if raw is None:
+                continue
+            y = x.copy()
+            y[free] = np.round(raw)
+            if self._integral and self.problem.objective @ y >= self.problem.objective @ x:
+                return None  # no better than x (integer costs: exact sums): nothing to verify
+            check = verify(self.problem, y)
+            if check.ok:
+                return check
+        return None
 
 
 def window(adjacency: sp.csr_matrix, centre: int, size: int) -> np.ndarray:
@@ -226,16 +228,18 @@ def restricted(problem: Problem, x: np.ndarray, free: np.ndarray) -> Problem:
     return builder.build()
 
 
-def _highs_start(problem: Problem, deadline: Deadline) -> np.ndarray | None:
-    """HiGHS's second improving solution of ``problem`` (its first is near-trivial)."""
+def _highs_start(problem: Problem, deadline: Deadline) -> Verification | None:
+    """HiGHS's second improving solution of ``problem`` (its first is near-trivial),
+    verified."""
     from smug_opt.registry import backend_class
 
     options = SolveOptions(time_limit=_seconds(deadline), extras={"mip_max_improving_sols": 2})
     backend = backend_class("highs")()
     for level in LEVELS:
         raw = _optimized(backend, backend.lower(problem, options, level), problem, options)
-        if raw is not None and verify(problem, np.round(raw)).ok:
-            return np.round(raw)
+        check = None if raw is None else verify(problem, np.round(raw))
+        if check is not None and check.ok:
+            return check
     return None
 
 

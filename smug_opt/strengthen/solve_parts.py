@@ -31,7 +31,7 @@ from smug_opt.strengthen import neighbourhood_search as search
 from smug_opt.strengthen.bundles import bundled, weight
 from smug_opt.strengthen.presolve import Part, Pieces, Strengthened
 from smug_opt.strengthen.reuse import strengthen_and_remember
-from smug_opt.verification import snap_binaries, verify
+from smug_opt.verification import Verification, snap_binaries, verify
 
 __all__ = ["PART_RACE", "PART_Z3_EXTRAS", "SEARCHED_PARTNER", "part_choice", "part_extras", "searched",
            "solve_strengthened"]
@@ -84,9 +84,9 @@ def searched(part: Part, choice: BackendChoice, extras: Mapping[str, Any] | None
         return False
     if not (part.problem.binary.all() and search.usable()):
         return False
-    from smug_opt.registry import backend_class
+    from smug_opt.portfolio import unaccepted_extras
 
-    return set(extras or {}) <= set(backend_class(SEARCHED_PARTNER).options)
+    return not unaccepted_extras((SEARCHED_PARTNER,), extras or {})
 
 
 SEARCHED_PARTNER = "z3"
@@ -94,34 +94,61 @@ SEARCHED_PARTNER = "z3"
 HiGHS's solutions are the search's start."""
 
 
+def _solve_part(part: Part, solve_part: Step, choice: BackendChoice, deadline: Deadline,
+                start: np.ndarray | None, extras: Mapping[str, Any] | None) -> SolveResult:
+    """One solve of ``part``: with the neighbourhood search beside it where :func:`searched`
+    says so, else ``solve_part`` on ``choice``. Every solve of a part (its first, the retry
+    of one left without an answer, the second pass) goes through here."""
+    if searched(part, choice, extras):
+        return _solve_searched(part.problem, solve_part, deadline, start)
+    return solve_part(part.problem, choice, deadline, start)
+
+
 def _solve_searched(problem: Problem, solve_part: Step, deadline: Deadline,
                     start: np.ndarray | None) -> SolveResult:
     """z3 on ``problem`` with the neighbourhood search beside it; the better solution wins,
     and meets z3's bound to prove the part."""
+    from smug_opt.registry import backend_class
+
     with search.NeighbourhoodSearch(problem, deadline, start) as running:
         result = solve_part(problem, BackendChoice(ChoiceKind.RACE, (SEARCHED_PARTNER,)), deadline, start)
         found, windows = running.stop()
-    return _with_found(problem, result, found, windows)
+    return _with_found(problem, result, found, windows,
+                       exact_bound=backend_class(SEARCHED_PARTNER).capabilities.exact)
 
 
-def _with_found(problem: Problem, result: SolveResult, found: np.ndarray | None,
-                windows: int) -> SolveResult:
-    """``result`` with the search's solution ``found`` where it is better, proven optimal
-    when it meets ``result``'s bound."""
+def _with_found(problem: Problem, result: SolveResult, found: Verification | None, windows: int,
+                *, exact_bound: bool) -> SolveResult:
+    """``result`` with the search's verified solution ``found`` where it is better, proven
+    optimal when it meets ``result``'s bound: exactly (:attr:`Proof.EXACT`) when that bound
+    is an exact backend's (``exact_bound``) and the exact objective is at most it, else
+    within the float tolerance (:attr:`Proof.SOLVER`)."""
     note = f"neighbourhood search: {windows} windows"
-    if found is None or result.status is Status.INFEASIBLE:
+    if found is None or not found.ok or result.status is Status.INFEASIBLE:
         return result.with_note(note)
-    check = verify(problem, found)
-    objective = float(check.objective)
-    if not check.ok or (result.objective is not None and result.objective <= objective):
+    objective = float(found.objective)
+    if result.objective is not None and result.objective <= objective:
         return result.with_note(note)
-    proven = result.bound is not None and objective <= result.bound + 2 * objective_tolerance(problem)
+    proof = _proof(found.objective, result.bound, exact_bound, objective_tolerance(problem))
     bound = result.bound if result.bound is None else min(result.bound, objective)
     return result.with_note(f"{note}, its solution {objective:g} used",
-                            status=Status.OPTIMAL if proven else Status.FEASIBLE, x=check.x,
+                            status=Status.FEASIBLE if proof is None else Status.OPTIMAL, x=found.x,
                             objective=objective, bound=bound, gap=relative_gap(objective, bound),
-                            verified=True, verification=check.summary(),
-                            proof=(result.proof or Proof.SOLVER) if proven else None)
+                            verified=True, verification=found.summary(), proof=proof)
+
+
+def _proof(objective: Fraction, bound: float | None, exact_bound: bool, tolerance: float) -> Proof | None:
+    """How a verified solution of exact ``objective`` of a binary-only part is proven optimal
+    by ``bound``, by the core's rule (``SolveLoop._meets_bound``): an exact backend's bound
+    (its exact optimum rounded down to float64) met exactly or within the two ulps of
+    rounding, a float solver's within twice the objective tolerance; None: not proven."""
+    if bound is None or not math.isfinite(bound):
+        return None
+    if exact_bound:
+        met = objective <= Fraction(bound) or float(objective) <= math.nextafter(
+            math.nextafter(bound, math.inf), math.inf)
+        return Proof.EXACT if met else None
+    return Proof.SOLVER if float(objective) <= bound + 2 * tolerance else None
 
 
 def part_extras(choice: BackendChoice, extras: Mapping[str, Any]) -> dict[str, Any]:
@@ -164,19 +191,17 @@ def solve_strengthened(problem: Problem, pieces: Pieces, solve_part: Step, choic
             share = _at_least(deadline.share(max(weights[k] / sum(weights[k:]), 1 / left)), deadline)
         part_start = None if start is None else np.concatenate(
             [start[part.columns], np.ones(part.carried.size)])
-        if searched(part, parts_choice, extras):
-            result = _solve_searched(part.problem, solve_part, share, part_start)
-        else:
-            result = solve_part(part.problem, parts_choice, share, part_start)
+        result = _solve_part(part, solve_part, parts_choice, share, part_start, extras)
         if result.status is Status.NO_SOLUTION and not deadline.passed(MIN_PART_SECONDS):
             # its share ended before any answer (a worker replaced, whose start on a busy
             # machine takes seconds): once more with half of what is left, rather than give up
-            again = solve_part(part.problem, parts_choice, deadline.share(RETRY_SHARE), part_start)
+            again = _solve_part(part, solve_part, parts_choice, deadline.share(RETRY_SHARE),
+                                part_start, extras)
             result = _better(result, again)
         results.append(result)
         if result.status in (Status.INFEASIBLE, Status.ERROR) or not result.has_solution:
             break
-    _second_pass(prepared.parts, results, solve_part, parts_choice, deadline)
+    _second_pass(prepared.parts, results, solve_part, parts_choice, deadline, extras)
     return _combine(prepared, results, begun, time_limit, str(choice), solver, notes)
 
 
@@ -188,7 +213,7 @@ def _at_least(share: Deadline, deadline: Deadline) -> Deadline:
 
 
 def _second_pass(parts: Sequence[Part], results: list[SolveResult], solve_part: Step,
-                 choice: BackendChoice, deadline: Deadline) -> None:
+                 choice: BackendChoice, deadline: Deadline, extras: Mapping[str, Any] | None) -> None:
     """Solve again, from their best solution, the parts that ended FEASIBLE (unproven)
     while time is left: a share can be eaten by a busy machine or a worker's start, or a
     part be harder than its size says, and the parts after it may leave most of the limit
@@ -202,8 +227,8 @@ def _second_pass(parts: Sequence[Part], results: list[SolveResult], solve_part: 
     for n, k in enumerate(unproven):
         if deadline.passed(MIN_RETRY_SECONDS):
             return
-        again = solve_part(parts[k].problem, choice, deadline.share(1 / (len(unproven) - n)),
-                           results[k].values())
+        again = _solve_part(parts[k], solve_part, choice, deadline.share(1 / (len(unproven) - n)),
+                            results[k].values(), extras)
         results[k] = _better(results[k], again)
 
 

@@ -66,9 +66,9 @@ def test_the_search_returns_a_verified_solution_and_a_whole_window_finds_the_opt
     monkeypatch.setattr(search, "WINDOW_CELLS", 12)
     with search.NeighbourhoodSearch(problem, Deadline.after(20)) as running:
         running._thread.join(timeout=5)
-        x, windows = running.stop()
-    assert x is not None and verify(problem, x).ok
-    assert windows >= 1 and float(problem.objective @ x) == optimum
+        found, windows = running.stop()
+    assert found is not None and found.ok and verify(problem, found.x).ok
+    assert windows >= 1 and float(problem.objective @ found.x) == optimum == found.objective
 
 
 def test_the_search_needs_binary_problems() -> None:
@@ -80,22 +80,60 @@ def test_the_search_needs_binary_problems() -> None:
 
 def test_the_searchs_solution_proves_a_part_where_it_meets_the_bound() -> None:
     """A part's solve that ended FEASIBLE at a bound equal to the optimum, with a worse
-    solution, is OPTIMAL with the search's optimal one; a worse found solution changes
-    nothing."""
+    solution, is OPTIMAL with the search's optimal one, proven the way that bound is: exactly
+    when it is an exact backend's, else by the float solver's word; a bound below the
+    optimum proves nothing; a worse found solution changes nothing."""
     from smug_opt.strengthen.solve_parts import _with_found
 
     skip_unless_usable("highs")
     problem = _chain(12, 3)
     optimal = brute_force(problem)
+    found = verify(problem, optimal.x)
     solved = solve(problem, "highs", time_limit=30, strengthen=False)
     worse = np.ones(12)
     ended = replace(solved, status=Status.FEASIBLE, x=worse, objective=12.0, bound=optimal.objective,
                     proof=None)
-    proven = _with_found(problem, ended, optimal.x, 3)
+    proven = _with_found(problem, ended, found, 3, exact_bound=False)
     assert proven.status is Status.OPTIMAL and proven.objective == optimal.objective
     assert proven.proof is Proof.SOLVER and verify(problem, proven.x).ok and "3 windows" in proven.message
-    kept = _with_found(problem, proven, worse, 1)
+    exactly = _with_found(problem, ended, found, 3, exact_bound=True)
+    assert exactly.status is Status.OPTIMAL and exactly.proof is Proof.EXACT
+    below = replace(ended, bound=optimal.objective - 1)
+    for exact_bound in (False, True):
+        open_ = _with_found(problem, below, found, 3, exact_bound=exact_bound)
+        assert open_.status is Status.FEASIBLE and open_.proof is None
+        assert open_.objective == optimal.objective and open_.bound == optimal.objective - 1
+    kept = _with_found(problem, proven, verify(problem, worse), 1, exact_bound=False)
     assert kept.status is Status.OPTIMAL and np.array_equal(kept.x, proven.x)
+
+
+def test_the_search_verifies_each_point_once(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Every point the search verifies is verified once (a window that finds no better
+    point is not verified at all), and its verification is what the part's result uses."""
+    from smug_opt.strengthen import solve_parts
+
+    skip_unless_usable("highs")
+    skip_unless_usable("z3")
+    problem = _chain(40, 6)
+    seen: list[bytes] = []
+
+    def counted(p: Problem, x: np.ndarray, **kwargs: object):
+        seen.append(np.asarray(x, dtype=np.float64).tobytes())
+        return verify(p, x, **kwargs)
+
+    monkeypatch.setattr(search, "verify", counted)
+    monkeypatch.setattr(search, "WINDOW_CELLS", 10)
+    with search.NeighbourhoodSearch(problem, Deadline.after(20), start=np.ones(40)) as running:
+        running._thread.join(timeout=8)
+        found, windows = running.stop()
+    assert found is not None and found.ok and windows >= 2
+    assert len(seen) == len(set(seen)) and len(seen) < windows + 2  # start, HiGHS's, improvements
+    monkeypatch.setattr(solve_parts, "verify", counted)
+    before = len(seen)
+    ended = solve(problem, "highs", time_limit=30, strengthen=False)
+    ended = replace(ended, status=Status.FEASIBLE, x=np.ones(40), objective=40.0, proof=None)
+    used = solve_parts._with_found(problem, ended, found, windows, exact_bound=True)
+    assert len(seen) == before and np.array_equal(used.x, found.x)
 
 
 def test_only_large_parts_of_the_part_race_are_searched(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -111,6 +149,55 @@ def test_only_large_parts_of_the_part_race_are_searched(monkeypatch: pytest.Monk
     assert not searched(part, race, {"presolve": "off"})  # HiGHS's: the race keeps HiGHS
     monkeypatch.setattr(search, "MIN_CELLS", part.columns.size + 1)
     assert not searched(part, race)
+
+
+def test_a_part_is_searched_exactly_when_a_race_of_the_partner_takes_the_extras(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """``searched`` asks the race's own rule (:func:`smug_opt.portfolio.unaccepted_extras`):
+    a large part is searched exactly when racing z3 alone would not refuse the extras."""
+    from smug_opt.portfolio import _check_race_extras, unaccepted_extras
+    from smug_opt.strengthen.solve_parts import PART_RACE, SEARCHED_PARTNER, searched
+
+    skip_unless_usable("z3")
+    monkeypatch.setattr(search, "usable", lambda: True)
+    part = strengthen(_chain(40, 4)).parts[0]
+    monkeypatch.setattr(search, "MIN_CELLS", 1)
+    race = BackendChoice(ChoiceKind.RACE, PART_RACE)
+    for extras in ({}, {"maxres.max_core_size": 1000}, {"presolve": "off"},
+                   {"rlimit": 5, "mip_rel_gap": 0.1}):
+        refused = unaccepted_extras((SEARCHED_PARTNER,), extras)
+        assert searched(part, race, extras) is not refused
+        if refused:
+            with pytest.raises(ValueError, match="accepts the option"):
+                _check_race_extras([SEARCHED_PARTNER], extras)
+        else:
+            _check_race_extras([SEARCHED_PARTNER], extras)
+    assert unaccepted_extras(("z3", "highs"), {"presolve": "off", "zzz": 1}) == ["zzz"]
+
+
+def test_the_second_pass_searches_a_large_part_again(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A large part left unproven by its first solve is solved again in the second pass with
+    the search beside z3, as the first time (not by the part race alone)."""
+    from smug_opt.backend import SolveOptions
+    from smug_opt.strategies import Race, WorkerSettings
+    from smug_opt.strengthen.solve_parts import PART_RACE, PART_Z3_EXTRAS, _second_pass
+
+    for name in ("highs", "z3"):
+        skip_unless_usable(name)
+    monkeypatch.setattr(search, "MIN_CELLS", 1)
+    part = strengthen(_chain(30, 7)).parts[0]
+    step = Race(WorkerSettings(SolveOptions(extras=dict(PART_Z3_EXTRAS)), isolate=True, grace=2.0,
+                               memory_limit_mb=None))
+    ones = np.ones(part.problem.num_vars)
+    first = solve(part.problem, "highs", time_limit=30, strengthen=False)
+    results = [replace(first, status=Status.FEASIBLE, x=ones, objective=float(part.problem.objective @ ones),
+                       proof=None, message="")]
+    _second_pass([part], results, step, BackendChoice(ChoiceKind.RACE, PART_RACE), Deadline.after(30),
+                 PART_Z3_EXTRAS)
+    again = results[0]
+    assert "neighbourhood search" in again.message
+    assert again.status is Status.OPTIMAL and again.objective == first.objective
+    assert verify(part.problem, again.x).ok
 
 
 def test_solve_under_auto_searches_large_parts_and_keeps_the_optimum(monkeypatch: pytest.MonkeyPatch) -> None:
