@@ -11,6 +11,7 @@ gives ``x_m >= 1`` (``x_m <= 0``). The LP relaxation sees these only fractionall
 
 from __future__ import annotations
 
+import math
 from collections import deque
 from fractions import Fraction
 
@@ -77,26 +78,34 @@ def propagate(milp: ExactMilp, derivations: Derivations, lower: Bounds, upper: B
 def _fix_row(milp: ExactMilp, index: int, sign: int, lower: Bounds, upper: Bounds,
              derivations: Derivations) -> list[tuple[int, ExactRow]]:
     row = milp.rows[index]
-    coefs = [sign * a for a in row.coefs]
+    R, row_nums = row.integer_form
+    nums = [sign * v for v in row_nums]  # the row as Σ (nums_k / R)·x_k >= goal
     goal = sign * row.rhs
-    favoured = [upper[j] if a > 0 else lower[j] for j, a in zip(row.cols, coefs, strict=True)]
-    most = sum((a * bound for a, (_, bound) in zip(coefs, favoured, strict=True)), Fraction(0))
+    favoured = [upper[j] if v > 0 else lower[j] for j, v in zip(row.cols, nums, strict=True)]
+    # activities in integers over R·B (B: the bounds' common denominator; a fixed binary's
+    # bound, 0 or 1, keeps it): exact, without a Fraction operation per term
+    B = math.lcm(*(bound.denominator for _, bound in favoured))
+    term = [v * bound.numerator * (B // bound.denominator)
+            for v, (_, bound) in zip(nums, favoured, strict=True)]
+    most = sum(term)
+    goal_num, goal_den = goal.numerator * R * B, goal.denominator  # activity < goal: a·goal_den < goal_num
     found: list[tuple[int, ExactRow]] = []
-    for m, (j_m, a_m) in enumerate(zip(row.cols, coefs, strict=True)):
+    for m, (j_m, v_m) in enumerate(zip(row.cols, nums, strict=True)):
         if not milp.integer[j_m] or lower[j_m][1] == upper[j_m][1]:
             continue
-        others = most - a_m * favoured[m][1]
-        if a_m > 0 and others < goal:  # x_m >= (β − others)/a_m > 0
-            scale, sense, rhs, value = 1 / a_m, "G", Fraction(1), 1
-        elif a_m < 0 and others + a_m < goal:  # x_m <= (others − β)/|a_m| < 1
-            scale, sense, rhs, value = 1 / a_m, "L", Fraction(0), 0
+        others = most - term[m]
+        if v_m > 0 and others * goal_den < goal_num:  # x_m >= (β − others)/a_m > 0
+            sense, rhs, value = "G", Fraction(1), 1
+        elif v_m < 0 and (others + v_m * B) * goal_den < goal_num:  # x_m <= (others − β)/|a_m| < 1
+            sense, rhs, value = "L", Fraction(0), 0
         else:
             continue
-        # scale > 0: a >= combination; scale < 0: a <= one (each bound row cancels its term)
-        multipliers = {index: sign * scale}
-        for k, a in enumerate(coefs):
+        # the row divided by a_m (> 0: a >= combination; < 0: a <= one), each other term
+        # cancelled by its bound row
+        multipliers = {index: Fraction(sign * R, v_m)}
+        for k, v in enumerate(nums):
             if k != m:
-                multipliers[favoured[k][0]] = -a * scale
+                multipliers[favoured[k][0]] = Fraction(-v, v_m)
         fixing = ExactRow(f"f{j_m}", sense, rhs, (j_m,), (Fraction(1),))
         fixed_index = derivations.combine(fixing.name, sense, rhs, [(j_m, Fraction(1))], multipliers,
                                           rounded=True)
@@ -106,6 +115,7 @@ def _fix_row(milp: ExactMilp, index: int, sign: int, lower: Bounds, upper: Bound
             upper[j_m] = (fixed_index, Fraction(0))
         found.append((fixed_index, fixing))
         # the row's favoured activity changes with the new bound of x_m
-        favoured[m] = upper[j_m] if a_m > 0 else lower[j_m]
-        most = others + a_m * favoured[m][1]
+        favoured[m] = upper[j_m] if v_m > 0 else lower[j_m]
+        term[m] = v_m * favoured[m][1].numerator * B
+        most = others + term[m]
     return found

@@ -10,6 +10,7 @@ the interval of ``a·x`` over the variables' bounds, exactly. Its rows, in this 
 from __future__ import annotations
 
 import math
+from collections.abc import Iterable
 from fractions import Fraction
 
 from smug_opt.check_certificate.rows import GE, LE, Row, row_from_values
@@ -26,24 +27,35 @@ def _input_coefficients(problem: Problem, r: int) -> dict[int, Fraction]:
     """``a`` of ReLU ``r`` as exact rationals; repeated entries of a column add up."""
     m = problem.relu_in
     coefs: dict[int, Fraction] = {}
-    for k in range(int(m.indptr[r]), int(m.indptr[r + 1])):
-        j = int(m.indices[k])
-        coefs[j] = coefs.get(j, Fraction(0)) + Fraction(float(m.data[k]))
+    start, end = int(m.indptr[r]), int(m.indptr[r + 1])
+    for j, v in zip(m.indices[start:end].tolist(), m.data[start:end].tolist(), strict=True):
+        coefs[j] = coefs[j] + Fraction(v) if j in coefs else Fraction(v)
     return coefs
 
 
 def _bounds(problem: Problem, r: int, coefs: dict[int, Fraction]) -> tuple[Fraction, Fraction]:
     const = Fraction(float(problem.relu_const[r]))
-    low = const + sum((min(a * Fraction(float(problem.lb[j])), a * Fraction(float(problem.ub[j])))
-                       for j, a in coefs.items()), Fraction(0))
-    high = const + sum((max(a * Fraction(float(problem.lb[j])), a * Fraction(float(problem.ub[j])))
-                        for j, a in coefs.items()), Fraction(0))
+    lb, ub = problem.lb.tolist(), problem.ub.tolist()
+    # a·lb_j <= a·ub_j exactly when a >= 0; each sum in integers over one denominator
+    low = const + _exact_sum((a, lb[j] if a > 0 else ub[j]) for j, a in coefs.items())
+    high = const + _exact_sum((a, ub[j] if a > 0 else lb[j]) for j, a in coefs.items())
     declared_low, declared_high = float(problem.relu_lo[r]), float(problem.relu_hi[r])
     if math.isfinite(declared_low) and Fraction(declared_low) > low:
         low = Fraction(declared_low)
     if math.isfinite(declared_high) and Fraction(declared_high) < high:
         high = Fraction(declared_high)
     return low, high
+
+
+def _exact_sum(pairs: Iterable[tuple[Fraction, float]]) -> Fraction:
+    """``Σ a·v`` over ``pairs`` exactly: integer numerators over the least common denominator
+    (a Fraction sum normalises at every term: ~10x slower on a 784-input ReLU)."""
+    terms = [(a.numerator * p, a.denominator * q)
+             for a, (p, q) in ((a, v.as_integer_ratio()) for a, v in pairs)]
+    if not terms:
+        return Fraction(0)
+    common = math.lcm(*(q for _, q in terms))
+    return Fraction(sum(p * (common // q) for p, q in terms), common)
 
 
 def relu_constraints(problem: Problem) -> list[Row]:
