@@ -30,25 +30,27 @@ def cardinality_cuts(milp: ExactMilp, derivations: Derivations) -> list[tuple[in
         if row.sense == "E" or not all(milp.integer[j] for j in row.cols):
             continue
         sign = 1 if row.sense == "G" else -1
-        coefs = [sign * a for a in row.coefs]
+        R, row_nums = row.integer_form
+        nums = [sign * v for v in row_nums]  # the row as Σ (nums_j / R)·x_j >= goal, in integers
         goal = sign * row.rhs
-        ranked = sorted((a for a in coefs if a > 0), reverse=True)
-        if goal <= 0 or sum(ranked) < goal:
+        goal_R = goal * R
+        ranked = sorted((v for v in nums if v > 0), reverse=True)
+        if goal <= 0 or sum(ranked) < goal_R:
             continue  # no cut, or no point satisfies the row (the LP finds that)
-        k, reached = 0, Fraction(0)
-        while reached < goal:
+        k, reached = 0, 0
+        while reached < goal_R:
             reached += ranked[k]
             k += 1
         t = ranked[k - 1]
-        larger = sum(ranked[:k - 1], Fraction(0))
-        multipliers = {index: Fraction(sign) / t}
-        for j, a in zip(row.cols, coefs, strict=True):
-            if a > t:
-                multipliers[2 * j + 1] = 1 - a / t  # (a_j/t − 1)·(x_j <= 1) subtracted
-            elif a != t:
-                multipliers[2 * j] = -a / t if a < 0 else 1 - a / t
-        support = tuple(j for j, a in zip(row.cols, coefs, strict=True) if a > 0)
-        rhs = Fraction(math.ceil((goal - larger) / t + (k - 1)))
+        larger = sum(ranked[:k - 1])
+        multipliers = {index: Fraction(sign * R, t)}
+        for j, v in zip(row.cols, nums, strict=True):
+            if v > t:
+                multipliers[2 * j + 1] = Fraction(t - v, t)  # (a_j/t − 1)·(x_j <= 1) subtracted
+            elif v != t:
+                multipliers[2 * j] = Fraction(-v, t) if v < 0 else Fraction(t - v, t)
+        support = tuple(j for j, v in zip(row.cols, nums, strict=True) if v > 0)
+        rhs = Fraction(math.ceil((goal_R - larger) / t) + (k - 1))
         cut = ExactRow(f"c{index - first}", "G", rhs, support, (Fraction(1),) * len(support))
         cut_index = derivations.combine(cut.name, "G", rhs, zip(cut.cols, cut.coefs, strict=True),
                                         multipliers, rounded=True)

@@ -48,6 +48,8 @@ class NodeLp:
         lp.a_matrix_.value_ = A.data
         self._h = self._highs(lp)
         self._binaries = np.flatnonzero(milp.integer).astype(np.int32)
+        self._position = np.full(n, -1, dtype=np.int64)  # a binary's place among the binaries
+        self._position[self._binaries] = np.arange(self._binaries.size)
         # the elastic LP (min Σ slack, every row relaxed by its slack): its duals prove a
         # node infeasible when HiGHS gives no Farkas ray (infeasible without a simplex run)
         m = len(rows)
@@ -64,6 +66,7 @@ class NodeLp:
         elastic.a_matrix_.value_ = slack.data
         self._elastic_lp = elastic
         self._elastic: Any = None
+        self._held: dict[int, tuple[np.ndarray, np.ndarray]] = {}  # per HiGHS model: its binaries' bounds
 
     def _highs(self, lp: Any) -> Any:
         highspy = self._highspy
@@ -80,10 +83,15 @@ class NodeLp:
     def _fix(self, h: Any, fixed: Mapping[int, int], seconds: float) -> None:
         lb, ub = self._lb[self._binaries].copy(), self._ub[self._binaries].copy()
         if fixed:
-            position = {int(j): k for k, j in enumerate(self._binaries)}
-            for j, value in fixed.items():
-                lb[position[j]] = ub[position[j]] = float(value)
-        h.changeColsBounds(self._binaries.size, self._binaries, lb, ub)
+            at = self._position[np.fromiter(fixed.keys(), dtype=np.int64, count=len(fixed))]
+            values = np.fromiter(fixed.values(), dtype=np.float64, count=len(fixed))
+            lb[at] = ub[at] = values
+        # only the binaries whose bounds differ from the model's (HiGHS's cost per column)
+        held_lb, held_ub = self._held.setdefault(id(h), (self._lb[self._binaries], self._ub[self._binaries]))
+        changed = np.flatnonzero((lb != held_lb) | (ub != held_ub)).astype(np.int32)
+        if changed.size:
+            h.changeColsBounds(changed.size, self._binaries[changed], lb[changed], ub[changed])
+        self._held[id(h)] = (lb, ub)
         h.setOptionValue("time_limit", h.getRunTime() + max(seconds, 0.01))
 
     def elastic_duals(self, fixed: Mapping[int, int], seconds: float) -> np.ndarray | None:

@@ -118,7 +118,8 @@ class _Prover:
         def multipliers() -> dict[int, Fraction]:
             out = {self.row_index[k]: Fraction(p, q) for k, p, q in used}
             for index, _, numerator in leaning:
-                out[index] = out.get(index, 0) + Fraction(numerator, common)
+                share = Fraction(numerator, common)
+                out[index] = out[index] + share if index in out else share
             return out
 
         return multipliers, rhs
