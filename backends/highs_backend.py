@@ -78,7 +78,11 @@ class HighsBackend(Backend):
 
         form = to_milp(problem, level)
         costs = solver_objective(form)
-        h = highspy.Highs()
+        if options.verbose:
+            h = highspy.Highs()
+        else:
+            with silenced_stdout():  # its banner, in a solve run in the caller's process
+                h = highspy.Highs()
         h.setOptionValue("output_flag", bool(options.verbose))
         lp = highspy.HighsLp()
         lp.num_col_ = form.num_cols
