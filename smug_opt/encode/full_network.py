@@ -36,6 +36,8 @@ from smug_opt.errors import ParameterError
 from smug_opt.ir import Problem, ProblemBuilder
 from smug_opt.models.grid import regular_grid
 from smug_opt.network.flat import FlatNetwork, Preprocess
+from smug_opt.network.graph import Network
+from smug_opt.network.lower import lower
 from smug_opt.verification import verify
 
 ENCODING_VERSION = 12
@@ -89,7 +91,9 @@ def full_network(model_or_layers: Any, x: np.ndarray, label: int | None = None, 
 
     ``model_or_layers``: a :class:`~smug_opt.network.flat.FlatNetwork` (``x`` its affine
     input, or the model's input mapped by ``preprocess``; masks act on the ``(H, W)``
-    cells of an input of shape ``(C, H, W)``, channels sharing a cell), or a ReLU MLP
+    cells of an input of shape ``(C, H, W)``, channels sharing a cell), a
+    :class:`~smug_opt.network.graph.Network` as the readers give it (``x`` its input in its
+    own layout; lowered here, its preprocessing applied), or a ReLU MLP
     (a Keras Dense stack or ``(W, b)`` layers; ``x`` any shape with as many values as the
     first Dense layer reads, after the model's Flatten/Rescaling; the grid is ``shape``,
     else ``x``'s first two axes, else one row).
@@ -242,6 +246,11 @@ def _subject(model: Any, x: np.ndarray, cell: int, shape: tuple[int, int] | None
              preprocess: Preprocess | None) -> _Subject:
     if isinstance(model, FlatNetwork):
         return _flat_subject(model, x, cell, shape, name, preprocess)
+    if isinstance(model, Network):
+        if preprocess is not None:
+            raise ValueError("preprocess applies to a FlatNetwork; a Network carries its own")
+        pre, flat = lower(model)
+        return _flat_subject(flat, x, cell, shape, name or model.name, pre)
     from smug_opt.models.mlp import as_mlp
 
     if preprocess is not None:

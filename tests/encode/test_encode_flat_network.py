@@ -207,3 +207,19 @@ def test_flat_network_input_must_fit() -> None:
         full_network(flat, np.ones(5), label)
     with pytest.raises(ValueError, match="preprocess applies to a FlatNetwork"):
         full_network([(np.ones((2, 2)), np.zeros(2))], np.ones(2), preprocess=pre)
+
+
+def test_a_network_is_lowered_with_its_preprocessing() -> None:
+    """``full_network`` takes the readers' Network as it is (its input in its own layout):
+    the same problem as its lowered form with the preprocessing applied."""
+    arch, seed = next(i for i in INSTANCES if i[0] == "avgpool-groups-leaky")  # normalisation in front
+    pre, flat, x, label, masks, slack = _brute_force(arch, seed)
+    network = _network(arch, seed)
+    direct = full_network(network, x)
+    lowered = full_network(flat, x, preprocess=pre)
+    assert (direct.A != lowered.A).nnz == 0 and np.array_equal(direct.rhs, lowered.rhs)
+    assert direct.metadata["label"] == label
+    result = smug_opt.solve(direct, backend="highs")
+    assert result.objective == _optimum(masks, slack)
+    with pytest.raises(ValueError, match="a Network carries its own"):
+        full_network(network, x, preprocess=pre)
