@@ -3,7 +3,9 @@
 the box's centre, its corners towards the gradient and random points, in model input units.
 
 The loss of an input is how far its outputs are from the unsafe region:
-``min over disjuncts of max over rows (c·y − d)``, negative inside. A point the attack
+``min over disjuncts of max over rows (c·y − d)``, at most 0 inside (a non-strict row met
+with equality is inside: a tie at 0 behind a ReLU on the logits is a counterexample; a
+strict row met with equality counts as just outside). A point the attack
 returns is only a candidate: :mod:`smug_opt.robustness.decide` confirms it.
 """
 
@@ -21,7 +23,7 @@ __all__ = ["AttackResult", "attack", "flat_gradient", "unsafe_loss"]
 
 @dataclass(frozen=True)
 class AttackResult:
-    """The best input found (model input units, flat), its loss (< 0: in the unsafe region
+    """The best input found (model input units, flat), its loss (<= 0: in the unsafe region
     by float64) and the forward passes spent."""
 
     x: np.ndarray
@@ -107,7 +109,7 @@ def attack(net: FlatNetwork, preprocess: Preprocess, lo: np.ndarray, hi: np.ndar
            seed: int = 0, start: np.ndarray | None = None, until: float = 0.0) -> AttackResult:
     """PGD over the box ``[lo, hi]`` (model input units, flat) for ``steps`` steps with a
     step size decaying from a quarter of the box's width; stops early once a point's loss
-    is below ``until`` (0: inside the unsafe region; -inf: never, to go deep inside).
+    is at most ``until`` (0: inside the unsafe region; -inf: never, to go deep inside).
     ``start`` adds a starting point."""
     rng = np.random.default_rng(seed)
     net = _dense_where_it_pays(net)
@@ -126,7 +128,7 @@ def attack(net: FlatNetwork, preprocess: Preprocess, lo: np.ndarray, hi: np.ndar
         i = int(loss.argmin())
         if loss[i] < best_loss:
             best_x, best_loss = x[i].copy(), float(loss[i])
-        if best_loss < until or step == steps:
+        if best_loss <= until or step == steps:
             break
         g_affine = flat_gradient(net, values, g_scores)
         g_model = preprocess.backward(g_affine, x.shape[1])

@@ -171,11 +171,11 @@ def decide(query: RobustnessQuery, *, time_limit: float = 60.0,
         aimed = tuple(query.disjuncts[k] for k in open_)
         found = attack(query.net, query.preprocess, query.lo, query.hi, aimed, steps=attack_steps, seed=seed,
                        restarts=LEAN_RESTARTS if lean else 16)
-        if found.loss >= 0 and not lean:  # many short runs: the long one's big steps settle in one corner
+        if found.loss > 0 and not lean:  # many short runs: the long one's big steps settle in one corner
             short = attack(query.net, query.preprocess, query.lo, query.hi, aimed, steps=SHORT_STEPS,
                            restarts=SHORT_RESTARTS, seed=seed + 1 + len(query.disjuncts))
             found = min(found, short, key=lambda result: result.loss)
-    if found.loss < 0:
+    if found.loss <= 0:
         ok, outputs, failed = _confirm(query, found.x, references)
         if ok:
             hit = next(k for k in open_ if query.disjuncts[k].holds(np.array(outputs["flat-float64"])))
@@ -189,7 +189,7 @@ def decide(query: RobustnessQuery, *, time_limit: float = 60.0,
                 break
             near = attack(query.net, query.preprocess, query.lo, query.hi, (query.disjuncts[k],),
                           steps=min(attack_steps, SHORT_STEPS), restarts=8, seed=seed + 1 + k)
-            if near.loss < 0:
+            if near.loss <= 0:
                 ok, outputs, _ = _confirm(query, near.x, references)
                 if ok:
                     decided[k] = "attack"
@@ -254,7 +254,7 @@ def decide(query: RobustnessQuery, *, time_limit: float = 60.0,
             if not ok:  # still not inside: a short attack from it looks
                 near = attack(query.net, query.preprocess, query.lo, query.hi, (query.disjuncts[k],),
                               steps=attack_steps, restarts=2, seed=seed, start=x)
-                if near.loss < 0:
+                if near.loss <= 0:
                     x = near.x
                     ok, outputs, failed = _confirm(query, x, references)
             if ok:

@@ -44,7 +44,7 @@ def necessary_by_attack(net: FlatNetwork, preprocess: Preprocess, lo: np.ndarray
         for step in range(steps + 1):
             values = net.forward(preprocess(x))
             loss, g_scores = unsafe_loss(values[-1], region)
-            for r in np.flatnonzero(loss < 0):
+            for r in np.flatnonzero(loss <= 0):
                 c = int(part[r])
                 if c not in found and any(d.holds(values[-1][r]) for d in region):
                     found[c] = x[r].copy()

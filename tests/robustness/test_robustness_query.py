@@ -146,3 +146,21 @@ def test_encoding_bounds_are_alpha_crown_tightened_and_hold_on_samples(seed):
     for k, values in enumerate(net.forward(points)):
         assert np.all(tight.lo[k] >= crown.lo[k]) and np.all(tight.hi[k] <= crown.hi[k])
         assert np.all(values >= tight.lo[k]) and np.all(values <= tight.hi[k]), k
+
+
+def test_a_tie_on_a_relu_of_the_logits_is_a_counterexample_the_attack_finds():
+    """With a ReLU on the logits (ERAN's nets) the unsafe region 'another class scores at
+    least the label's' is often reached only by a tie at 0: the closed region's boundary is
+    inside it, so the attack's point there is a counterexample, not a near miss."""
+    from flat_nets import linear
+
+    from smug_opt.network.flat import FlatLayer
+
+    scores = linear(0, np.array([[-2.0, 0.0], [0.0, 0.0]]), np.array([1.0, -1.0]))  # 1 - 2·x0 and -1
+    layers = (FlatLayer("input", (), 2), scores, FlatLayer("relu", (1,), 2))
+    net = FlatNetwork(layers, (2,))
+    pre = Preprocess(np.arange(2), np.ones(2), np.zeros(2))
+    query = RobustnessQuery(net, pre, np.zeros(2), np.ones(2), _label_changes(net, 0))
+    verdict = decide(query, time_limit=30)
+    assert verdict.answer == "sat" and verdict.decided_by == ("attack",), verdict
+    assert np.array_equal(net.forward(verdict.x[None])[-1][0], [0.0, 0.0])  # the tie
