@@ -151,7 +151,8 @@ def crown_bounds(A1: np.ndarray, b1: np.ndarray, layers: Sequence[tuple[np.ndarr
 def network_bounds(A1: np.ndarray, b1: np.ndarray, layers: Sequence[tuple[np.ndarray, np.ndarray]],
                    out_rows: np.ndarray, out_rhs: np.ndarray, mode: str = "crown",
                    max_ones: int | None = None, lp_budget: float = LP_BUDGET,
-                   row_margin: np.ndarray | None = None) -> NetworkBounds:
+                   row_margin: np.ndarray | None = None,
+                   global_bounds: tuple[list[np.ndarray], list[np.ndarray]] | None = None) -> NetworkBounds:
     """Bounds for ``mode`` (one of :data:`MODES`).
 
     ``out_rows`` ``(r, n_last)`` and ``out_rhs`` ``(r,)`` are the output constraints
@@ -160,12 +161,13 @@ def network_bounds(A1: np.ndarray, b1: np.ndarray, layers: Sequence[tuple[np.nda
     LP modes, when the masks of at most ``max_ones`` ones are few enough they are all
     evaluated instead (:func:`~smug_opt.encode.enumeration.enumerated_bounds`, dropping a
     mask only when it fails a row by more than its error bound plus ``row_margin``).
+    ``global_bounds``: :func:`interval_bounds` over every mask, when the caller has them.
     """
     if mode not in MODES:
         raise ValueError(f"bounds mode must be one of {', '.join(MODES)}, got {mode!r}")
     t0 = time.perf_counter()
     crown = mode.startswith("crown")
-    global_lo, global_hi = interval_bounds(A1, b1, layers)
+    global_lo, global_hi = global_bounds if global_bounds is not None else interval_bounds(A1, b1, layers)
     lo, hi = interval_bounds(A1, b1, layers, max_ones=max_ones)
     use_lp = mode in ("lp", "crown+lp")
     enumerated = None

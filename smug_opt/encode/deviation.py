@@ -18,6 +18,7 @@ import numpy as np
 import scipy.sparse as sp
 
 from smug_opt.bounds.rounding import down, up
+from smug_opt.encode.masked import nonzero_pattern
 from smug_opt.exact import TINY, dot_error_bound
 
 __all__ = ["carried", "constant_shift_deviation", "product_deviation", "sum_deviation", "widen"]
@@ -38,11 +39,12 @@ def product_deviation(M: sp.csr_matrix, C: sp.csr_matrix, reach: np.ndarray,
     single_unit[ones] = np.abs(C.data[C.indptr[:-1][ones]]) == 1.0
     rough = np.where(single_unit, 0.0, reach[:C.shape[1]])
     deviation = np.zeros(M.shape[0])
-    pattern = _pattern(M)
+    pattern = nonzero_pattern(M)
     if rough.any():
         magnitude = abs_M @ (abs(C) @ rough)
         rough_terms = np.minimum(terms, int(per_column[~single_unit].max(initial=0)))
-        touched = pattern @ (_pattern(C) @ (rough > 0).astype(np.float64)) > 0  # counts: never underflow
+        reached = nonzero_pattern(C) @ (rough > 0).astype(np.float64)
+        touched = pattern @ reached > 0  # counts: never underflow
         deviation = np.where(touched, dot_error_bound(rough_terms, magnitude)
                              + (rough_terms + 1) * TINY * float(rough.sum()), 0.0)
     if c is not None and np.any(c != 0):
@@ -53,19 +55,12 @@ def product_deviation(M: sp.csr_matrix, C: sp.csr_matrix, reach: np.ndarray,
     return np.asarray(deviation, dtype=np.float64)
 
 
-def _pattern(M: sp.spmatrix) -> sp.csr_matrix:
-    """1 where ``M`` holds a nonzero."""
-    P = sp.csr_matrix(M, copy=True)
-    P.data = (P.data != 0).astype(np.float64)
-    return P
-
-
 def sum_deviation(A: sp.csr_matrix, B: sp.csr_matrix, a: np.ndarray, b: np.ndarray,
                   reach: np.ndarray) -> np.ndarray:
     """Per row, a bound on the rounding of ``fl(A + B)·x + fl(a + b)`` (``A``, ``B`` of one
     shape): only entries where both sides are nonzero round."""
     A, B = sp.csr_matrix(A), sp.csr_matrix(B)
-    both = _pattern(A).multiply(_pattern(B))
+    both = nonzero_pattern(A).multiply(nonzero_pattern(B))
     magnitude = np.asarray((abs(A) + abs(B)).multiply(both) @ reach[:A.shape[1]]).reshape(-1)
     shared = (a != 0) & (b != 0)
     total = magnitude + np.where(shared, np.abs(a) + np.abs(b), 0.0)

@@ -13,10 +13,12 @@ over small masks (:mod:`smug_opt.encode.flat_enumeration`) budgets it by
 
 from __future__ import annotations
 
+import weakref
+
 import numpy as np
 import scipy.sparse as sp
 
-from smug_opt.encode.masked import ENTRY_WORK, MaskedNetwork, mlp_form
+from smug_opt.encode.masked import ENTRY_WORK, MaskedNetwork, mlp_form, nonzero_pattern
 
 __all__ = ["INCREMENTAL_SHARE", "IncrementalMasks", "incremental_pays", "incremental_work",
            "linear_error_terms"]
@@ -143,7 +145,7 @@ def incremental_work(network: MaskedNetwork, ones: int) -> float:
         matrix = network.linear_matrices[index - 1]
         if matrix is None:
             continue
-        nnz = _pattern(matrix).nnz
+        nnz = _sparsity(network)[index][2]
         if index in incremental:
             work += shares[index] * nnz + ENTRY_WORK * matrix.shape[1]
         else:
@@ -166,20 +168,28 @@ def _reach_shares(network: MaskedNetwork, ones: int) -> dict[int, float]:
     """Per later linear layer (flat index), the share of its input's entries that a mask of
     ``ones`` cells changes on average, by the matrices' sparsity (``ones`` times a single
     cell's average reach, at most all)."""
-    reach = _pattern(network.linear_matrices[0])  # neurons × cells: which cells each reads
-    shares: dict[int, float] = {}
-    for index, matrix in enumerate(network.linear_matrices[1:], start=2):
-        if matrix is None:
-            continue
-        source = matrix.shape[1]
-        shares[index] = min(ones * reach.nnz / max(network.num_cells, 1), source) / max(source, 1)
-        reach = _pattern(_pattern(matrix) @ reach)
-    return shares
+    cells = max(network.num_cells, 1)
+    return {index: min(ones * reached / cells, source) / max(source, 1)
+            for index, (reached, source, _) in _sparsity(network).items()}
 
 
-def _pattern(matrix: np.ndarray | sp.spmatrix) -> sp.csr_matrix:
-    """1.0 where ``matrix`` is nonzero."""
-    m = sp.csr_matrix(matrix, copy=True)
-    m.eliminate_zeros()
-    m.data[:] = 1.0
-    return m
+_Sparsity = dict[int, tuple[int, int, int]]
+_SPARSITY: weakref.WeakKeyDictionary[MaskedNetwork, _Sparsity] = weakref.WeakKeyDictionary()
+
+
+def _sparsity(network: MaskedNetwork) -> _Sparsity:
+    """Per later linear layer (flat index): how many (input entry, cell) pairs reach it (the
+    input entries each cell changes, summed over the cells), its input's size and its
+    matrix's nonzeros; computed once per network (the searches' budgets ask for it often)."""
+    found = _SPARSITY.get(network)
+    if found is None:
+        found = {}
+        reach = nonzero_pattern(network.linear_matrices[0])  # neurons × cells: which cells each reads
+        for index, matrix in enumerate(network.linear_matrices[1:], start=2):
+            if matrix is None:
+                continue
+            pattern = nonzero_pattern(matrix)
+            found[index] = (reach.nnz, matrix.shape[1], pattern.nnz)
+            reach = nonzero_pattern(pattern @ reach)
+        _SPARSITY[network] = found
+    return found

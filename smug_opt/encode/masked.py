@@ -18,7 +18,8 @@ import scipy.sparse as sp
 
 from smug_opt.network.flat import FlatLayer, FlatNetwork
 
-__all__ = ["BATCH_BYTES", "ENTRY_WORK", "MaskedNetwork", "flat_digest", "flat_mlp", "mlp_form", "output_rows"]
+__all__ = ["BATCH_BYTES", "ENTRY_WORK", "MaskedNetwork", "flat_digest", "flat_mlp", "mlp_form",
+           "nonzero_pattern", "output_rows"]
 
 BATCH_BYTES = 256e6
 """Memory for one batch of masks evaluated at once (their values at every layer): a batch
@@ -170,6 +171,14 @@ def mlp_form(net: FlatNetwork) -> list[tuple[sp.csr_matrix, np.ndarray]] | None:
         if layer.inputs != (k,) or layer.kind != ("linear" if k % 2 == 0 else "relu"):
             return None
     return [layer.affine for layer in layers[::2]]
+
+
+def nonzero_pattern(matrix: np.ndarray | sp.spmatrix) -> sp.csr_matrix:
+    """1.0 where ``matrix`` holds a nonzero, nothing stored elsewhere (CSR)."""
+    pattern = sp.csr_matrix(matrix, copy=True)
+    pattern.eliminate_zeros()
+    pattern.data[:] = 1.0
+    return pattern
 
 
 def flat_digest(net: FlatNetwork) -> str:
