@@ -18,7 +18,8 @@ float64 evaluation: a mask within that margin of acceptance only ends the proof 
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from collections.abc import Callable
+from dataclasses import dataclass, field
 
 import numpy as np
 import scipy.sparse as sp
@@ -34,7 +35,10 @@ from smug_opt.encode.incremental import (
 from smug_opt.encode.masked import MaskedNetwork
 from smug_opt.exact import UNIT_ROUNDOFF, dot_error_bound
 
-__all__ = ["SEARCH_WORK", "SmallMasks", "searched_sizes", "smaller_masks"]
+__all__ = ["SEARCH_WORK", "SmallMasks", "mask_slack", "searched_sizes", "smaller_masks"]
+
+SEEDS = 64
+"""How many of the largest size's best masks the search keeps (:attr:`SmallMasks.best`)."""
 
 SEARCH_WORK = 2e10
 """Work (:attr:`~smug_opt.encode.masked.MaskedNetwork.mask_work` units) the search may
@@ -52,11 +56,13 @@ class SmallMasks:
     ``closest``: per size evaluated in full (0, 1, …), the largest worst-row slack
     ``min_r (out_rows·scores − out_rhs)_r`` among its masks; ``row_error``: per output row,
     a bound on a float64 slack's distance to the network's exact one, over every mask
-    evaluated."""
+    evaluated; ``best``: the kept cells ``(rows, size)`` of the last size evaluated in full,
+    its :data:`SEEDS` masks of largest worst-row slack, best first (a beam's seeds)."""
 
     found: np.ndarray | None
     closest: tuple[float, ...]
     row_error: np.ndarray
+    best: np.ndarray = field(default_factory=lambda: np.zeros((1, 0), dtype=np.int64))
 
     def proven_minimum(self, below: int, row_deviation: np.ndarray) -> int:
         """A proven lower bound on the cells of any mask the problem accepts, from the sizes
@@ -111,10 +117,12 @@ def smaller_masks(network: MaskedNetwork, below: int, max_masks: int | None = No
     tracked = _magnitudes_needed(network)
     closest: list[float] = []
     found = None
+    seeds = np.zeros((1, 0), dtype=np.int64)
     for k in range(min(below, n + 1, sizes)):
         if max_masks is not None and mask_count(n, k) > max_masks:
             break
         best = -math.inf
+        leaders = _Leaders(k)
         for idx in batched_combinations(n, k, rows=rows):
             if evaluator is not None:
                 scores = evaluator.scores(idx, largest)
@@ -125,14 +133,50 @@ def smaller_masks(network: MaskedNetwork, below: int, max_masks: int | None = No
                 scores = values[-1]
             slack = (scores @ network.out_rows.T - network.out_rhs).min(axis=1)
             best = max(best, float(slack.max()))
+            leaders.add(idx, slack)
             if slack.max() > network.tolerance:
                 found = _masks(idx[int(np.argmax(slack))][None, :], n)[0]
                 break
         if found is not None:
             break
         closest.append(best)
+        seeds = leaders.cells
     incremental = frozenset() if evaluator is None else evaluator.incremental
-    return SmallMasks(found, tuple(closest), _row_error(network, largest, incremental))
+    return SmallMasks(found, tuple(closest), _row_error(network, largest, incremental), seeds)
+
+
+class _Leaders:
+    """The :data:`SEEDS` masks of one size with the largest slack seen so far (ties: the
+    first seen, so the result does not depend on batch sizes)."""
+
+    def __init__(self, size: int) -> None:
+        self.cells = np.zeros((0, size), dtype=np.int64)
+        self.slack = np.zeros(0)
+
+    def add(self, idx: np.ndarray, slack: np.ndarray) -> None:
+        cells = np.vstack([self.cells, idx])
+        slacks = np.concatenate([self.slack, slack])
+        order = np.argsort(-slacks, kind="stable")[:SEEDS]
+        self.cells, self.slack = cells[order], slacks[order]
+
+
+def mask_slack(network: MaskedNetwork) -> tuple[Callable[[np.ndarray], np.ndarray], Callable[[int], float]]:
+    """How the search evaluates masks, for others to reuse: the worst-row slack of masks
+    given as kept cells ``(batch, k)``, and one mask of ``k`` cells' work
+    (:attr:`~smug_opt.encode.masked.MaskedNetwork.mask_work` units), incremental where it
+    pays (:func:`~smug_opt.encode.incremental.incremental_pays`), else direct."""
+    n = network.num_cells
+    if not incremental_pays(network):
+        return (lambda idx: network.slack(_masks(idx, n), chunk=max(idx.shape[0], 1)),
+                lambda k: network.mask_work)
+    evaluator = IncrementalMasks(network)
+    scratch = [np.zeros(layer.size) for layer in network.net.layers]  # magnitudes: not needed here
+
+    def slack(idx: np.ndarray) -> np.ndarray:
+        scores = evaluator.scores(idx, scratch)
+        return (scores @ network.out_rows.T - network.out_rhs).min(axis=1)
+
+    return slack, lambda k: incremental_work(network, k)
 
 
 def _masks(idx: np.ndarray, n: int) -> np.ndarray:

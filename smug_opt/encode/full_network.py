@@ -20,7 +20,8 @@ from typing import Any
 
 import numpy as np
 
-from smug_opt.encode.flat_enumeration import SmallMasks, searched_sizes, smaller_masks
+from smug_opt.encode.flat_enumeration import SmallMasks, mask_slack, searched_sizes, smaller_masks
+from smug_opt.encode.incremental import incremental_pays
 from smug_opt.encode.layer_bounds import (
     BOUND_METHODS,
     DEFAULT_BOUNDS,
@@ -40,7 +41,7 @@ from smug_opt.network.graph import Network
 from smug_opt.network.lower import lower
 from smug_opt.verification import verify
 
-ENCODING_VERSION = 12
+ENCODING_VERSION = 13
 """Bumped whenever :func:`full_network` builds other problems from the same inputs (2:
 masks of fewer cells than the greedy one tried, ``min_cells`` from the affordable sizes;
 3: one encoder over flat networks, layer values as expressions over the variables;
@@ -53,7 +54,9 @@ masks of fewer cells than the greedy one tried, ``min_cells`` from the affordabl
 10: the small-mask search and the beam search budgeted by work counts only, no seconds;
 11: one-hidden-layer networks of local neurons encoded by subset binaries, no ReLUs;
 12: chain networks' small masks evaluated incrementally within their own budget (cifar10_small: every
-mask of up to 2 cells), an MLP's minimum size counting its output rows' rounding);
+mask of up to 2 cells), an MLP's minimum size counting its output rows' rounding;
+13: on those chain networks, a beam search grown from the small-mask search's best masks of its
+largest size, evaluated incrementally, where the smaller masks are too many to enumerate);
 cached suites of its problems carry it in their version, so they are rebuilt."""
 
 BEAM_WORK = 5e9
@@ -62,10 +65,19 @@ for a smaller mask where the smaller masks are too many to enumerate
 (:func:`~smug_opt.encode.masks.beam_mask`): its width is what fits, at most
 :data:`~smug_opt.encode.masks.BEAM_WIDTH` (64 on 784-256-256-10, about 2 s, where it finds the
 3-pixel masks greedy misses; about 23 on VeriVital's max-pool CNN), and it is skipped below
-:data:`MIN_BEAM_WIDTH` (a CIFAR CNN's 1,024 cells: width 6; at width 64 it found no smaller
-mask in 10 s). A work count, not seconds, so that the start mask never depends on load."""
+:data:`MIN_BEAM_WIDTH`. A work count, not seconds, so that the start mask never depends on
+load. Chain networks evaluated incrementally (``cifar10_small``) take the seeded beam of
+:data:`SEEDED_BEAM_WORK` instead."""
 
 MIN_BEAM_WIDTH = 16
+
+SEEDED_BEAM_WORK = 1.2e11
+"""Work (:func:`~smug_opt.encode.flat_enumeration.mask_slack`'s units) for the beam search
+that grows the search's best masks of its largest size (:attr:`SmallMasks.best
+<smug_opt.encode.flat_enumeration.SmallMasks.best>`) on chain networks evaluated
+incrementally, at width :data:`~smug_opt.encode.masks.BEAM_WIDTH`: the sizes it may try
+are those whose masks, counted from the seeds' size up, fit: on ``cifar10_small`` (1,024 cells,
+seeds of 2) the masks of 3 to 15 cells, about 65k a size at 70-120 µs each."""
 
 __all__ = ["ENCODING_VERSION", "full_network", "solution_mask"]
 
@@ -130,11 +142,15 @@ def full_network(model_or_layers: Any, x: np.ndarray, label: int | None = None, 
     if greedy is not None and search is not None:
         candidates.append(greedy if search.found is None else search.found)
     below = 0 if greedy is None else int(greedy.sum())
-    if below > 1 and searched_sizes(network) < below:
-        levels = network.num_cells * (below - 1)
-        width = min(BEAM_WIDTH, network.affordable_masks(BEAM_WORK) // max(levels, 1))
-        if width >= MIN_BEAM_WIDTH:
-            candidates = [beam_mask(network, candidates[0], width)]
+    if below > 1 and searched_sizes(network) < below and search is not None:
+        if incremental_pays(network):
+            if search.found is None:
+                candidates = [_seeded_beam(network, candidates[0], search)]
+        else:
+            levels = network.num_cells * (below - 1)
+            width = min(BEAM_WIDTH, network.affordable_masks(BEAM_WORK) // max(levels, 1))
+            if width >= MIN_BEAM_WIDTH:
+                candidates = [beam_mask(network, candidates[0], width)]
     if greedy is not None and candidates[0].sum() < greedy.sum():
         candidates.append(greedy)  # the greedy mask, should exact arithmetic reject the smaller
     start = None
@@ -233,6 +249,21 @@ def _build_patterns(builder: ProblemBuilder, network: MaskedNetwork, bounds: str
         f", sizes below {min_ones} ruled out" if min_ones else "")
     lb = LayerBounds(bounds, min_ones=min_ones, seconds=time.perf_counter() - start, source=source)
     return _Built(builder, lb, encoding.neurons, [], lambda mask: encoding.values(mask, builder.num_vars))
+
+
+def _seeded_beam(network: MaskedNetwork, mask: np.ndarray, search: SmallMasks) -> np.ndarray:
+    """``mask``, or a smaller accepted mask grown from the search's best masks of its largest
+    size, for as many sizes as :data:`SEEDED_BEAM_WORK` pays."""
+    slack, work = mask_slack(network)
+    size, spent, levels = search.best.shape[1], 0.0, 0
+    while size + levels + 1 < mask.sum():
+        spent += BEAM_WIDTH * network.num_cells * work(size + levels + 1)
+        if spent > SEEDED_BEAM_WORK:
+            break
+        levels += 1
+    if levels == 0:
+        return mask
+    return beam_mask(network, mask, BEAM_WIDTH, seeds=search.best, slack=slack, levels=levels)
 
 
 def _start_list(values: np.ndarray, num_cells: int) -> list[int]:

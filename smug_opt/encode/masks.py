@@ -6,6 +6,8 @@ the solve's start and the cardinality row's cut-off)."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import numpy as np
 
 from smug_opt.encode.masked import MaskedNetwork
@@ -42,31 +44,39 @@ def greedy_mask(network: MaskedNetwork) -> np.ndarray | None:
         mask[kept[np.argmax(slack)]] = 0.0
 
 
-def beam_mask(network: MaskedNetwork, mask: np.ndarray, width: int = BEAM_WIDTH) -> np.ndarray:
+def beam_mask(network: MaskedNetwork, mask: np.ndarray, width: int = BEAM_WIDTH, *,
+              seeds: np.ndarray | None = None, slack: Callable[[np.ndarray], np.ndarray] | None = None,
+              levels: int | None = None) -> np.ndarray:
     """``mask``, or a mask of fewer cells the float64 network accepts, found by growing masks
-    one cell at a time from the empty one and keeping, at each size, the ``width`` whose
-    worst output slack is highest (greedy is width 1; a wider beam finds masks whose cells
-    only help together). Stops at the first size that has an accepted mask, below
-    ``mask``'s size (at most ``width·num_cells`` masks a size: its callers size
-    ``width`` by a work count)."""
+    one cell at a time and keeping, at each size, the ``width`` whose worst output slack is
+    highest (greedy is width 1; a wider beam finds masks whose cells only help together).
+    It grows from the empty mask, or from ``seeds`` (the kept cells ``(rows, k)`` of masks
+    of one size, best first: e.g. the best of a size searched in full), for at most
+    ``levels`` sizes, and stops at the first size with an accepted mask, below ``mask``'s
+    size (at most ``width·num_cells`` masks a size: its callers size ``width`` and
+    ``levels`` by a work count). ``slack``: the worst-row slack of masks given as kept
+    cells (default: :meth:`MaskedNetwork.slack`)."""
     n = network.num_cells
-    beam = np.zeros((1, 0), dtype=np.int64)  # each row: the sorted cells of one mask
+    beam = np.zeros((1, 0), dtype=np.int64) if seeds is None else np.asarray(seeds, dtype=np.int64)[:width]
     rows = max(network.batch_rows(), 1)
-    for _ in range(int(mask.sum()) - 1):
+    evaluate = slack or (lambda idx: network.slack(_cell_masks(idx, n), chunk=max(idx.shape[0], 1)))
+    sizes = range(beam.shape[1] + 1, int(mask.sum()))
+    for _ in sizes[:levels]:
         grown = np.repeat(beam, n, axis=0)
         added = np.tile(np.arange(n), beam.shape[0])[:, None]
         fresh = ~np.any(grown == added, axis=1)
         candidates = np.unique(np.sort(np.hstack([grown, added])[fresh], axis=1), axis=0)
-        slack = np.empty(candidates.shape[0])
-        for start in range(0, candidates.shape[0], rows):
-            part = candidates[start:start + rows]
-            trials = np.zeros((part.shape[0], n))
-            np.put_along_axis(trials, part, 1.0, axis=1)
-            slack[start:start + rows] = network.slack(trials, chunk=part.shape[0])
-        best = int(np.argmax(slack))
-        if slack[best] > network.tolerance:
-            found = np.zeros(n)
-            found[candidates[best]] = 1.0
-            return found
-        beam = candidates[np.argsort(-slack, kind="stable")[:width]]
+        values = np.concatenate([evaluate(candidates[start:start + rows])
+                                 for start in range(0, candidates.shape[0], rows)])
+        best = int(np.argmax(values))
+        if values[best] > network.tolerance:
+            return _cell_masks(candidates[best][None, :], n)[0]
+        beam = candidates[np.argsort(-values, kind="stable")[:width]]
     return mask
+
+
+def _cell_masks(idx: np.ndarray, n: int) -> np.ndarray:
+    """Cell masks ``(batch, n)`` keeping each row's cells."""
+    masks = np.zeros((idx.shape[0], n))
+    np.put_along_axis(masks, idx, 1.0, axis=1)
+    return masks

@@ -118,3 +118,64 @@ def test_the_incremental_error_bound_holds_against_exact_arithmetic(seed: int) -
                 float_row = float(scores @ row - rhs)
                 assert abs(Fraction(float_row) - exact_row) <= Fraction(float(search.row_error[r]))
     assert search.row_error.max() < 1e-9
+
+
+def _cells(masks: np.ndarray) -> list[tuple[int, ...]]:
+    return [tuple(np.flatnonzero(row).tolist()) for row in masks]
+
+
+@pytest.mark.parametrize("seed", INSTANCES)
+def test_the_pass_keeps_its_largest_size_s_best_masks_as_seeds(seed: int) -> None:
+    """``best``: the SEEDS masks of the last size evaluated in full, by worst-row slack (the
+    brute force's order, ties in enumeration order)."""
+    from smug_opt.encode.flat_enumeration import SEEDS
+
+    network, masks, slack = _case(seed)
+    search = smaller_masks(network, 2)  # sizes 0 and 1 in full
+    sizes = masks.sum(axis=1)
+    last = len(search.closest) - 1
+    of_size = np.flatnonzero(sizes == last)
+    ranked = of_size[np.argsort(-slack[of_size], kind="stable")[:SEEDS]]
+    assert search.best.shape == (min(SEEDS, int((sizes == last).sum())), last)
+    assert [tuple(row) for row in search.best.tolist()] == _cells(masks[ranked])
+
+
+@pytest.mark.parametrize("seed", INSTANCES)
+def test_the_seeded_beam_grows_the_pass_s_best_masks_to_the_brute_force_optimum(seed: int) -> None:
+    """A beam grown from the best single cells (evaluated incrementally) returns a mask the
+    network accepts, never below the brute-force optimum, and here the optimum itself
+    (every optimal mask of these networks holds one of the 64 best cells)."""
+    from smug_opt.encode.flat_enumeration import mask_slack
+    from smug_opt.encode.masks import beam_mask
+
+    network, masks, slack = _case(seed)
+    optimum = int(masks[slack > 0].sum(axis=1).min())
+    search = smaller_masks(network, 1)  # the empty mask alone: seeds of size 0
+    evaluate, work = mask_slack(network)
+    assert work(2) == incremental_work(network, 2)
+    full = np.ones(network.num_cells)
+    found = beam_mask(network, full, 64, seeds=search.best, slack=evaluate, levels=SIZES)
+    assert found.sum() == optimum and network.slack(found[None, :])[0] > 0
+    one_level = beam_mask(network, full, 64, seeds=search.best, slack=evaluate, levels=1)
+    assert one_level.sum() == (1 if optimum == 1 else network.num_cells)  # nothing beyond its levels
+
+
+def test_the_encoder_starts_from_the_seeded_beam_where_the_search_stops_short(monkeypatch) -> None:
+    """Where the search may evaluate only the empty mask and greedy is poor (here: every
+    cell), the encoder grows the beam from the empty mask: its start (exact-checked against
+    the problem) is the brute-force optimum, and the empty mask stays ruled out (these
+    MLPs' own enumeration may prove more)."""
+    import sys
+
+    from smug_opt.encode import flat_enumeration, full_network
+
+    module = sys.modules["smug_opt.encode.full_network"]  # the package re-exports the function
+    monkeypatch.setattr(flat_enumeration, "searched_sizes", lambda network: 1)
+    monkeypatch.setattr(module, "searched_sizes", lambda network: 1)
+    monkeypatch.setattr(module, "greedy_mask", lambda network: np.ones(network.num_cells))
+    for seed in INSTANCES:
+        network, masks, slack = _case(seed)
+        optimum = int(masks[slack > 0].sum(axis=1).min())
+        label = int(np.argmax(network.out_rows[0]))
+        meta = full_network(network.net, network.xa, label, strengthen=False).metadata
+        assert meta["greedy_cells"] == optimum and 1 <= meta["min_cells"] <= optimum, seed
