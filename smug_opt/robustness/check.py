@@ -9,6 +9,7 @@ import numpy as np
 
 from smug_opt.network.flat import FlatNetwork, Preprocess
 from smug_opt.robustness.attack import attack
+from smug_opt.robustness.decide import one_blas_thread
 from smug_opt.robustness.explanation import label_changes
 
 __all__ = ["AttackCheck", "attack_check", "explanation_box"]
@@ -41,6 +42,7 @@ def explanation_box(x: np.ndarray, fixed: np.ndarray, eps: float, valid_range: t
     return np.where(fixed, x, low), np.where(fixed, x, high)
 
 
+@one_blas_thread()
 def attack_check(net: FlatNetwork, preprocess: Preprocess, x: np.ndarray, fixed: np.ndarray, label: int,
                  eps: float, valid_range: tuple[float, float]) -> AttackCheck:
     """Run the check's attack on the explanation ``fixed`` of ``label`` at ``x``."""

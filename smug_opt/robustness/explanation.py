@@ -90,6 +90,7 @@ def label_changes(num_outputs: int, label: int) -> tuple[Conjunct, ...]:
     return tuple(out)
 
 
+@one_blas_thread()
 def robust_explanation(net: FlatNetwork, preprocess: Preprocess, x: np.ndarray, *, eps: float,
                        valid_range: tuple[float, float] = (0.0, 1.0), label: int | None = None,
                        query_time: float = 5.0, backend: str | BackendChoice = DEFAULT_BACKEND,
@@ -188,9 +189,8 @@ def robust_explanation(net: FlatNetwork, preprocess: Preprocess, x: np.ndarray, 
         todo = np.array([v for v in chunk if attacked.get(int(v)) != state], dtype=int)
         shown = {}
         if todo.size:
-            with one_blas_thread():
-                shown = necessary_by_attack(net, preprocess, np.where(free, low, x), np.where(free, high, x),
-                                            low, high, todo, region, start=anchor[0])
+            shown = necessary_by_attack(net, preprocess, np.where(free, low, x), np.where(free, high, x),
+                                        low, high, todo, region, start=anchor[0])
         attacked.update((int(v), state) for v in todo)
         necessary += len(shown)
         counterexamples.extend(shown.values())
@@ -222,13 +222,12 @@ def robust_explanation(net: FlatNetwork, preprocess: Preprocess, x: np.ndarray, 
             try_free(chunk[half:])
 
     batch = batch or max(1, x.size // 16)
-    with one_blas_thread():
-        order = by_sensitivity(net, preprocess, x, label, high - low)
-        left: list[int] = []
-        bounds_free(order, left)
-        rest = np.array(left, dtype=int)
-        if order_by_bounds and rest.size > 1 and not out_of_time():
-            rest = by_bound_cost(query_for, x, rest)
+    order = by_sensitivity(net, preprocess, x, label, high - low)
+    left: list[int] = []
+    bounds_free(order, left)
+    rest = np.array(left, dtype=int)
+    if order_by_bounds and rest.size > 1 and not out_of_time():
+        rest = by_bound_cost(query_for, x, rest)
     for s in range(0, rest.size, batch):
         try_free(rest[s:s + batch])
     return RobustExplanation(fixed=~free, label=label, eps=float(eps),

@@ -27,7 +27,7 @@ from smug_opt.backend_choice import DEFAULT_BACKEND, BackendChoice
 from smug_opt.network.flat import FlatNetwork, Preprocess
 from smug_opt.robustness.attack import attack, flat_gradient
 from smug_opt.robustness.bab import Leaves
-from smug_opt.robustness.decide import decide
+from smug_opt.robustness.decide import decide, one_blas_thread
 from smug_opt.robustness.explanation import RobustExplanation, label_changes
 from smug_opt.robustness.query import RobustnessQuery
 
@@ -164,6 +164,7 @@ def _hitting_set(cores: list[np.ndarray], n: int, backend: str | BackendChoice, 
     return chosen, lower, result.status.name
 
 
+@one_blas_thread()
 def minimum_explanation(net: FlatNetwork, preprocess: Preprocess, x: np.ndarray,
                         start: RobustExplanation, *, valid_range: tuple[float, float] = (0.0, 1.0),
                         time_limit: float = 60.0, query_time: float = 5.0,
