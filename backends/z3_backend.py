@@ -99,7 +99,7 @@ class Z3Backend(Backend):
         **{name: "z3 Optimize parameter" for name in (
             "maxsat_engine", "optsmt_engine", "priority", "enable_sat", "enable_sls", "enable_lns",
             "enable_core_rotate", "elim_01", "rlimit", "pb.compile_equality", "maxres.hill_climb",
-            "maxres.wmax", "maxres.max_core_size", "maxres.max_correction_set_size")},
+            "maxres.wmax", "maxres.max_core_size", "maxres.max_correction_set_size", "core.minimize")},
     })
 
     @classmethod

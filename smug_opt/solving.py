@@ -173,10 +173,10 @@ class _Solve:
             pieces = strengthen if isinstance(strengthen, Pieces) else Pieces()
             name = str(choice) if choice.is_race else backend_class(choice.name).solver_version()
             options = self.workers.options  # the parts' solvers get their own extras
-            parts = replace(self.workers,
-                            options=replace(options, extras=part_extras(choice, options.extras)))
+            parts, large = (replace(self.workers, options=replace(
+                options, extras=part_extras(choice, options.extras, large=size))) for size in (False, True))
             solver = Strengthen(pieces, solver, name, parts=_step(parts, choice),
-                                extras=parts.options.extras)
+                                large_parts=_step(large, choice), extras=large.options.extras)
         result = _with_range_notes(problem, choice, solver(problem, choice, deadline, start))
         return exact_by_construction(problem, result)
 

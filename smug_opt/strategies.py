@@ -84,8 +84,11 @@ class Strengthen:
     """The solver named in a result when no part was solved."""
     parts: Step | None = None
     """The step for the strengthened parts (None: ``inner``)."""
+    large_parts: Step | None = None
+    """The step for the large parts (:func:`~smug_opt.strengthen.solve_parts.is_large`;
+    None: ``parts``)."""
     extras: Mapping[str, Any] = field(default_factory=dict)
-    """The solver extras the parts' step passes on (which partners a part may race)."""
+    """The solver extras the large parts' step passes on (which partners a part may race)."""
 
     def __call__(self, problem: Problem, choice: BackendChoice, deadline: Deadline,
                  start: np.ndarray | None) -> SolveResult:
@@ -93,7 +96,7 @@ class Strengthen:
 
         return solve_strengthened(problem, self.pieces, self.parts or self.inner, choice, deadline,
                                   solver=self.solver, start=start, solve_whole=self.inner,
-                                  extras=self.extras)
+                                  solve_large=self.large_parts, extras=self.extras)
 
 
 @dataclass(frozen=True)

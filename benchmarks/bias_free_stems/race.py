@@ -12,7 +12,9 @@ CBC below 3,000 rows: the rule before :data:`~smug_opt.strengthen.solve_parts.PA
 :data:`~smug_opt.strengthen.solve_parts.PART_Z3_EXTRAS`), ``unbundled`` (``auto`` with every
 part solved alone: the rule before :mod:`smug_opt.strengthen.bundles`), ``no-search`` (``auto``
 with HiGHS + z3 on every part: the rule before
-:mod:`smug_opt.strengthen.neighbourhood_search`) or backends joined by ``+``
+:mod:`smug_opt.strengthen.neighbourhood_search`), ``found-cores`` (``auto`` with z3 keeping its
+cores as found on every part: the rule before
+:data:`~smug_opt.strengthen.solve_parts.SMALL_PART_Z3_EXTRAS`) or backends joined by ``+``
 (raced: ``highs+z3`` is ``backend="highs,z3"``).
 The problems come from the bench cache (built once, as ``smug-opt bench run`` builds them);
 each result is one line of ``OUT/results.jsonl`` (a rerun skips what is there); the table of
@@ -50,6 +52,7 @@ def _solve(problem, setting: str, time_limit: float):
     from smug_opt.strengthen import bundles, neighbourhood_search, solve_parts
 
     rule, z3_extras, bundle = solve_parts.part_choice, solve_parts.PART_Z3_EXTRAS, bundles.BUNDLE_WEIGHT
+    small_extras = solve_parts.SMALL_PART_Z3_EXTRAS
     least = neighbourhood_search.MIN_CELLS
     if setting == "size-rule":
         solve_parts.part_choice = lambda choice: choice
@@ -59,13 +62,16 @@ def _solve(problem, setting: str, time_limit: float):
         bundles.BUNDLE_WEIGHT = 0
     if setting == "no-search":
         neighbourhood_search.MIN_CELLS = 10**9
+    if setting == "found-cores":
+        solve_parts.SMALL_PART_Z3_EXTRAS = {}
     try:
-        rules = ("size-rule", "z3-defaults", "unbundled", "no-search")
+        rules = ("size-rule", "z3-defaults", "unbundled", "no-search", "found-cores")
         backend = "auto" if setting in rules else setting.replace("+", ",")
         return solve(problem, backend, time_limit=time_limit, strengthen=True)
     finally:
         solve_parts.part_choice, solve_parts.PART_Z3_EXTRAS, bundles.BUNDLE_WEIGHT = rule, z3_extras, bundle
         neighbourhood_search.MIN_CELLS = least
+        solve_parts.SMALL_PART_Z3_EXTRAS = small_extras
 
 
 def _cpu_seconds() -> float:

@@ -33,8 +33,8 @@ from smug_opt.strengthen.presolve import Part, Pieces, Strengthened
 from smug_opt.strengthen.reuse import strengthen_and_remember
 from smug_opt.verification import Verification, snap_binaries, verify
 
-__all__ = ["PART_RACE", "PART_Z3_EXTRAS", "SEARCHED_PARTNER", "part_choice", "part_extras", "searched",
-           "solve_strengthened"]
+__all__ = ["PART_RACE", "PART_Z3_EXTRAS", "SEARCHED_PARTNER", "SMALL_PART_Z3_EXTRAS", "is_large",
+           "part_choice", "part_extras", "searched", "solve_strengthened"]
 
 MIN_RETRY_SECONDS = 0.5
 """Time left below which the second pass does not start another part."""
@@ -64,6 +64,22 @@ disjoint cores lift the bound of ResNet50's largest part (2,661 cells) from 561 
 30 s, with a better incumbent (benchmarks/bias_free_stems/README.md, "z3's core batches")."""
 
 
+SMALL_PART_Z3_EXTRAS: Mapping[str, Any] = MappingProxyType({"core.minimize": True})
+"""z3's settings, over :data:`PART_Z3_EXTRAS`, on the parts that are not large
+(:func:`is_large`): each core made minimal before maxres relaxes it, so one round's disjoint
+cores are many and small. On `china`'s 536-cell part (60 s each, load 9-10) it proves the
+optimum 187 in 15 s where z3 without it stalls at bound 182 (totalizer or sorting networks
+for its PB rows: 186 / 182; rc2: 184; HiGHS 165, SCIP 178). On the large parts every core's
+minimisation costs seconds: DenseNet121's 2,914-cell part ends at bound 21 against 549
+(benchmarks/bias_free_stems/README.md, "Minimal cores on the smaller parts")."""
+
+
+def is_large(part: Part) -> bool:
+    """Whether ``part`` is large: at least ``neighbourhood_search.MIN_CELLS`` cells (the
+    search runs beside z3 there, and z3 keeps its cores as found)."""
+    return part.columns.size >= search.MIN_CELLS
+
+
 def part_choice(choice: BackendChoice) -> BackendChoice:
     """The backends for the strengthened parts: :data:`PART_RACE` for ``auto`` when both are
     usable, else ``choice`` as given."""
@@ -80,7 +96,7 @@ def searched(part: Part, choice: BackendChoice, extras: Mapping[str, Any] | None
     (:mod:`smug_opt.strengthen.neighbourhood_search`) rather than HiGHS: :data:`PART_RACE`
     parts of at least ``MIN_CELLS`` cells, unless an extra is one z3 does not take (a
     HiGHS option: that race would have no backend to give it to)."""
-    if choice != BackendChoice(ChoiceKind.RACE, PART_RACE) or part.columns.size < search.MIN_CELLS:
+    if choice != BackendChoice(ChoiceKind.RACE, PART_RACE) or not is_large(part):
         return False
     if not (part.problem.binary.all() and search.usable()):
         return False
@@ -94,11 +110,13 @@ SEARCHED_PARTNER = "z3"
 HiGHS's solutions are the search's start."""
 
 
-def _solve_part(part: Part, solve_part: Step, choice: BackendChoice, deadline: Deadline,
+def _solve_part(part: Part, steps: tuple[Step, Step], choice: BackendChoice, deadline: Deadline,
                 start: np.ndarray | None, extras: Mapping[str, Any] | None) -> SolveResult:
-    """One solve of ``part``: with the neighbourhood search beside it where :func:`searched`
-    says so, else ``solve_part`` on ``choice``. Every solve of a part (its first, the retry
-    of one left without an answer, the second pass) goes through here."""
+    """One solve of ``part`` with ``steps`` (for the other parts, for large ones:
+    :func:`is_large`): with the neighbourhood search beside it where :func:`searched` says
+    so, else on ``choice``. Every solve of a part (its first, the retry of one left without
+    an answer, the second pass) goes through here."""
+    solve_part = steps[is_large(part)]
     if searched(part, choice, extras):
         return _solve_searched(part.problem, solve_part, deadline, start)
     return solve_part(part.problem, choice, deadline, start)
@@ -151,21 +169,24 @@ def _proof(objective: Fraction, bound: float | None, exact_bound: bool, toleranc
     return Proof.SOLVER if float(objective) <= bound + 2 * tolerance else None
 
 
-def part_extras(choice: BackendChoice, extras: Mapping[str, Any]) -> dict[str, Any]:
-    """The backend extras for the strengthened parts solved on ``choice``: ``extras`` over
-    :data:`PART_Z3_EXTRAS` when z3 solves them (:func:`part_choice`), else ``extras``."""
+def part_extras(choice: BackendChoice, extras: Mapping[str, Any], *, large: bool) -> dict[str, Any]:
+    """The backend extras for the strengthened parts solved on ``choice``, ``large`` ones
+    (:func:`is_large`) or the others: ``extras`` over :data:`PART_Z3_EXTRAS` (and, for the
+    others, :data:`SMALL_PART_Z3_EXTRAS`) when z3 solves them (:func:`part_choice`), else
+    ``extras``."""
     if "z3" not in part_choice(choice).names:
         return dict(extras)
-    return {**PART_Z3_EXTRAS, **extras}
+    return {**PART_Z3_EXTRAS, **({} if large else SMALL_PART_Z3_EXTRAS), **extras}
 
 
 def solve_strengthened(problem: Problem, pieces: Pieces, solve_part: Step, choice: BackendChoice,
                        deadline: Deadline, *, solver: str, start: np.ndarray | None = None,
-                       solve_whole: Step | None = None, extras: Mapping[str, Any] | None = None
-                       ) -> SolveResult:
+                       solve_whole: Step | None = None, solve_large: Step | None = None,
+                       extras: Mapping[str, Any] | None = None) -> SolveResult:
     """Strengthen ``problem``, solve its parts (light ones packed together:
     :mod:`smug_opt.strengthen.bundles`) with ``solve_part`` on ``choice``
-    (:func:`part_choice`; ``solve_whole``, default ``solve_part``, solves the problem as
+    (:func:`part_choice`; ``solve_large``, default ``solve_part``, solves the large parts:
+    :func:`is_large`; ``solve_whole``, default ``solve_part``, solves the problem as
     stated when strengthening does not apply) by ``deadline`` (smallest first, each
     with a share of the remaining time: by size, but at least an equal share, so a tiny
     part is not starved of a solver's start-up time) and return one verified result.
@@ -176,9 +197,9 @@ def solve_strengthened(problem: Problem, pieces: Pieces, solve_part: Step, choic
     prepared = strengthen_and_remember(problem, pieces)  # certification reuses it
     if prepared.applied:
         prepared = replace(prepared, parts=tuple(bundled(prepared.parts)))
-        parts_choice = part_choice(choice)
+        parts_choice, steps = part_choice(choice), (solve_part, solve_large or solve_part)
     else:  # one part: the problem as stated
-        parts_choice, solve_part = choice, solve_whole or solve_part
+        parts_choice, steps = choice, (solve_whole or solve_part,) * 2
     start, notes = _checked_start(problem, prepared, start)
     results: list[SolveResult] = []
     weights = [weight(p) for p in prepared.parts]
@@ -191,17 +212,17 @@ def solve_strengthened(problem: Problem, pieces: Pieces, solve_part: Step, choic
             share = _at_least(deadline.share(max(weights[k] / sum(weights[k:]), 1 / left)), deadline)
         part_start = None if start is None else np.concatenate(
             [start[part.columns], np.ones(part.carried.size)])
-        result = _solve_part(part, solve_part, parts_choice, share, part_start, extras)
+        result = _solve_part(part, steps, parts_choice, share, part_start, extras)
         if result.status is Status.NO_SOLUTION and not deadline.passed(MIN_PART_SECONDS):
             # its share ended before any answer (a worker replaced, whose start on a busy
             # machine takes seconds): once more with half of what is left, rather than give up
-            again = _solve_part(part, solve_part, parts_choice, deadline.share(RETRY_SHARE),
+            again = _solve_part(part, steps, parts_choice, deadline.share(RETRY_SHARE),
                                 part_start, extras)
             result = _better(result, again)
         results.append(result)
         if result.status in (Status.INFEASIBLE, Status.ERROR) or not result.has_solution:
             break
-    _second_pass(prepared.parts, results, solve_part, parts_choice, deadline, extras)
+    _second_pass(prepared.parts, results, steps, parts_choice, deadline, extras)
     return _combine(prepared, results, begun, time_limit, str(choice), solver, notes)
 
 
@@ -212,7 +233,7 @@ def _at_least(share: Deadline, deadline: Deadline) -> Deadline:
     return deadline if (deadline.remaining() or 0.0) <= MIN_PART_SECONDS else Deadline.after(MIN_PART_SECONDS)
 
 
-def _second_pass(parts: Sequence[Part], results: list[SolveResult], solve_part: Step,
+def _second_pass(parts: Sequence[Part], results: list[SolveResult], steps: tuple[Step, Step],
                  choice: BackendChoice, deadline: Deadline, extras: Mapping[str, Any] | None) -> None:
     """Solve again, from their best solution, the parts that ended FEASIBLE (unproven)
     while time is left: a share can be eaten by a busy machine or a worker's start, or a
@@ -227,7 +248,7 @@ def _second_pass(parts: Sequence[Part], results: list[SolveResult], solve_part: 
     for n, k in enumerate(unproven):
         if deadline.passed(MIN_RETRY_SECONDS):
             return
-        again = _solve_part(parts[k], solve_part, choice, deadline.share(1 / (len(unproven) - n)),
+        again = _solve_part(parts[k], steps, choice, deadline.share(1 / (len(unproven) - n)),
                             results[k].values(), extras)
         results[k] = _better(results[k], again)
 

@@ -192,8 +192,8 @@ def test_the_second_pass_searches_a_large_part_again(monkeypatch: pytest.MonkeyP
     first = solve(part.problem, "highs", time_limit=30, strengthen=False)
     results = [replace(first, status=Status.FEASIBLE, x=ones, objective=float(part.problem.objective @ ones),
                        proof=None, message="")]
-    _second_pass([part], results, step, BackendChoice(ChoiceKind.RACE, PART_RACE), Deadline.after(30),
-                 PART_Z3_EXTRAS)
+    _second_pass([part], results, (step, step), BackendChoice(ChoiceKind.RACE, PART_RACE),
+                 Deadline.after(30), PART_Z3_EXTRAS)
     again = results[0]
     assert "neighbourhood search" in again.message
     assert again.status is Status.OPTIMAL and again.objective == first.objective

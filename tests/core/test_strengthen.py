@@ -374,21 +374,58 @@ def test_auto_races_highs_and_z3_on_every_strengthened_part(unbundled: None) -> 
 
 
 def test_z3_gets_its_part_extras_only_where_it_solves_strengthened_parts() -> None:
-    """z3's core batches (:data:`PART_Z3_EXTRAS`) go to the parts wherever z3 solves them;
-    the caller's own extras win, and a part race without z3 gets none (its backends would
-    reject the keys)."""
+    """z3's core batches (:data:`PART_Z3_EXTRAS`) go to the parts wherever z3 solves them,
+    minimal cores (:data:`SMALL_PART_Z3_EXTRAS`) only to the parts that are not large; the
+    caller's own extras win, and a part race without z3 gets none (its backends would reject
+    the keys)."""
     from smug_opt.backend_choice import BackendChoice
     from smug_opt.registry import available_backends
-    from smug_opt.strengthen.solve_parts import PART_RACE, PART_Z3_EXTRAS, part_extras
+    from smug_opt.strengthen.solve_parts import PART_RACE, PART_Z3_EXTRAS, SMALL_PART_Z3_EXTRAS, part_extras
 
-    def extras(text: str, given: dict | None = None) -> dict:
-        return part_extras(BackendChoice.parse(text, check=False), given or {})
+    def extras(text: str, given: dict | None = None, large: bool = True) -> dict:
+        return part_extras(BackendChoice.parse(text, check=False), given or {}, large=large)
 
+    small = {**PART_Z3_EXTRAS, **SMALL_PART_Z3_EXTRAS}
     assert extras("z3") == dict(PART_Z3_EXTRAS) == extras("highs,z3")
+    assert extras("z3", large=False) == small == extras("highs,z3", large=False) != extras("z3")
     assert extras("z3", {"maxres.max_core_size": 3}) == {"maxres.max_core_size": 3}
+    assert extras("z3", {"core.minimize": False}, large=False)["core.minimize"] is False
     assert extras("highs") == {} and extras("highs,mip-cbc", {"presolve": "off"}) == {"presolve": "off"}
+    assert extras("highs", large=False) == {}
     auto_has_z3 = set(PART_RACE) <= set(available_backends())
     assert extras("auto") == (dict(PART_Z3_EXTRAS) if auto_has_z3 else {})
+    assert extras("auto", large=False) == (small if auto_has_z3 else {})
+
+
+def test_small_and_large_parts_are_solved_with_their_own_steps(unbundled: None,
+                                                              monkeypatch: pytest.MonkeyPatch) -> None:
+    """Parts below ``MIN_CELLS`` cells go to the parts' step, the others to the large parts'
+    step (which z3 runs with other settings); the answer is the brute-force optimum."""
+    from smug_opt.backend_choice import BackendChoice
+    from smug_opt.deadline import Deadline
+    from smug_opt.strengthen import neighbourhood_search as search
+    from smug_opt.strengthen.solve_parts import solve_strengthened
+
+    rng = np.random.default_rng(4)
+    A = np.zeros((10, 16))
+    A[:5, :6], A[5:, 6:] = rng.normal(size=(5, 6)), rng.normal(size=(5, 10))
+    problem = Problem.from_arrays(A, ">", A.sum(axis=1) - np.abs(A).sum(axis=1) / 4)
+    monkeypatch.setattr(search, "MIN_CELLS", 8)
+    sizes: dict[str, list[int]] = {"small": [], "large": []}
+
+    def step(kind: str):
+        def solve_part(part_problem, choice, deadline, start):  # a step (smug_opt.step.Step)
+            sizes[kind].append(part_problem.num_vars)
+            return solve(part_problem, choice, time_limit=deadline.remaining(), start=start,
+                         strengthen=False)
+        return solve_part
+
+    result = solve_strengthened(problem, Pieces(components=True, cuts=False, implied=False, fixings=False),
+                                step("small"), BackendChoice.parse("highs"), Deadline.after(30),
+                                solver="highs", solve_large=step("large"))
+    assert sizes == {"small": [6], "large": [10]}
+    assert result.status is Status.OPTIMAL and verify(problem, result.x).ok
+    assert result.objective == float(brute_force(problem).objective)
 
 
 def test_z3_with_its_part_extras_finds_the_optimum_of_strengthened_problems() -> None:
