@@ -31,7 +31,7 @@ from smug_opt.backend_choice import DEFAULT_BACKEND, BackendChoice
 from smug_opt.bounds.relu_chain import one_thread
 from smug_opt.deadline import Deadline
 from smug_opt.robustness.attack import attack, flat_gradient, unsafe_loss
-from smug_opt.robustness.bab import ROOT_STEPS, Leaves, branch_and_bound
+from smug_opt.robustness.bab import ROOT_STEPS, STEPS, Leaves, branch_and_bound
 from smug_opt.robustness.query import RobustnessQuery
 
 __all__ = ["ANSWERS", "Verdict", "decide", "one_blas_thread"]
@@ -56,9 +56,11 @@ infeasible in 53 s (load 9). Every instance branch and bound decided in the 2021
 took under half its time."""
 LEAN_RESTARTS = 4
 LEAN_ROOT_STEPS = 0
-"""A lean query's attack runs and branch and bound's α steps on the root domain: in an
-explanation's queries (few unstable ReLUs, mostly ``unsat``) splitting at once and fewer
-runs cost a third of the full chain on ``mnist-10x2`` (see benchmarks/robust/README.md)."""
+LEAN_STEPS = 5
+"""A lean query's attack runs and branch and bound's α steps on the root domain and on each
+later domain: in an explanation's queries (few unstable ReLUs, mostly ``unsat``) splitting
+at once and fewer runs cost a third of the full chain on ``mnist-10x2`` (see
+benchmarks/robust/README.md)."""
 
 
 Reference = Callable[[np.ndarray], np.ndarray]
@@ -207,12 +209,14 @@ def decide(query: RobustnessQuery, *, time_limit: float = 60.0,
             searched = branch_and_bound(chain, d.matrix, d.rhs, d.strict,
                                         searching if lean else searching.share(1.0 / (len(queue) - position)),
                                         root_steps=LEAN_ROOT_STEPS if lean else ROOT_STEPS,
+                                        steps=LEAN_STEPS if lean else STEPS,
                                         start=None if leaves is None else leaves.get(k))
             if leaves is not None and searched.leaves is not None:
                 leaves[k] = searched.leaves
             bab_log.append({"disjunct": k, "status": searched.status, "domains": searched.domains,
                             "seconds": round(searched.seconds, 3), "solver": "bab",
-                            "message": searched.message})
+                            "message": searched.message,
+                            "unfinished": None if searched.unfinished is None else searched.unfinished.value})
             if searched.status == "unsat":
                 decided[k] = "bab"
             elif searched.status == "candidate" and searched.x is not None:
