@@ -18,8 +18,11 @@
 * Otherwise (no ReLUs) the **safe search** (:mod:`smug_opt.safe_search`): a branch-and-bound
   whose every pruning is a safe LP bound or a safely evaluated Farkas ray, with reduced-cost
   fixing; it finds the exact optimum (or proves infeasibility) from the incumbent on,
-  within :data:`SEARCH_LPS` LPs when an exact backend can take over (it gets
-  :data:`RESIDUAL_SHARE` of the time left; then the search resumes without a budget).
+  within :data:`SEARCH_LPS` LPs when an exact backend can take over. Past them, a search
+  whose lowest open bound is within :data:`CLOSE_GAP` of pruning (integral objective) goes
+  on, split among :func:`search_workers` processes, until the deadline (the exact backend
+  gets what it leaves); any other gets :data:`RESIDUAL_SHARE` of the time left for the exact backend
+  first, then the search resumes without a budget (on every core).
 * Otherwise the **exact backend** (its own isolated worker, like any solve) answers the
   residual question for the incumbent's exact objective ``v``: "is there a solution with
   ``c·x < v``" (``v`` written exactly, as a sum of float64 terms); for INFEASIBLE, "is
@@ -35,6 +38,7 @@
 from __future__ import annotations
 
 import math
+import os
 import time
 from dataclasses import replace
 from fractions import Fraction
@@ -62,12 +66,28 @@ from smug_opt.step import Step
 from smug_opt.verification import Verification, verify
 
 if TYPE_CHECKING:
+    from smug_opt.safe_search.prove import Proof as SafeSearchProof
     from smug_opt.safe_search.search import Settings
 
-__all__ = ["DEFAULT_BACKSTOP_SECONDS", "DEFAULT_LPS", "ENUMERATION_BINARIES", "ENUMERATION_RELU_BINARIES",
-           "EXACT_CAPABILITIES", "LP_SHARE", "RESIDUAL_SHARE", "SEARCH_LPS",
-           "certify", "certify_within_budget", "exact_backend", "exact_options", "objective_below",
-           "worth_certifying"]
+__all__ = [
+    "CLOSE_GAP",
+        "DEFAULT_BACKSTOP_SECONDS",
+    "DEFAULT_LPS",
+    "ENUMERATION_BINARIES",
+    "ENUMERATION_RELU_BINARIES",
+    "EXACT_CAPABILITIES",
+    "LP_SHARE",
+    "MAX_SEARCH_WORKERS",
+    "RESIDUAL_SHARE",
+    "SEARCH_LPS",
+    "certify",
+    "certify_within_budget",
+    "exact_backend",
+    "exact_options",
+    "objective_below",
+    "search_workers",
+    "worth_certifying",
+]
 
 LP_SHARE = 0.25
 """The share of the time left that the safe LP bound, tried first, may take."""
@@ -88,6 +108,14 @@ RESIDUAL_SHARE = 0.5
 """The share of the time left that the exact backend gets after the safe search reached
 :data:`SEARCH_LPS`; when it does not settle the claim the search resumes without a budget
 (mlp-d1-c1-k16-g0.5: 819 nodes for the search, beyond z3 in 55 s)."""
+
+CLOSE_GAP = Fraction(3)
+"""A search stopped at :data:`SEARCH_LPS` whose lowest open bound is at most this far below
+what prunes goes on (with :func:`search_workers` processes) before the exact backend is
+asked: MEASURED."""
+
+MAX_SEARCH_WORKERS = 4
+"""At most this many processes share an unbudgeted safe search."""
 
 _ENUMERATION = "exact enumeration of every binary assignment"
 
@@ -164,22 +192,34 @@ def certify(problem: Problem, result: SolveResult, *, ask: Step, deadline: Deadl
             return settled
     from smug_opt.safe_search.search import Settings
 
-    searched = _by_safe_search(problem, result, incumbent if incumbent and incumbent.ok else None,
-                               deadline, start, Settings(max_lps=SEARCH_LPS) if exact.available() else None)
+    # a search past its budget is a long one: HiGHS's verified cuts at its root, every core
+    unbudgeted = Settings(highs_cuts_after=0, workers=search_workers())
+    known = incumbent if incumbent and incumbent.ok else None
+    budgeted = _safe_search(problem, known, deadline, Settings(max_lps=SEARCH_LPS) if exact.available()
+                            else Settings(workers=search_workers()))
+    searched = None if budgeted is None else _search_result(problem, result, budgeted, start)
     if searched is not None and searched.proof == "exact":
         return searched
     if not exact.available():
         return _downgraded(searched or result, exact.missing(), start)
-    if searched is None:
+    if searched is None or budgeted is None:
         return _Residual(problem, result, incumbent, exact, start).run()
-    # the search stopped at its LP budget: the exact backend gets a share of what is left,
-    # then the search the rest, without a budget, from the best solution known by then
+    if known is not None and _close(problem, known, budgeted):
+        # the search's open bound nearly prunes: it goes on (every core), the exact backend after it
+        again = _safe_search(problem, known, deadline, unbudgeted)
+        if again is not None and again.proven:
+            return _search_result(problem, result, again, start)
+        searched = searched if again is None else _search_result(problem, result, again, start)
+        return _Residual(problem, searched, incumbent, exact, start).run()
+    # the search stopped at its LP budget far from closing: the exact backend gets a share
+    # of what is left, then the search the rest, without a budget, from the best solution known by then
     shared = ExactQuestions(problem, ask, deadline.share(RESIDUAL_SHARE))
     answered = _Residual(problem, searched, incumbent, shared, start).run()
     if answered.proof == "exact" or deadline.passed(0.05):
         return answered
     best = None if answered.x is None else verify(problem, answered.x)
-    again = _by_safe_search(problem, result, best if best is not None and best.ok else None, deadline, start)
+    proof = _safe_search(problem, best if best is not None and best.ok else None, deadline, unbudgeted)
+    again = None if proof is None else _search_result(problem, result, proof, start)
     return again if again is not None and again.proof == "exact" else answered
 
 
@@ -216,23 +256,58 @@ def _by_safe_lp_bound(problem: Problem, result: SolveResult, incumbent: Verifica
 
 
 # -------------------------------------------------------------- the safe search
-def _by_safe_search(problem: Problem, result: SolveResult, incumbent: Verification | None,
-                    deadline: Deadline, start: float, settings: Settings | None = None) -> SolveResult | None:
-    """The claim settled by the rigorous branch-and-bound of :mod:`smug_opt.safe_search`
-    (problems without ReLUs, proof exact); ``result`` with a note saying why when the
-    search ran but did not finish by ``deadline``; None when it did not run."""
+def search_workers() -> int:
+    """The processes an unbudgeted safe search may use: the cores this process may run on,
+    at most :data:`MAX_SEARCH_WORKERS` (1 on a single core: the tree is split only where
+    two processes can run at once). Only the search's speed depends on it, never what a
+    finished search proves."""
+    try:
+        cores = len(os.sched_getaffinity(0))
+    except AttributeError:  # not on Linux
+        cores = os.cpu_count() or 1
+    return max(1, min(cores, MAX_SEARCH_WORKERS))
+
+
+def _safe_search(problem: Problem, incumbent: Verification | None, deadline: Deadline,
+                 settings: Settings | None = None) -> SafeSearchProof | None:
+    """:func:`~smug_opt.safe_search.prove.prove_optimum` from ``incumbent`` by ``deadline``
+    (problems without ReLUs); None when it did not run."""
     from smug_opt.safe_search.prove import applies, prove_optimum
 
     if not applies(problem) or deadline.passed(0.05):
         return None
     try:
-        proof = prove_optimum(problem, incumbent, deadline, settings)
+        return prove_optimum(problem, incumbent, deadline, settings)
     except ImportError:  # no HiGHS here: the exact backend answers alone
         return None
+
+
+def _search_result(problem: Problem, result: SolveResult, proof: SafeSearchProof,
+                   start: float) -> SolveResult:
+    """The claim settled by the safe search's ``proof`` (exact), or ``result`` with a note
+    saying why the search did not settle it."""
     if not proof.proven:
         return result.with_note(f"the safe search did not settle it ({proof.why}; {proof.summary()})")
     return _settled(problem, result, proof.best,
                     f"a branch-and-bound with safe LP bounds ({proof.summary()})", start)
+
+
+def _by_safe_search(problem: Problem, result: SolveResult, incumbent: Verification | None,
+                    deadline: Deadline, start: float, settings: Settings | None = None) -> SolveResult | None:
+    """The claim settled by the rigorous branch-and-bound of :mod:`smug_opt.safe_search`
+    (problems without ReLUs, proof exact); ``result`` with a note saying why when the
+    search ran but did not finish by ``deadline``; None when it did not run."""
+    proof = _safe_search(problem, incumbent, deadline, settings)
+    return None if proof is None else _search_result(problem, result, proof, start)
+
+
+def _close(problem: Problem, incumbent: Verification, proof: SafeSearchProof) -> bool:
+    """Whether the budgeted search's lowest open bound is within :data:`CLOSE_GAP` of what
+    prunes (``v - 1``; integral objectives only): a search that near its end goes on
+    before the exact backend is asked."""
+    if proof.bound is None or not problem.integral_objective:
+        return False
+    return Fraction(proof.bound) >= incumbent.objective - 1 - CLOSE_GAP
 
 
 def _answered_after_error(problem: Problem, result: SolveResult, exact: ExactQuestions,

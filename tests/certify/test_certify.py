@@ -3,6 +3,7 @@ residual question), is corrected when it was wrong, or is downgraded when time r
 
 from __future__ import annotations
 
+import os
 import time
 from dataclasses import replace
 from fractions import Fraction
@@ -268,3 +269,34 @@ def test_the_safe_search_resumes_when_z3_does_not_settle_its_share(monkeypatch) 
     assert r.status is Status.OPTIMAL and r.proof == "exact", r.message
     assert "branch-and-bound with safe LP bounds" in r.message and "LP limit" not in r.message
     assert verify(p, r.x).objective == 4 * Fraction(1.1)
+
+
+def _covering(seed: int = 2) -> Problem:
+    """30 binaries under 12 random covering rows: HiGHS's optimum 14 takes the safe search
+    ~270 LPs (its root LP bound 13 does not prove it); after 60 its lowest open bound is 12.4."""
+    rng = np.random.default_rng(seed)
+    A = rng.uniform(0, 1, (12, 30)) * (rng.uniform(0, 1, (12, 30)) < 0.5)
+    return Problem.from_arrays(A, ">", A.sum(axis=1) * rng.uniform(0.4, 0.6, 12))
+
+
+@pytest.mark.parametrize("close_gap, settled_by", [(Fraction(1), "branch-and-bound with safe LP bounds"),
+                                                   (Fraction(0), "z3 (exact) proved no solution is better")])
+def test_a_search_near_its_end_goes_on_before_z3(monkeypatch, close_gap: Fraction, settled_by: str) -> None:
+    """Past ``SEARCH_LPS``, a search whose lowest open bound is within ``CLOSE_GAP`` of what
+    prunes (12.4 against 13 here) goes on without a budget and proves the claim; one further
+    from it hands the residual question to z3 first."""
+    import smug_opt.certify as certify_module
+
+    p = _covering()
+    monkeypatch.setattr(certify_module, "SEARCH_LPS", 60)
+    monkeypatch.setattr(certify_module, "CLOSE_GAP", close_gap)
+    r = solve(p, "highs", time_limit=60, certify=True)
+    assert r.status is Status.OPTIMAL and r.proof == "exact", r.message
+    assert settled_by in r.message
+    assert verify(p, r.x).objective == 14
+
+
+def test_the_search_uses_the_cores_this_process_may_run_on() -> None:
+    from smug_opt.certify import MAX_SEARCH_WORKERS, search_workers
+
+    assert search_workers() == max(1, min(len(os.sched_getaffinity(0)), MAX_SEARCH_WORKERS))
