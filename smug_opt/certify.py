@@ -72,8 +72,8 @@ if TYPE_CHECKING:
 __all__ = [
     "CLOSE_GAP",
         "DEFAULT_BACKSTOP_SECONDS",
-    "DEFAULT_LPS",
-    "ENUMERATION_BINARIES",
+    "DEFAULT_INFEASIBLE_LPS",
+        "ENUMERATION_BINARIES",
     "ENUMERATION_RELU_BINARIES",
     "EXACT_CAPABILITIES",
     "LP_SHARE",
@@ -123,50 +123,60 @@ MAX_SEARCH_WORKERS = 4
 _ENUMERATION = "exact enumeration of every binary assignment"
 
 
-DEFAULT_LPS = 128
-"""``solve``'s default certification: the LPs the safe search may solve after the safe LP
-bound (a work budget, so whether a claim is certified never depends on the machine's load)."""
+DEFAULT_INFEASIBLE_LPS = 128
+"""The default certification of an INFEASIBLE claim: the LPs the safe search may solve (a
+work budget, so whether a claim is certified never depends on the machine's load)."""
 
 DEFAULT_BACKSTOP_SECONDS = 10.0
 """A backstop on the default certification's wall time (besides the solve's deadline) for an
-LP far slower than the budget assumes; reached, it leaves the claim as it was and says so."""
+LP far slower than its size suggests; reached, it leaves the claim as it was and says so."""
 
 
 def worth_certifying(problem: Problem) -> bool:
     """Whether ``solve``'s default (``certify=None``) tries to certify a floating-point
-    claim about ``problem``: problems without ReLUs, where the safe LP bound and the safe
-    search apply (measured in benchmarks/certify/safe_search_*.md); they get the safe LP
-    bound and :data:`DEFAULT_LPS` LPs of the safe search, and keep the claim as it was when
-    that does not settle it."""
-    from smug_opt.safe_search.prove import applies
+    claim about ``problem``: :func:`smug_opt.certify_rule.certified_by_default` on its
+    features (where one safe LP bound costs under a tenth of the solve, measured)."""
+    from smug_opt.certify_rule import certified_by_default, features
 
-    return applies(problem)
+    return certified_by_default(features(problem))
 
 
 def certify_within_budget(problem: Problem, result: SolveResult, deadline: Deadline) -> SolveResult:
-    """The default certification: the safe LP bound, then the safe search up to
-    :data:`DEFAULT_LPS` LPs (by ``deadline``, and :data:`DEFAULT_BACKSTOP_SECONDS` at most).
-    A claim they do not settle keeps its ``proof: solver`` (only an explicit
-    ``certify=True`` downgrades)."""
+    """The default certification (by ``deadline``, and :data:`DEFAULT_BACKSTOP_SECONDS` at
+    most): of an OPTIMAL claim, one LP, the safe LP bound of the problem as stated (no
+    strengthening, no search); of an INFEASIBLE one, the safe search within
+    :data:`DEFAULT_INFEASIBLE_LPS` LPs. A claim they do not settle keeps its
+    ``proof: solver`` (only an explicit ``certify=True`` downgrades)."""
+    from smug_opt.safe_lp_bound import safe_lp_bound
     from smug_opt.safe_search.search import Settings
 
-    if result.proof == "exact" or result.status not in (Status.OPTIMAL, Status.INFEASIBLE):
+    if result.proof == "exact":
         return result
     start = time.monotonic()
     budget = deadline.capped(DEFAULT_BACKSTOP_SECONDS)
-    incumbent = None if result.x is None else verify(problem, result.x)
-    incumbent = incumbent if incumbent is not None and incumbent.ok else None
-    settled = None
-    if incumbent is not None:
-        settled = _by_safe_lp_bound(problem, result, incumbent, budget, start, share_all=True)
-    if settled is None and not budget.passed(0.01):
-        settled = _by_safe_search(problem, result, incumbent, budget, start,
-                                  Settings(max_lps=DEFAULT_LPS))
-    if settled is not None and settled.proof == "exact":
-        return settled
-    if budget.passed(0.0):
-        return _finish(result, note="the default certification reached its time backstop", start=start)
-    return _finish(result, note="", start=start)
+    seconds = budget.seconds_left(0.0)
+    if seconds is None or seconds <= 0.01:
+        return result
+    if result.status is Status.INFEASIBLE:
+        proof = _safe_search(problem, None, budget, Settings(max_lps=DEFAULT_INFEASIBLE_LPS))
+        if proof is not None and proof.proven:
+            return _search_result(problem, result, proof, start)
+        return _finish(result, note="", start=start)
+    incumbent = None if result.status is not Status.OPTIMAL or result.x is None else verify(problem, result.x)
+    if incumbent is None or not incumbent.ok:
+        return result
+    try:
+        bound = safe_lp_bound(problem, seconds=seconds)
+    except (ImportError, ValueError):  # no LP solver here
+        return result
+    v = incumbent.objective
+    if bound is None or not (bound > v - 1 if problem.integral_objective else Fraction(bound) >= v):
+        return _finish(result, note="", start=start)
+    if Fraction(bound) > v:  # a rigorous bound above a verified solution: claim nothing
+        return _finish(result, note=f"the safe LP bound {bound!r} exceeds a verified solution's "
+                                    f"objective {float(v)!r}: not certified", start=start)
+    return _settled(problem, result, incumbent, f"the safe LP bound {bound!r} (Neumaier-Shcherbina "
+                                                f"on the LP relaxation's duals)", start)
 
 
 def certify(problem: Problem, result: SolveResult, *, ask: Step, deadline: Deadline) -> SolveResult:
@@ -228,17 +238,14 @@ def certify(problem: Problem, result: SolveResult, *, ask: Step, deadline: Deadl
 
 # ------------------------------------------------------------- the safe LP bound
 def _by_safe_lp_bound(problem: Problem, result: SolveResult, incumbent: Verification,
-                      deadline: Deadline, start: float, share_all: bool = False) -> SolveResult | None:
+                      deadline: Deadline, start: float) -> SolveResult | None:
     """The incumbent proven optimal by
     :func:`~smug_opt.safe_lp_bound.strengthened_safe_lp_bound` (above
     ``v - 1`` for an integral objective, else at least ``v``), or None when it is not.
-    It may take :data:`LP_SHARE` of the time left (``share_all``: all of it)."""
+    It may take :data:`LP_SHARE` of the time left."""
     from smug_opt.safe_lp_bound import strengthened_safe_lp_bound
 
-    if share_all:
-        lp_deadline = deadline
-    else:
-        lp_deadline = Deadline.after(LP_SECONDS) if deadline.at is None else deadline.share(LP_SHARE)
+    lp_deadline = Deadline.after(LP_SECONDS) if deadline.at is None else deadline.share(LP_SHARE)
     if lp_deadline.passed(0.05):
         return None
     try:
@@ -293,15 +300,6 @@ def _search_result(problem: Problem, result: SolveResult, proof: SafeSearchProof
         return result.with_note(f"the safe search did not settle it ({proof.why}; {proof.summary()})")
     return _settled(problem, result, proof.best,
                     f"a branch-and-bound with safe LP bounds ({proof.summary()})", start)
-
-
-def _by_safe_search(problem: Problem, result: SolveResult, incumbent: Verification | None,
-                    deadline: Deadline, start: float, settings: Settings | None = None) -> SolveResult | None:
-    """The claim settled by the rigorous branch-and-bound of :mod:`smug_opt.safe_search`
-    (problems without ReLUs, proof exact); ``result`` with a note saying why when the
-    search ran but did not finish by ``deadline``; None when it did not run."""
-    proof = _safe_search(problem, incumbent, deadline, settings)
-    return None if proof is None else _search_result(problem, result, proof, start)
 
 
 def _close(problem: Problem, incumbent: Verification, proof: SafeSearchProof) -> bool:

@@ -205,29 +205,31 @@ def test_a_wide_row_is_flagged_only() -> None:
     assert r.proof == "solver" and r.numeric_issues == (str(issue),)
 
 
-def test_default_certification_is_a_work_budget_not_a_share_of_time(monkeypatch) -> None:
-    """The default certifies problems without ReLUs with the safe LP bound and at most
-    ``DEFAULT_LPS`` LPs of the safe search, whatever the solve took (so a record's
-    ``proof`` never depends on the machine's load): a claim it settles becomes exact; one
-    it cannot settle keeps ``proof: solver`` (no downgrade), while an explicit
-    ``certify=True`` downgrades it."""
-    import smug_opt.certify as certify_module
+def test_default_certification_is_one_lp_not_a_share_of_time(monkeypatch) -> None:
+    """The default certifies a claim by one safe LP bound of the problem as stated, whatever
+    the solve took (so a record's ``proof`` never depends on the machine's load): a claim it
+    settles becomes exact; one it cannot settle keeps ``proof: solver`` (no downgrade),
+    while an explicit ``certify=True`` downgrades it."""
+    import smug_opt.certify_rule as rule
     from smug_opt.certify import certify_within_budget, worth_certifying
 
-    p, _ = _wide()
-    assert solve(p, "highs", time_limit=30).proof == "exact"  # the safe LP bound settles it
-    p = replace(p, objective=np.full(p.num_vars, 1.1))  # the LP bound falls short: a search of 3 LPs
+    wide, _ = _wide()
+    p = replace(wide, senses=np.array([Sense.GE, Sense.GE], dtype=wide.senses.dtype),
+                rhs=np.array([wide.rhs[0], 1.0]))  # LP: the three largest weights, and 1
     assert worth_certifying(p) and not worth_certifying(_with_relu(p))
     plain = solve(p, "highs", time_limit=30, certify=False)
     assert plain.status is Status.OPTIMAL and plain.proof == "solver"
-    monkeypatch.setattr(certify_module, "DEFAULT_LPS", 1000)
     for total in (0.0, 0.01, 60.0):  # a fast or a slow solve: the same work, the same answer
         settled = certify_within_budget(p, replace(plain, times=replace(plain.times, total=total)),
                                         Deadline.after(60))
         assert settled.status is Status.OPTIMAL and settled.proof == "exact"
-        assert "branch-and-bound with safe LP bounds" in settled.message
-    monkeypatch.setattr(certify_module, "DEFAULT_LPS", 1)  # a budget too small for the search
-    kept = certify_within_budget(p, plain, Deadline.after(60))
+        assert "the safe LP bound" in settled.message
+    assert solve(p, "highs", time_limit=30).proof == "exact"
+    monkeypatch.setattr(rule, "DEFAULT_MAX_NONZEROS", p.A.nnz - 1)  # past the rule's size
+    assert not worth_certifying(p) and solve(p, "highs", time_limit=30).proof == "solver"
+    # the strict row relaxes to ">= 0": the LP bound 3 does not prove 4
+    plain = solve(wide, "highs", time_limit=30, certify=False)
+    kept = certify_within_budget(wide, plain, Deadline.after(60))
     assert kept.status is Status.OPTIMAL and kept.proof == "solver" and kept.objective == plain.objective
     from smug_opt.backend import SolveOptions
     from smug_opt.certify import exact_options
@@ -235,9 +237,8 @@ def test_default_certification_is_a_work_budget_not_a_share_of_time(monkeypatch)
 
     ask = SingleBackend(WorkerSettings(exact_options(SolveOptions()), isolate=True, grace=1.0,
                                        memory_limit_mb=None))
-    explicit = certify(p, plain, ask=ask, deadline=Deadline.after(-1.0))
+    explicit = certify(wide, plain, ask=ask, deadline=Deadline.after(-1.0))
     assert explicit.status is Status.FEASIBLE and explicit.proof is None
-
 
 
 def test_a_long_safe_search_hands_the_residual_question_to_z3(monkeypatch) -> None:

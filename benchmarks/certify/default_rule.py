@@ -1,0 +1,109 @@
+"""The default certification's cost against the solve, per instance, with the problem
+features :func:`smug_opt.certify_rule.certified_by_default` reads: the data its rule was
+chosen from, and the table of what the rule gives.
+
+For each instance: HiGHS as ``solve`` runs it by default (isolated warm worker) with
+``certify=False``; for an OPTIMAL/INFEASIBLE claim not already exact, right after it in
+this process, :func:`smug_opt.certify.certify_within_budget` (the default certification,
+run whatever the rule says) on that result, timed; the problem's features
+(:func:`smug_opt.certify_rule.features`). ``run`` appends one JSON line per instance to
+``DIR/results.jsonl`` (resumable); ``report`` prints, per suite, the claims, those the rule
+certifies by default, and the certification's share of the solve on them and on the rest.
+
+    python benchmarks/certify/default_rule.py run mnist-first-layer text synthetic --out DIR
+    python benchmarks/certify/default_rule.py report DIR > table.md
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import json
+import os
+import re
+import time
+from pathlib import Path
+
+import numpy as np
+
+from smug_opt import load_problem, solve
+from smug_opt.bench.suites import load_suite
+from smug_opt.certify import certify_within_budget
+from smug_opt.certify_rule import ProblemFeatures, certified_by_default, features
+from smug_opt.deadline import Deadline
+
+CLAIMS = ("OPTIMAL", "INFEASIBLE")
+
+
+def method(message: str) -> str:
+    """How the default certification's note says the claim was proven ("" when it was not)."""
+    if "safe LP bound" in message:
+        return "LP bound"
+    if "branch-and-bound with safe LP bounds" in message:
+        return "search"
+    return ""
+
+
+def run(args: argparse.Namespace) -> None:
+    out = Path(args.out)
+    out.mkdir(parents=True, exist_ok=True)
+    path = out / "results.jsonl"
+    done = {(r["suite"], r["instance"]) for r in map(json.loads, path.open())} if path.exists() else set()
+    for suite in args.suites:
+        for inst in load_suite(suite):
+            if (suite, inst.name) in done or (args.match and not re.search(args.match, inst.name)):
+                continue
+            p = load_problem(inst.problem_path)
+            plain = solve(p, "highs", time_limit=args.time_limit, certify=False)
+            record = {"suite": suite, "instance": inst.name, "claim": plain.status.name,
+                      "proof": plain.proof, "solve_s": plain.times.total,
+                      "features": dataclasses.asdict(features(p)), "load": os.getloadavg()[0]}
+            if plain.status.name in CLAIMS and plain.proof != "exact":
+                began = time.perf_counter()
+                certified = certify_within_budget(p, plain, Deadline.after(args.time_limit))
+                record.update(certify_s=time.perf_counter() - began, certified=certified.proof == "exact",
+                              method=method(certified.message[len(plain.message):]))
+            with path.open("a") as f:
+                f.write(json.dumps(record) + "\n")
+            print(suite, inst.name, record.get("method"), f"{record['solve_s']:.2f}",
+                  f"{record.get('certify_s', 0):.3f}", flush=True)
+
+
+def report(args: argparse.Namespace) -> None:
+    rows = [json.loads(line) for line in (Path(args.dir) / "results.jsonl").open()]
+    print("| suite | claims | exact before certifying | rule on | certified by default | "
+          "default cert/solve median (rule on) | max (rule on) | median (rule off) | "
+          "rule off: would certify | load |")
+    print("|---|---:|---:|---:|---:|---:|---:|---:|---:|---|")
+    for suite in dict.fromkeys(r["suite"] for r in rows):
+        mine = [r for r in rows if r["suite"] == suite and r["claim"] in CLAIMS]
+        before = [r for r in mine if r["proof"] == "exact"]
+        tried = [r for r in mine if "certify_s" in r]
+        on = [r for r in tried if certified_by_default(ProblemFeatures(**r["features"]))]
+        off = [r for r in tried if r not in on]
+
+        def ratios(rs: list[dict]) -> np.ndarray:
+            return np.array([r["certify_s"] / r["solve_s"] for r in rs]) if rs else np.array([np.nan])
+
+        loads = [r["load"] for r in rows if r["suite"] == suite]
+        print(f"| {suite} | {len(mine)} | {len(before)} | {len(on)} | {sum(r['certified'] for r in on)} | "
+              f"{np.median(ratios(on)):.3f} | {np.max(ratios(on)):.3f} | {np.median(ratios(off)):.3f} | "
+              f"{sum(r['certified'] for r in off)} | {min(loads):.1f}-{max(loads):.1f} |")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    sub = parser.add_subparsers(dest="command", required=True)
+    r = sub.add_parser("run")
+    r.add_argument("suites", nargs="+")
+    r.add_argument("--out", required=True)
+    r.add_argument("--time-limit", type=float, default=20.0)
+    r.add_argument("--match", default="")
+    p = sub.add_parser("report")
+    p.add_argument("dir")
+    args = parser.parse_args()
+    run(args) if args.command == "run" else report(args)
+
+
+if __name__ == "__main__":
+    main()
