@@ -148,7 +148,6 @@ def certify_within_budget(problem: Problem, result: SolveResult, deadline: Deadl
     :data:`DEFAULT_INFEASIBLE_LPS` LPs. A claim they do not settle keeps its
     ``proof: solver`` (only an explicit ``certify=True`` downgrades)."""
     from smug_opt.safe_lp_bound import safe_lp_bound
-    from smug_opt.safe_search.search import Settings
 
     if result.proof == "exact":
         return result
@@ -158,6 +157,8 @@ def certify_within_budget(problem: Problem, result: SolveResult, deadline: Deadl
     if seconds is None or seconds <= 0.01:
         return result
     if result.status is Status.INFEASIBLE:
+        from smug_opt.safe_search.search import Settings
+
         proof = _safe_search(problem, None, budget, Settings(max_lps=DEFAULT_INFEASIBLE_LPS))
         if proof is not None and proof.proven:
             return _search_result(problem, result, proof, start)

@@ -273,6 +273,9 @@ def _row_violation(problem: Problem, i: int, diff: float) -> Violation:
 
 
 def _objective(problem: Problem, x: np.ndarray, exact_vals: dict[int, exact.Dyadic]) -> Fraction:
-    cols = np.flatnonzero(problem.objective).tolist()
+    recomputed = np.zeros(x.size, dtype=bool)
+    recomputed[[c for c in exact_vals if c >= 0]] = True
+    # a variable at exactly 0 adds nothing (unless its exact value was recomputed)
+    cols = np.flatnonzero((problem.objective != 0) & ((x != 0) | recomputed)).tolist()
     vals = [exact_vals[c] if c in exact_vals else exact.from_float(x[c]) for c in cols]
     return exact.to_fraction(exact.dot(problem.objective[cols], vals))

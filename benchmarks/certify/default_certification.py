@@ -1,10 +1,11 @@
 """``solve``'s default certification against no certification, side by side, per instance.
 
 For each instance of a bench suite: HiGHS (isolated worker) with the default
-(``certify=None``: the safe LP bound, then at most ``DEFAULT_LPS`` LPs of the safe search)
-and with ``certify=False``, one right after the other. Prints a markdown table: the proof
-each gives, the certification's own seconds and the whole solve call's, and a summary (claims
-certified by default; the certification's share of the uncertified solve, median and max).
+(``certify=None``: :func:`smug_opt.certify.certify_within_budget` where
+:func:`smug_opt.certify_rule.certified_by_default` says so) and with ``certify=False``,
+one right after the other. Prints a markdown table: the proof each gives, the
+certification's own seconds and the whole solve call's, and a summary (claims certified by
+default; the certification's share of the uncertified solve, median and max).
 
     python benchmarks/certify/default_certification.py mnist-first-layer --time-limit 10 > table.md
 """
@@ -20,7 +21,6 @@ import numpy as np
 
 from smug_opt import Status, load_problem, solve
 from smug_opt.bench.suites import load_suite
-from smug_opt.certify import DEFAULT_LPS
 
 
 def main() -> None:
@@ -29,7 +29,6 @@ def main() -> None:
     parser.add_argument("--time-limit", type=float, default=10.0)
     parser.add_argument("--match", default="", help="only instances whose name matches this regex")
     args = parser.parse_args()
-    print(f"Default certification budget: the safe LP bound, then {DEFAULT_LPS} LPs of the safe search.\n")
     print("| instance | status | default proof | certify s | default solve s | --no-certify solve s |")
     print("|---|---|---|---:|---:|---:|")
     claims, certified, shares = 0, 0, []

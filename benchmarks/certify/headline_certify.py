@@ -1,0 +1,42 @@
+"""``smug-opt solve p.smug --backend highs --certify`` on one instance, timed: HiGHS's solve
+and the certification after it, wall and CPU seconds (this process and the safe search's
+workers, which end with it; HiGHS's warm worker is not counted), the load before and after.
+
+    python benchmarks/certify/headline_certify.py mnist-first-layer cnn-d0-c1-k100-g0.5 --time-limit 600
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import time
+
+from smug_opt import load_problem, solve
+from smug_opt.bench.suites import load_suite
+
+
+def cpu_seconds() -> float:
+    """This process's CPU seconds and those of its children that have ended."""
+    t = os.times()
+    return t.user + t.system + t.children_user + t.children_system
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("suite")
+    parser.add_argument("instance")
+    parser.add_argument("--time-limit", type=float, default=600.0)
+    args = parser.parse_args()
+    path = next(i.problem_path for i in load_suite(args.suite) if i.name == args.instance)
+    problem = load_problem(path)
+    load = os.getloadavg()[0]
+    start, cpu = time.perf_counter(), cpu_seconds()
+    r = solve(problem, "highs", time_limit=args.time_limit, certify=True)
+    print(f"{args.instance}: {r.status.name} {r.objective} proof {r.proof}; whole call "
+          f"{time.perf_counter() - start:.1f} s, HiGHS {r.times.solve:.1f} s, certification "
+          f"{r.times.certify:.1f} s wall, {cpu_seconds() - cpu:.1f} CPU s (this process and the "
+          f"search's workers); load {load:.1f} -> {os.getloadavg()[0]:.1f}\n{r.message}")
+
+
+if __name__ == "__main__":
+    main()
