@@ -44,23 +44,22 @@ def method(message: str) -> str:
     return ""
 
 
-def run(args: argparse.Namespace) -> None:
-    out = Path(args.out)
+def run(suites: list[str], out: Path, time_limit: float, match: str) -> None:
     out.mkdir(parents=True, exist_ok=True)
     path = out / "results.jsonl"
     done = {(r["suite"], r["instance"]) for r in map(json.loads, path.open())} if path.exists() else set()
-    for suite in args.suites:
+    for suite in suites:
         for inst in load_suite(suite):
-            if (suite, inst.name) in done or (args.match and not re.search(args.match, inst.name)):
+            if (suite, inst.name) in done or (match and not re.search(match, inst.name)):
                 continue
             p = load_problem(inst.problem_path)
-            plain = solve(p, "highs", time_limit=args.time_limit, certify=False)
+            plain = solve(p, "highs", time_limit=time_limit, certify=False)
             record = {"suite": suite, "instance": inst.name, "claim": plain.status.name,
                       "proof": plain.proof, "solve_s": plain.times.total,
                       "features": dataclasses.asdict(features(p)), "load": os.getloadavg()[0]}
             if plain.status.name in CLAIMS and plain.proof != "exact":
                 began = time.perf_counter()
-                certified = certify_within_budget(p, plain, Deadline.after(args.time_limit))
+                certified = certify_within_budget(p, plain, Deadline.after(time_limit))
                 record.update(certify_s=time.perf_counter() - began, certified=certified.proof == "exact",
                               method=method(certified.message[len(plain.message):]))
             with path.open("a") as f:
@@ -69,8 +68,8 @@ def run(args: argparse.Namespace) -> None:
                   f"{record.get('certify_s', 0):.3f}", flush=True)
 
 
-def report(args: argparse.Namespace) -> None:
-    rows = [json.loads(line) for line in (Path(args.dir) / "results.jsonl").open()]
+def report(folder: Path) -> None:
+    rows = [json.loads(line) for line in (folder / "results.jsonl").open()]
     print("| suite | claims | exact before certifying | rule on | certified by default | "
           "default cert/solve median (rule on) | max (rule on) | median (rule off) | "
           "rule off: would certify | load |")
@@ -93,16 +92,16 @@ def report(args: argparse.Namespace) -> None:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    sub = parser.add_subparsers(dest="command", required=True)
-    r = sub.add_parser("run")
-    r.add_argument("suites", nargs="+")
-    r.add_argument("--out", required=True)
-    r.add_argument("--time-limit", type=float, default=20.0)
-    r.add_argument("--match", default="")
-    p = sub.add_parser("report")
-    p.add_argument("dir")
+    parser.add_argument("command", choices=("run", "report"))
+    parser.add_argument("names", nargs="+", help="run: the suites; report: the results folder")
+    parser.add_argument("--out", help="run: the results folder")
+    parser.add_argument("--time-limit", type=float, default=20.0)
+    parser.add_argument("--match", default="", help="only instances whose name matches this regex")
     args = parser.parse_args()
-    run(args) if args.command == "run" else report(args)
+    if args.command == "run":
+        run(args.names, Path(args.out), args.time_limit, args.match)
+    else:
+        report(Path(args.names[0]))
 
 
 if __name__ == "__main__":

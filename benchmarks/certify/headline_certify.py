@@ -11,14 +11,10 @@ import argparse
 import os
 import time
 
+from headline_search import cpu_seconds
+
 from smug_opt import load_problem, solve
 from smug_opt.bench.suites import load_suite
-
-
-def cpu_seconds() -> float:
-    """This process's CPU seconds and those of its children that have ended."""
-    t = os.times()
-    return t.user + t.system + t.children_user + t.children_system
 
 
 def main() -> None:
