@@ -232,9 +232,10 @@ def certify(problem: Problem, result: SolveResult, *, ask: Step, deadline: Deadl
     if answered.proof == "exact" or deadline.passed(0.05):
         return answered
     best = None if answered.x is None else verify(problem, answered.x)
-    proof = _safe_search(problem, best if best is not None and best.ok else None, deadline, unbudgeted)
-    again = None if proof is None else _search_result(problem, result, proof, start)
-    return again if again is not None and again.proof == "exact" else answered
+    resumed = _safe_search(problem, best if best is not None and best.ok else None, deadline, unbudgeted)
+    if resumed is None or not resumed.proven:
+        return answered
+    return _search_result(problem, result, resumed, start)
 
 
 # ------------------------------------------------------------- the safe LP bound
