@@ -44,17 +44,21 @@ from smug_opt.bounds.relu_chain import ChainBounds, one_thread
 from smug_opt.deadline import Deadline
 from smug_opt.robustness.bab_domains import Domains, Stack
 
-__all__ = ["BabResult", "Leaves", "Unfinished", "branch_and_bound"]
+__all__ = ["BabResult", "Leaves", "Unfinished", "branch_and_bound", "default_steps"]
 
 BATCH = 128
 """Domains split per round (each gives two)."""
 ROOT_STEPS = 60
-STEPS = 15
-"""α/β steps per new domain, from its parent's α and β (a split's β starts at 0). On
-``mnistfc`` 256x4 prop_0_0.03 (load ~9, CPU seconds of this process): disjunct 4 closed
-with 1,223 domains in 4.0 s with 5 steps, 347 in 2.4 s with 10, 273 in 2.9 s with 20;
-disjunct 0 open after 7.9 s (6,641 domains) with 5, closed in 3.8 s (431) with 15; disjunct
-7 open after 14.5 s with 10, closed in 11.1 s (3,395) with 15."""
+STEPS_PER_LAYER = 5
+"""α/β steps per new domain, from its parent's α and β (a split's β starts at 0), for each
+ReLU layer beyond the first (at least 5). On ``mnistfc`` 256x4 prop_0_0.03 (CPU seconds of
+this process, load ~9): disjunct 4 closed with 1,223 domains in 4.0 s with 5 steps, 347 in
+2.4 s with 10, 273 in 2.9 s with 20; disjunct 0 open after 7.9 s (6,641 domains) with 5,
+closed in 3.8 s (431) with 15; disjunct 7 open after 14.5 s with 10, closed in 11.1 s
+(3,395) with 15. On 256x2 prop_1_0.03 15 steps closed the nine disjuncts with the same
+domains as 5, in 13 s instead of 8."""
+
+
 DESCENTS = 8
 """Open domains per round whose corner starts a descent towards a counterexample (every
 open domain's corner is tried as it is)."""
@@ -65,6 +69,11 @@ MAX_DOMAINS = 200_000
 """Open domains kept at most (then ``unknown``)."""
 MAX_LEAVES = 1024
 """Closed leaves an ``unsat`` answer returns at most (a larger tree returns none)."""
+
+
+def default_steps(bounds: ChainBounds) -> int:
+    """α/β steps per new domain on ``bounds``' chain (see :data:`STEPS_PER_LAYER`)."""
+    return STEPS_PER_LAYER * max(1, len(bounds.chain.widths) - 1)
 
 
 @dataclass(frozen=True, eq=False)
@@ -123,14 +132,16 @@ def _refuted(bound: torch.Tensor, strict: torch.Tensor) -> torch.Tensor:
 
 def branch_and_bound(bounds: ChainBounds, matrix: np.ndarray, rhs: np.ndarray, strict: np.ndarray,
                      deadline: Deadline, *, batch: int = BATCH, root_steps: int = ROOT_STEPS,
-                     steps: int = STEPS, start: Leaves | None = None) -> BabResult:
+                     steps: int | None = None, start: Leaves | None = None) -> BabResult:
     """Decide whether some input of ``bounds``' box has chain outputs ``y`` with
     ``matrix·y <= rhs`` (``<`` on the ``strict`` rows), by branch and bound (``root_steps``:
-    α-CROWN's steps on the root domain, before any split; ``steps``: on each new domain;
+    α-CROWN's steps on the root domain, before any split; ``steps``: on each new domain,
+    by default :func:`default_steps`;
     ``start``: the leaves of an earlier ``unsat`` tree of the same disjunct over another
     box, bounded instead of the root)."""
     with one_thread():
-        return _branch_and_bound(bounds, matrix, rhs, strict, deadline, batch, root_steps, steps, start)
+        return _branch_and_bound(bounds, matrix, rhs, strict, deadline, batch, root_steps,
+                                 default_steps(bounds) if steps is None else steps, start)
 
 
 def _branch_and_bound(bounds: ChainBounds, matrix: np.ndarray, rhs: np.ndarray, strict: np.ndarray,

@@ -31,7 +31,7 @@ from smug_opt.backend_choice import DEFAULT_BACKEND, BackendChoice
 from smug_opt.bounds.relu_chain import one_thread
 from smug_opt.deadline import Deadline
 from smug_opt.robustness.attack import attack, flat_gradient, unsafe_loss
-from smug_opt.robustness.bab import ROOT_STEPS, STEPS, Leaves, branch_and_bound
+from smug_opt.robustness.bab import ROOT_STEPS, Leaves, branch_and_bound
 from smug_opt.robustness.query import RobustnessQuery
 
 __all__ = ["ANSWERS", "Verdict", "decide", "one_blas_thread"]
@@ -209,7 +209,7 @@ def decide(query: RobustnessQuery, *, time_limit: float = 60.0,
             searched = branch_and_bound(chain, d.matrix, d.rhs, d.strict,
                                         searching if lean else searching.share(1.0 / (len(queue) - position)),
                                         root_steps=LEAN_ROOT_STEPS if lean else ROOT_STEPS,
-                                        steps=LEAN_STEPS if lean else STEPS,
+                                        steps=LEAN_STEPS if lean else None,
                                         start=None if leaves is None else leaves.get(k))
             if leaves is not None and searched.leaves is not None:
                 leaves[k] = searched.leaves
