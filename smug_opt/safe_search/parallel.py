@@ -4,7 +4,7 @@ tree is split once, each share searched alone.
 The search (:mod:`smug_opt.safe_search.search`) runs in this process until
 :data:`OPEN_PER_WORKER` nodes per worker are open (its root cuts, and HiGHS's verified cuts
 when they are due, already in its LP); the open nodes, by their safe bounds, are dealt out
-in turn, and each worker (a spawned process) searches its share with the same cuts, the
+in turn, and each worker (a fresh interpreter) searches its share with the same cuts, the
 incumbent and the pseudo-costs learnt so far. Shares are fixed, not stolen, so what each
 worker explores does not depend on the machine's load.
 
@@ -16,9 +16,10 @@ among the workers; the deadline is shared.
 
 from __future__ import annotations
 
-import concurrent.futures
-import multiprocessing
 import os
+import pickle
+import subprocess
+import sys
 import time
 from dataclasses import dataclass, replace
 
@@ -35,10 +36,9 @@ from smug_opt.safe_search.search import (
     _Search,
     search_in_one_process,
 )
-from smug_opt.spawn import exit_with_parent
 from smug_opt.verification import Verification, verify
 
-__all__ = ["OPEN_PER_WORKER", "search", "search_in_parallel"]
+__all__ = ["OPEN_PER_WORKER", "search", "search_in_parallel", "search_share"]
 
 OPEN_PER_WORKER = 16
 """Open nodes per worker at the split: more even shares for a longer first phase."""
@@ -59,8 +59,8 @@ class _Share:
     nodes: list[_Node]
 
 
-def _search_share(share: _Share) -> SearchOutcome:
-    """One worker's search of its nodes (run in a spawned process)."""
+def search_share(share: _Share) -> SearchOutcome:
+    """One worker's search of its nodes (in its own process: :mod:`smug_opt.safe_search.share_worker`)."""
     incumbent = None if share.incumbent is None else verify(share.problem, share.incumbent)
     s = _Search(share.problem, incumbent, share.deadline, share.settings)
     s.add_cuts(share.cuts)
@@ -100,11 +100,32 @@ def search_in_parallel(problem: Problem, incumbent: Verification | None, deadlin
                              max_lps=max(settings.max_lps - s.lp.lps, 0) // workers)
     shares = [_Share(problem, None if s.best is None else s.best.x, s.cuts, s.pc_sum, s.pc_count,
                      share_settings, deadline, open_nodes[k::workers]) for k in range(workers)]
-    context = multiprocessing.get_context("spawn")  # HiGHS and TensorFlow do not survive fork
-    with concurrent.futures.ProcessPoolExecutor(workers, mp_context=context, initializer=exit_with_parent,
-                                                initargs=(os.getpid(),)) as pool:
-        outcomes = list(pool.map(_search_share, shares))
-    return _combined(s, outcomes)
+    return _combined(s, _in_workers(shares))
+
+
+def _in_workers(shares: list[_Share]) -> list[SearchOutcome]:
+    """Each share searched in a fresh interpreter of its own (never a fork: HiGHS and
+    TensorFlow do not survive one), all at once; every worker is ended on the way out."""
+    command = [sys.executable, "-m", "smug_opt.safe_search.share_worker", str(os.getpid())]
+    workers = [subprocess.Popen(command, stdin=subprocess.PIPE, stdout=subprocess.PIPE) for _ in shares]
+    try:
+        for worker, share in zip(workers, shares, strict=True):
+            assert worker.stdin is not None
+            worker.stdin.write(pickle.dumps(share))
+            worker.stdin.close()
+        outcomes = []
+        for worker in workers:
+            assert worker.stdout is not None
+            answer = worker.stdout.read()
+            if worker.wait() != 0 or not answer:
+                raise RuntimeError(f"a safe-search worker failed (exit status {worker.returncode})")
+            outcomes.append(pickle.loads(answer))
+        return outcomes
+    finally:
+        for worker in workers:
+            if worker.poll() is None:
+                worker.kill()
+                worker.wait()
 
 
 def _combined(s: _Search, outcomes: list[SearchOutcome]) -> SearchOutcome:

@@ -205,3 +205,28 @@ def test_two_workers_prove_the_optimum_one_proves_s() -> None:
 def test_workers_must_be_at_least_one() -> None:
     with pytest.raises(ValueError, match="workers"):
         Settings(workers=0)
+
+
+@pytest.mark.slow
+def test_workers_do_not_run_the_callers_script_again_s(tmp_path) -> None:
+    """A script without ``if __name__ == "__main__"`` that splits a search between two
+    workers runs once: the workers are fresh interpreters (multiprocessing's spawn would
+    run the script again in each, and fail)."""
+    import subprocess
+    import sys
+
+    script = tmp_path / "unguarded.py"
+    script.write_text(
+        "import numpy as np\n"
+        "from smug_opt import Problem\n"
+        "from smug_opt.deadline import Deadline\n"
+        "from smug_opt.safe_search import Settings, search\n"
+        "print('script ran', flush=True)\n"
+        "rng = np.random.default_rng(1)\n"
+        "A = rng.uniform(0, 1, (12, 40)) * (rng.uniform(0, 1, (12, 40)) < 0.5)\n"
+        "p = Problem.from_arrays(A, '>', A.sum(axis=1) * rng.uniform(0.4, 0.6, 12))\n"
+        "o = search(p, None, Deadline.after(120), Settings(cut_rounds=0, highs_cuts_after=0, workers=2))\n"
+        "print('proven', o.proven, o.best.objective)\n")
+    done = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert done.stdout.count("script ran") == 1 and "proven True" in done.stdout
