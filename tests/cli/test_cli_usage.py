@@ -275,3 +275,16 @@ def test_only_results_reach_stdout_native_output_goes_to_stderr():
               "    print('| the table |')\n")
     done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120)
     assert done.stdout == "| the table |\n" and "native banner" in done.stderr
+
+
+def test_a_command_line_naming_its_sub_command_imports_no_other_one():
+    """``smug-opt check-certificate`` builds its own parser only: the other sub-commands'
+    modules (and what they import) stay unloaded, and its usage text is the usual one."""
+    done = smug("check-certificate", "--help", env={"PYTHONPROFILEIMPORTTIME": "1"})
+    assert done.returncode == 0 and "usage: smug-opt check-certificate" in done.stdout
+    imported = {line.split("|")[-1].strip() for line in done.stderr.splitlines()
+                if line.startswith("import time:")}
+    assert "smug_opt.check_certificate" in imported
+    assert not imported & {"smug_opt.cli.embedded_inputs", "smug_opt.cli.explain_output"}  # explain's
+    listing = smug("--help")  # without a sub-command: every one, as before
+    assert "check-certificate" in listing.stdout and "explain" in listing.stdout
