@@ -69,6 +69,9 @@ MAX_DOMAINS = 200_000
 """Open domains kept at most (then ``unknown``)."""
 MAX_LEAVES = 1024
 """Closed leaves an ``unsat`` answer returns at most (a larger tree returns none)."""
+MAX_OPEN_LEAVES = 4096
+"""Open domains a search cut by its time limit returns at most, to be continued from
+(bounded in one batch)."""
 
 
 def default_steps(bounds: ChainBounds) -> int:
@@ -123,6 +126,10 @@ class BabResult:
     """For ``unsat``, the tree's closed leaves; for ``unknown`` at the time limit (no linear
     region left open), its closed and open ones, which cover the box too; None beyond
     :data:`MAX_LEAVES`."""
+    open_leaves: Leaves | None = None
+    """For ``unknown`` at the time limit (no linear region left open), the open domains: a
+    later search of the same box and disjunct started from them (``start``) finishes this
+    one; None beyond :data:`MAX_OPEN_LEAVES`."""
 
 
 def _refuted(bound: torch.Tensor, strict: torch.Tensor) -> torch.Tensor:
@@ -219,8 +226,9 @@ def _branch_and_bound(bounds: ChainBounds, matrix: np.ndarray, rhs: np.ndarray, 
     while stack.size:
         if deadline.passed():  # the closed and open leaves still cover the box: a start for the next search
             partial = None if stuck else _leaves(closed + stack.domains(), closed_count + stack.size)
+            still = None if stuck else _leaves(stack.domains(), stack.size, limit=MAX_OPEN_LEAVES)
             return done("unknown", count, message=f"time limit ({stack.size} domains open)",
-                        unfinished=Unfinished.TIME_LIMIT, leaves=partial)
+                        unfinished=Unfinished.TIME_LIMIT, leaves=partial, open_leaves=still)
         if stack.size > MAX_DOMAINS:
             return done("unknown", count, message=f"over {MAX_DOMAINS} domains open",
                         unfinished=Unfinished.DOMAIN_LIMIT)
@@ -243,9 +251,9 @@ def _branch_and_bound(bounds: ChainBounds, matrix: np.ndarray, rhs: np.ndarray, 
     return done("unsat", count, leaves=_leaves(closed, closed_count))
 
 
-def _leaves(closed, count: int) -> Leaves | None:
-    """The closed domains kept by ``close``, joined (None when there were too many)."""
-    if count > MAX_LEAVES or not closed:
+def _leaves(closed, count: int, limit: int = MAX_LEAVES) -> Leaves | None:
+    """The domains ``closed`` (per batch: splits, α, β), joined (None beyond ``limit``)."""
+    if count > limit or not closed:
         return None
     fields = zip(*closed, strict=True)  # splits, alphas, betas: per batch, a list over layers
     return Leaves(*[[torch.cat(parts) for parts in zip(*field, strict=True)] for field in fields])

@@ -119,7 +119,7 @@ class _AfterChecks(Deadline):
 @pytest.mark.parametrize("seed, radius", [(0, 1.0), (1, 0.6), (1, 1.0)])
 def test_a_search_cut_short_leaves_a_cover_that_finishes_the_proof(seed, radius):
     """Cut by the time limit, the closed and open leaves cover the box, and a search started
-    from them answers as the exact minimum says."""
+    from them, or from the open ones alone (a continuation), answers as the exact minimum says."""
     rng = np.random.default_rng(seed)
     net = mlp(rng, [2, 6, 6, 3])
     x0 = rng.uniform(-1, 1, 2)
@@ -141,4 +141,6 @@ def test_a_search_cut_short_leaves_a_cover_that_finishes_the_proof(seed, radius)
             continue
         second = branch_and_bound(*args, Deadline.after(60), batch=1, root_steps=0, start=first.leaves)
         assert second.status == ("unsat" if exact > 0 else "candidate"), (seed, j, exact, second)
+        rest = branch_and_bound(*args, Deadline.after(60), batch=1, root_steps=0, start=first.open_leaves)
+        assert rest.status == second.status, (seed, j, exact, rest)  # the closed ones hold no point
     assert cut >= 1
