@@ -22,9 +22,8 @@ OBJECTIVE = "OBJ"
 
 def number(q: Fraction | int) -> str:
     """``q`` as VIPR reads it: an integer in decimal, else a reduced ``p/q``."""
-    if isinstance(q, int):
-        return str(q)
-    return str(q.numerator) if q.denominator == 1 else f"{q.numerator}/{q.denominator}"
+    numerator, denominator = q.numerator, q.denominator  # an int is its own numerator over 1
+    return str(numerator) if denominator == 1 else f"{numerator}/{denominator}"
 
 
 def _terms(pairs: Iterable[tuple[int, Fraction]]) -> str:
