@@ -103,6 +103,10 @@ class Network:
                 raise ValueError(f"{where}: {error}") from None
             if shape != tuple(node.shape):
                 raise ValueError(f"{where}: the operation gives shape {shape}, the node says {node.shape}")
+            bad = [f.name for f in fields(node.op) if isinstance(getattr(node.op, f.name), np.ndarray)
+                   and not np.isfinite(getattr(node.op, f.name)).all()]
+            if bad:
+                raise ValueError(f"{where}: NaN or infinite values in its {' and '.join(bad)}")
         if len(self.nodes[-1].shape) != 1:
             raise ValueError(f"network {self.name!r}: the last node {self.nodes[-1].name!r} gives shape "
                              f"{self.nodes[-1].shape}; the class scores must be a vector")

@@ -89,7 +89,15 @@ def _from_factory(spec: str, input_shape: tuple[int, ...] | None,
         raise ValueError(f"model {spec!r}: cannot import {error.name!r}") from None
     except AttributeError:
         raise ValueError(f"model {spec!r}: module {module_name!r} has no {function_name!r}") from None
-    module = factory()
+    try:
+        module = factory()
+    except Exception as error:  # the user's code: its failure is this model's error, in one line
+        raise ValueError(f"model {spec!r}: the factory raised {type(error).__name__}: {error}") from None
+    import torch
+
+    if not isinstance(module, torch.nn.Module):
+        raise ValueError(f"model {spec!r}: the factory returned {type(module).__name__}, "
+                         "not a torch.nn.Module")
     shape = input_shape or getattr(module, "input_shape", None)
     if shape is None:
         raise ValueError(f"model {spec!r}: declare the per-example input shape (e.g. --input-shape 1,28,28), "

@@ -13,6 +13,7 @@ as float32 (as the module's own float32 run uses them).
 from __future__ import annotations
 
 import io
+import logging
 import warnings
 from pathlib import Path
 from typing import Any
@@ -87,10 +88,15 @@ def read_exported_program(path: str | Path, *, input_range: tuple[float, float] 
     path = Path(path)
     if not path.is_file():
         raise FileNotFoundError(f"PyTorch exported program {path} does not exist")
+    loader_log = logging.getLogger("torch.export")  # logs a traceback before raising on a broken file
+    level = loader_log.level
+    loader_log.setLevel(logging.CRITICAL)
     try:
         program = torch.export.load(str(path))
     except Exception as error:  # torch raises several types for a file that is not a .pt2
         raise ValueError(f"{path} is not a torch.export program (torch.export.save): {error}") from None
+    finally:
+        loader_log.setLevel(level)
     inputs = [spec for spec in program.graph_signature.input_specs if spec.kind.name == "USER_INPUT"]
     if len(inputs) != 1:
         raise ValueError(f"{path}: the exported program takes {len(inputs)} inputs; smug-opt reads one")

@@ -101,3 +101,15 @@ def test_construction_names_the_node_whose_shape_is_wrong():
         Network((Node("x", Input(), (), (1, 2, 2)), Node("r", Relu(), (0,), (1, 2, 2))))
     with pytest.raises(ValueError, match="takes inputs of shape"):
         Network((Node("x", Input(), (), (4,)), Node("r", Relu(), (0,), (4,)))).forward(np.ones(6))
+
+
+def test_non_finite_weights_are_refused_naming_the_node():
+    bad_weight = np.ones((3, 4))
+    bad_weight[1, 2] = np.nan
+    nodes = (Node("x", Input(), (), (4,)), Node("fc", Dense(bad_weight, np.zeros(3)), (0,), (3,)))
+    with pytest.raises(ValueError, match=r"node 1 'fc' \(Dense\): NaN or infinite values in its weight$"):
+        Network(nodes)
+    nodes = (Node("x", Input(), (), (4,)), Node("div", Scale(np.array(np.inf), np.array(0.0)), (0,), (4,)),
+             Node("fc", Dense(np.ones((3, 4)), np.zeros(3)), (1,), (3,)))
+    with pytest.raises(ValueError, match=r"node 1 'div' \(Scale\): NaN or infinite values in its scale$"):
+        Network(nodes)

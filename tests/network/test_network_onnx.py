@@ -234,3 +234,17 @@ def test_missing_or_broken_file(tmp_path):
     bad.write_bytes(b"not a protobuf at all \x00\xff")
     with pytest.raises(ValueError, match="is not an ONNX model"):
         read_onnx(bad)
+
+
+def test_non_finite_weights_name_the_node(tmp_path):
+    from network_cases import tiny_onnx
+
+    model = onnx.load_from_string(tiny_onnx(0))
+    w1 = next(t for t in model.graph.initializer if t.name == "w1")
+    values = numpy_helper.to_array(w1).copy()
+    values[0, 0] = np.nan
+    w1.CopyFrom(numpy_helper.from_array(values, "w1"))
+    path = tmp_path / "nan.onnx"
+    onnx.save(model, path)
+    with pytest.raises(ValueError, match=r"node 2 'h' \(Dense\): NaN or infinite values in its weight"):
+        read_onnx(path)

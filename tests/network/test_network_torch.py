@@ -113,3 +113,20 @@ def test_common_pytorch_idioms(digits):
     assert net.output == "sigmoid" and net.num_outputs == 1
     expected = _torch64(module, digits)
     np.testing.assert_allclose(1 / (1 + np.exp(-net.forward(digits))), expected, rtol=0, atol=1e-9)
+
+
+def test_broken_files_and_factories_are_one_error_each(tmp_path, monkeypatch, capfd):
+    (tmp_path / "user_factories.py").write_text(
+        "def number():\n    return 42\n\n"
+        "def failing():\n    raise RuntimeError('no weights here')\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    with pytest.raises(ValueError, match=r"'user_factories:number': the factory returned int, not"):
+        load_model("user_factories:number")
+    with pytest.raises(ValueError, match=r"the factory raised RuntimeError: no weights here"):
+        load_model("user_factories:failing")
+    bad = tmp_path / "broken.pt2"
+    bad.write_bytes(b"PK\x03\x04 not a zip archive")
+    capfd.readouterr()
+    with pytest.raises(ValueError, match="is not a torch.export program"):
+        read_exported_program(bad)
+    assert capfd.readouterr().err == ""  # torch's loader logs a traceback first: kept quiet
