@@ -303,11 +303,16 @@ class ModelAdapter(ABC):
         return np.asarray(outputs, dtype=np.float64) @ w + c
 
     def predicted_target(self, outputs: np.ndarray) -> int:
-        """The class one output vector (num_outputs,) predicts."""
+        """The class one output vector (num_outputs,) predicts; a tie for the top score
+        (all scores 0 behind a ReLU on the logits, say) predicts none: ParameterError."""
         outputs = np.asarray(outputs)
         if self.output_kind == "sigmoid" and self.num_outputs == 1:
             return int(outputs[0] >= 0.5)
-        return int(np.argmax(outputs))
+        top = np.flatnonzero(outputs == outputs.max())
+        if top.size > 1:
+            raise ParameterError("target", f"is needed: the model's outputs on this input tie for the top "
+                                 f"class (classes {', '.join(map(str, top))} at {outputs.max():g})")
+        return int(top[0])
 
     @abstractmethod
     def affine_input(self, x: np.ndarray) -> np.ndarray:

@@ -172,7 +172,12 @@ def explain_robust(model: Any, x: np.ndarray, *, eps: float, minimum: bool = Fal
     flat_x = _network_input(network, read_network_stem(network).input_view, x)
     preprocess, flat = lower(network)
     start = time.monotonic()  # the time limit counts from here: reading the model is not explaining
-    label = int(flat.forward(preprocess(flat_x[None]))[-1][0].argmax())
+    scores = flat.forward(preprocess(flat_x[None]))[-1][0]
+    top = np.flatnonzero(scores == scores.max())
+    if top.size > 1:  # the input itself would be a counterexample to any explanation
+        raise ValueError(f"the model's outputs on this input tie for the top class (classes "
+                         f"{', '.join(map(str, top))} at {scores.max():g}): no prediction to explain")
+    label = int(top[0])
     if target is not None and int(target) != label:
         raise ValueError(f"the model predicts class {label} on this input, not {target}: a robust "
                          "explanation is of the prediction")

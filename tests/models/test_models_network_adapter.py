@@ -260,3 +260,25 @@ def test_an_nhwc_onnx_graph_built_by_hand_matches_onnxruntime(tmp_path):
     np.testing.assert_allclose(adapter.predict(x), expected, rtol=1e-4, atol=1e-4)
     mean, std = (consts[k].astype(np.float32).astype(np.float64) for k in ("mean", "std"))
     np.testing.assert_allclose(adapter.affine_input(x[0]), (x[0] - mean) / std, rtol=1e-12, atol=1e-12)
+
+
+def test_a_tied_prediction_is_refused_not_explained_as_class_0():
+    """Behind a ReLU on the logits (ERAN's nets) an input can score 0 on every class: no
+    class is predicted, so SMUG needs an explicit target and a robust explanation has no
+    prediction to explain (the input itself would break any set of fixed pixels)."""
+    from smug_opt import explain
+    from smug_opt.errors import ParameterError
+    from smug_opt.robustness import explain_robust
+
+    rng = np.random.default_rng(0)
+    nodes = (Node("x", Input(), (), (6,)),
+             Node("fc1", Dense(rng.normal(size=(4, 6)), np.ones(4)), (0,), (4,)),
+             Node("relu1", Relu(), (1,), (4,)),
+             Node("fc2", Dense(np.zeros((3, 4)), -np.ones(3)), (2,), (3,)),  # every score 0 after the ReLU
+             Node("relu2", Relu(), (3,), (3,)))
+    network = Network(nodes, input_range=(0.0, 1.0))
+    x = np.full(6, 0.5)
+    with pytest.raises(ParameterError, match=r"target is needed: .* top class \(classes 0, 1, 2 at 0\)"):
+        explain(network, x, k=2)
+    with pytest.raises(ValueError, match=r"tie for the top class \(classes 0, 1, 2 at 0\): no prediction"):
+        explain_robust(network, x, eps=0.1)
