@@ -14,7 +14,10 @@ part solved alone: the rule before :mod:`smug_opt.strengthen.bundles`), ``no-sea
 with HiGHS + z3 on every part: the rule before
 :mod:`smug_opt.strengthen.neighbourhood_search`), ``found-cores`` (``auto`` with z3 keeping its
 cores as found on every part: the rule before
-:data:`~smug_opt.strengthen.solve_parts.SMALL_PART_Z3_EXTRAS`) or backends joined by ``+``
+:data:`~smug_opt.strengthen.solve_parts.SMALL_PART_Z3_EXTRAS`), ``found-window-cores``
+(``auto`` with the search's windows solved by z3 keeping its cores as found: the rule before
+``core.minimize`` in :data:`~smug_opt.strengthen.neighbourhood_search.WINDOW_Z3_EXTRAS`) or
+backends joined by ``+``
 (raced: ``highs+z3`` is ``backend="highs,z3"``).
 The problems come from the bench cache (built once, as ``smug-opt bench run`` builds them);
 each result is one line of ``OUT/results.jsonl`` (a rerun skips what is there); the table of
@@ -52,7 +55,7 @@ def _solve(problem, setting: str, time_limit: float):
     from smug_opt.strengthen import bundles, neighbourhood_search, solve_parts
 
     rule, z3_extras, bundle = solve_parts.part_choice, solve_parts.PART_Z3_EXTRAS, bundles.BUNDLE_WEIGHT
-    small_extras = solve_parts.SMALL_PART_Z3_EXTRAS
+    small_extras, window_extras = solve_parts.SMALL_PART_Z3_EXTRAS, neighbourhood_search.WINDOW_Z3_EXTRAS
     least = neighbourhood_search.MIN_CELLS
     if setting == "size-rule":
         solve_parts.part_choice = lambda choice: choice
@@ -64,14 +67,17 @@ def _solve(problem, setting: str, time_limit: float):
         neighbourhood_search.MIN_CELLS = 10**9
     if setting == "found-cores":
         solve_parts.SMALL_PART_Z3_EXTRAS = {}
+    if setting == "found-window-cores":
+        neighbourhood_search.WINDOW_Z3_EXTRAS = {k: v for k, v in window_extras.items()
+                                                 if k != "core.minimize"}
     try:
-        rules = ("size-rule", "z3-defaults", "unbundled", "no-search", "found-cores")
+        rules = ("size-rule", "z3-defaults", "unbundled", "no-search", "found-cores", "found-window-cores")
         backend = "auto" if setting in rules else setting.replace("+", ",")
         return solve(problem, backend, time_limit=time_limit, strengthen=True)
     finally:
         solve_parts.part_choice, solve_parts.PART_Z3_EXTRAS, bundles.BUNDLE_WEIGHT = rule, z3_extras, bundle
         neighbourhood_search.MIN_CELLS = least
-        solve_parts.SMALL_PART_Z3_EXTRAS = small_extras
+        solve_parts.SMALL_PART_Z3_EXTRAS, neighbourhood_search.WINDOW_Z3_EXTRAS = small_extras, window_extras
 
 
 def _cpu_seconds() -> float:
