@@ -226,6 +226,8 @@ def test_rerun_into_one_folder_replaces_the_previous_run_and_resizes_images(tmp_
 
 
 # item 12: a larger --n in the same folder keeps the smaller run's digits and adds to them
+# (through the CLI; tests/bench/test_stress.py checks the same on the runner, by default)
+@pytest.mark.slow
 def test_stress_with_a_larger_n_extends_the_same_digits(tmp_path):
     out = tmp_path / "stress"
     args = ("stress", "mnist", "--backend", "highs", "--time-limit", "60", "--quiet", "--out", str(out))

@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 
-@pytest.mark.parametrize("first", ["flatten", "flat-input"])
+@pytest.mark.parametrize("first", ["flatten", pytest.param("flat-input", marks=pytest.mark.slow)])
 def test_a_keras_mlp_given_a_png_gets_an_overlay_and_2d_cells(tmp_path, first):
     from PIL import Image
 

@@ -116,7 +116,8 @@ class _AfterChecks(Deadline):
         return self.checks[0] < 0
 
 
-@pytest.mark.parametrize("seed, radius", [(0, 1.0), (1, 0.6), (1, 1.0)])
+@pytest.mark.parametrize("seed, radius", [(0, 1.0), pytest.param(1, 0.6, marks=pytest.mark.slow),
+                                          pytest.param(1, 1.0, marks=pytest.mark.slow)])
 def test_a_search_cut_short_leaves_a_cover_that_finishes_the_proof(seed, radius):
     """Cut by the time limit, the closed and open leaves cover the box, and a search started
     from them, or from the open ones alone (a continuation), answers as the exact minimum says."""
