@@ -15,6 +15,7 @@ from dataclasses import dataclass, replace
 
 import numpy as np
 
+from smug_opt.deadline import Deadline
 from smug_opt.network.flat import FlatLayer, FlatNetwork, Preprocess
 from smug_opt.vnnlib import Conjunct
 
@@ -106,10 +107,12 @@ def _dense_where_it_pays(net: FlatNetwork) -> FlatNetwork:
 
 def attack(net: FlatNetwork, preprocess: Preprocess, lo: np.ndarray, hi: np.ndarray,
            disjuncts: tuple[Conjunct, ...], *, steps: int = 200, restarts: int = 16,
-           seed: int = 0, start: np.ndarray | None = None, until: float = 0.0) -> AttackResult:
+           seed: int = 0, start: np.ndarray | None = None, until: float = 0.0,
+           deadline: Deadline | None = None) -> AttackResult:
     """PGD over the box ``[lo, hi]`` (model input units, flat) for ``steps`` steps with a
     step size decaying from a quarter of the box's width; stops early once a point's loss
-    is at most ``until`` (0: inside the unsafe region; -inf: never, to go deep inside).
+    is at most ``until`` (0: inside the unsafe region; -inf: never, to go deep inside) or
+    ``deadline`` has passed (the starting points are always evaluated).
     ``start`` adds a starting point."""
     rng = np.random.default_rng(seed)
     net = _dense_where_it_pays(net)
@@ -128,7 +131,7 @@ def attack(net: FlatNetwork, preprocess: Preprocess, lo: np.ndarray, hi: np.ndar
         i = int(loss.argmin())
         if loss[i] < best_loss:
             best_x, best_loss = x[i].copy(), float(loss[i])
-        if best_loss <= until or step == steps:
+        if best_loss <= until or step == steps or (deadline is not None and deadline.passed()):
             break
         g_affine = flat_gradient(net, values, g_scores)
         g_model = preprocess.backward(g_affine, x.shape[1])

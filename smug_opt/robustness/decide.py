@@ -175,10 +175,10 @@ def decide(query: RobustnessQuery, *, time_limit: float = 60.0,
             return verdict("unsat", proof="exact")
         aimed = tuple(query.disjuncts[k] for k in open_)
         found = attack(query.net, query.preprocess, query.lo, query.hi, aimed, steps=attack_steps, seed=seed,
-                       restarts=LEAN_RESTARTS if lean else 16)
+                       restarts=LEAN_RESTARTS if lean else 16, deadline=deadline)
         if found.loss > 0 and not lean:  # many short runs: the long one's big steps settle in one corner
             short = attack(query.net, query.preprocess, query.lo, query.hi, aimed, steps=SHORT_STEPS,
-                           restarts=SHORT_RESTARTS, seed=seed + 1 + len(query.disjuncts))
+                           restarts=SHORT_RESTARTS, seed=seed + 1 + len(query.disjuncts), deadline=deadline)
             found = min(found, short, key=lambda result: result.loss)
     if found.loss <= 0:
         ok, outputs, failed = _confirm(query, found.x, references)
