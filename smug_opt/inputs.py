@@ -28,8 +28,8 @@ import numpy as np
 from smug_opt.bounded import check_npy_file, open_image
 from smug_opt.outputs import SINGLE_RUN_FILES
 
-__all__ = ["IMAGE_SUFFIXES", "INPUT_SUFFIXES", "PREPROCESSING_MODES", "list_input_files", "load_input",
-           "preprocess"]
+__all__ = ["IMAGE_SUFFIXES", "INPUT_SUFFIXES", "PREPROCESSING_MODES", "image_size", "list_input_files",
+           "load_input", "preprocess"]
 
 IMAGE_SUFFIXES = (".png", ".jpg", ".jpeg")
 INPUT_SUFFIXES = (*IMAGE_SUFFIXES, ".npy")
@@ -77,7 +77,7 @@ def list_input_files(folder: Path) -> list[Path]:
     return files
 
 
-def _spatial(input_shape: tuple[int, ...]) -> tuple[int, int] | None:
+def image_size(input_shape: tuple[int, ...]) -> tuple[int, int] | None:
     """The (H, W) an image must have for ``input_shape``; None when it is not an image shape."""
     if len(input_shape) == 3:
         return input_shape[0], input_shape[1]
@@ -108,7 +108,7 @@ def load_input(path: Path, input_shape: tuple[int, ...], pixel_scale: float, pre
         with open_image(path) as opened:
             _warn_if_alpha_only(path, opened)
             img = opened.convert("L" if channels == 1 else "RGB")
-        want = _spatial(input_shape)
+        want = image_size(input_shape)
         if want is not None and (img.height, img.width) != want:
             resized = (img.height, img.width)
             img = img.resize((want[1], want[0]), resample=Image.Resampling.BILINEAR)

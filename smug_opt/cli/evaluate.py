@@ -162,6 +162,7 @@ def run(args: argparse.Namespace) -> int:
     names: list[str] | None = None
     if args.model is not None:
         from smug_opt.evaluate import align_boxes, load_boxes_csv, load_image_folder
+        from smug_opt.inputs import image_size
         from smug_opt.models.resolve import as_adapter
 
         ref = ModelRef(args.model, input_shape_arg(args.input_shape), args.input_layout,
@@ -169,7 +170,10 @@ def run(args: argparse.Namespace) -> int:
         adapter = as_adapter(args.model, input_shape=ref.input_shape, input_layout=ref.input_layout,
                              input_range=ref.input_range)
         methods = _methods(args.methods, describe(str(args.model)).evaluation_methods)
-        size = (int(adapter.input_shape[0]), int(adapter.input_shape[1]))
+        size = image_size(tuple(adapter.input_shape))
+        if size is None and args.specs is None:
+            raise ValueError(f"--model {args.model} reads inputs of shape {tuple(adapter.input_shape)}, "
+                             "not a picture: --images needs an image model (or a flat input of H×H values)")
         if args.specs is not None:
             inputs, spec_labels, names = _spec_inputs(args.specs, adapter)
             outputs = np.asarray(adapter.predict(inputs))

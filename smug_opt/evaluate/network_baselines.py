@@ -15,8 +15,11 @@ __all__ = ["last_feature_map_node", "network_grad_cam", "network_integrated_grad
 
 
 def _check_image(adapter: Any, image: np.ndarray) -> np.ndarray:
+    """The image (H, W, C): the model's input, or the picture a flat input holds."""
     image = np.asarray(image, dtype=np.float64)
-    if image.ndim != 3 or image.shape != tuple(adapter.input_shape):
+    shape = tuple(adapter.input_shape)
+    flat_picture = len(shape) == 1 and image.ndim == 3 and image.size == shape[0]
+    if image.ndim != 3 or (image.shape != shape and not flat_picture):
         raise ValueError(f"image must have the model's input shape {tuple(adapter.input_shape)} (H, W, C); "
                          f"got {image.shape}")
     return image
@@ -57,7 +60,8 @@ def network_integrated_gradients(
     for start in range(0, steps, size):
         a = torch.as_tensor(alphas[start:start + size], dtype=module.dtype).view(-1, 1, 1, 1)
         path = (base_t + a * (x_t - base_t)).requires_grad_(True)
-        target = label_output(module(view_to_net(path, adapter.input_view)), label)
+        rows = path.reshape(path.shape[0], *adapter.input_shape)  # a flat input reads the picture's values
+        target = label_output(module(view_to_net(rows, adapter.input_view)), label)
         (grad,) = torch.autograd.grad(target.sum(), path)
         total += grad.sum(dim=0)
     return ((x_t - base_t) * total / steps).sum(dim=-1).double().numpy()

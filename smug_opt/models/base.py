@@ -264,8 +264,12 @@ class ModelAdapter(ABC):
         return self.check_input(x)
 
     def check_input(self, x: np.ndarray, *, batched: bool = False) -> np.ndarray:
-        """``x`` as an array, after checking its shape and that it is finite and numeric."""
+        """``x`` as an array, after checking its shape and that it is finite and numeric; a
+        flat model input may come as the picture it holds (rows of 28×28×1 for ``(784,)``)."""
         x = np.asarray(x)
+        row = x.shape[int(batched) :]
+        if len(self.input_shape) == 1 and row != self.input_shape and math.prod(row) == self.input_shape[0]:
+            x = x.reshape(*x.shape[: int(batched)], *self.input_shape)
         if x.shape[int(batched) :] != self.input_shape:
             shape = ", ".join(map(str, self.input_shape))
             expected = f"(batch, {shape})" if batched else str(self.input_shape)

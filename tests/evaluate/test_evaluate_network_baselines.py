@@ -79,3 +79,48 @@ def test_evaluate_runs_ig_and_gradcam_on_a_network_adapter(cnn):
 def test_gradient_methods_still_refuse_a_bare_predict_function():
     with pytest.raises(ValueError, match="gradients"):
         evaluate(lambda b: np.full((len(b), 2), 0.5), np.zeros((1, 8, 8, 1)), [0], ["ig"], progress=False)
+
+
+def test_a_flat_input_network_is_evaluated_on_pictures(tmp_path):
+    """An MLP reading 784 flat values (ERAN's, VNN-COMP's mnistfc) explains 28×28 pictures:
+    ``evaluate --images`` loads them at 28×28, predicts on them and takes IG in picture space
+    (it raised IndexError; IG then refused the picture)."""
+    import json
+    import subprocess
+    import sys
+
+    from PIL import Image
+
+    from smug_opt.data.mnist import load_digits
+    from smug_opt.network.graph import Dense, Input, Network, Node, Relu
+
+    rng = np.random.default_rng(0)
+    network = Network((Node("x", Input(), (), (784,)),
+                       Node("fc1", Dense(rng.normal(size=(16, 784)) * 0.05, np.zeros(16)), (0,), (16,)),
+                       Node("relu", Relu(), (1,), (16,)),
+                       Node("fc2", Dense(rng.normal(size=(10, 16)), np.zeros(10)), (2,), (10,))))
+    adapter = NetworkAdapter(network)
+    digits = load_digits().x_test[:2]
+    scores = adapter.predict(digits)  # rows of 28×28×1 for a (784,) input
+    np.testing.assert_allclose(scores, network.forward(digits.reshape(2, 784)), rtol=0, atol=1e-12)
+    ig = network_integrated_gradients(adapter, digits[0], 3, steps=16)
+    assert ig.shape == (28, 28)
+    np.testing.assert_allclose(ig.sum(), scores[0, 3] - network.forward(np.zeros((1, 784)))[0, 3], rtol=0.05)
+
+    pytest.importorskip("onnx")
+    from network_cases import tiny_onnx
+
+    (tmp_path / "mlp.onnx").write_bytes(tiny_onnx(0, n_in=784, hidden=16, n_out=10))
+    images = tmp_path / "images"
+    images.mkdir()
+    for i, digit in enumerate(digits):
+        Image.fromarray((digit[:, :, 0] * 255).round().astype(np.uint8)).save(images / f"d{i}.png")
+    model = str(tmp_path / "mlp.onnx")
+    proc = subprocess.run([sys.executable, "-m", "smug_opt", "evaluate", "--model", model,
+                           "--images", str(images), "--input-range", "0,1", "--n", "2",
+                           "--methods", "smug,ig", "--k", "4", "--out", str(tmp_path / "run"), "--quiet"],
+                          capture_output=True, text=True, timeout=600)
+    assert proc.returncode == 0, proc.stderr
+    records = [json.loads(line) for line in (tmp_path / "run" / "records.jsonl").read_text().splitlines()]
+    assert {r["method"] for r in records} == {"smug", "ig"} and len(records) == 4
+    assert not any((r.get("error") or "").startswith("map:") for r in records), records
