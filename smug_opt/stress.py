@@ -15,6 +15,7 @@ optimality and the mask passed the exact check and the model check.
 from __future__ import annotations
 
 import json
+import math
 import os
 import re
 from collections.abc import Iterable, Mapping, Sequence
@@ -151,14 +152,24 @@ def _stress_inputs(model: StressModel, suite: str, n: int, seed: int, specs: str
 
         channels = 1 if suite == "mnist" else 3
         found = spec_images(specs, channels, model.channels_first)[:n]
-        return {i: (image.x.reshape(model.input_shape), image.label) for i, image in enumerate(found)}
+        return {i: (_model_input(image.x, model, f"the images of {specs}"), image.label)
+                for i, image in enumerate(found)}
     if suite != "mnist":
         raise ValueError(f"the {suite} suite reads its images from VNN-LIB specs: give specs (--specs DIR)")
     from smug_opt.data import pick_test_digits
 
     indices, digits, labels = pick_test_digits(n, seed=seed)
-    return {int(i): (np.reshape(x, model.input_shape), int(y))
+    return {int(i): (_model_input(x, model, "MNIST digits"), int(y))
             for i, x, y in zip(indices.tolist(), digits, labels, strict=True)}
+
+
+def _model_input(x: np.ndarray, model: StressModel, what: str) -> np.ndarray:
+    """``x`` in the model's input shape; ValueError naming both when the sizes differ."""
+    x = np.asarray(x)
+    if x.size != math.prod(model.input_shape):
+        raise ValueError(f"model {model.tag!r} reads inputs of shape {model.input_shape}; {what} have "
+                         f"shape {x.shape}")
+    return x.reshape(model.input_shape)
 
 
 def run_stress(n: int = 100, backends: Sequence[str] = (DEFAULT_BACKEND,), time_limit: float = 600.0,

@@ -105,3 +105,14 @@ def test_cifar10_needs_specs(tmp_path) -> None:
     args = parser.parse_args(["stress", "cifar10", "--model", str(model), "--out", str(tmp_path / "o")])
     with pytest.raises(ValueError, match="--specs"):
         cli_stress.run(args)
+
+
+def test_digits_a_model_cannot_read_are_one_error_naming_both_shapes(tmp_path) -> None:
+    parser = argparse.ArgumentParser()
+    cli_stress.add_parser(parser.add_subparsers(dest="command"))
+    model = tmp_path / "tiny.onnx"
+    _onnx_cnn(model, np.random.default_rng(0))  # reads 1×5×5 images
+    out = str(tmp_path / "o")
+    args = parser.parse_args(["stress", "mnist", "--model", str(model), "--n", "1", "--out", out])
+    with pytest.raises(ValueError, match=r"shape \(1, 5, 5\); MNIST digits have shape \(28, 28, 1\)"):
+        cli_stress.run(args)
