@@ -58,7 +58,8 @@ class Status(enum.Enum):
 
 @dataclass(frozen=True)
 class Capabilities:
-    """What a backend honours natively (the core bridges the rest)."""
+    """What a backend honours natively. Every problem reaches :meth:`Backend.lower` as it
+    is; a backend bridges the rest itself (:func:`smug_opt.bridges.to_milp`)."""
 
     strict_inequalities: bool = False
     relu: bool = False
