@@ -9,6 +9,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
+from smug_opt.errors import ParameterError
 from smug_opt.network.graph import Network
 
 __all__ = ["load_model", "model_spec_kind"]
@@ -47,9 +48,21 @@ def load_model(spec: str, *, input_shape: tuple[int, ...] | None = None,
     A factory ``package.module:function`` is imported and called with no arguments and must
     return a ``torch.nn.Module``; its per-example input shape is ``input_shape``, else the
     module's ``input_shape`` attribute. ``input_range`` and ``layout`` declare what a file
-    does not say (the embedded models' range is [0, 1]).
+    does not say (the embedded models' range is [0, 1]). A file states its own input shape:
+    an ``input_shape`` that contradicts it is refused.
     """
     kind = model_spec_kind(spec)
+    if kind == "factory":
+        return _from_factory(spec, input_shape, input_range, layout)
+    network = _read_file(spec, kind, input_range, layout)
+    if input_shape is not None and tuple(input_shape) != network.input_shape:
+        raise ParameterError("input_shape", f"is {tuple(input_shape)}, but {spec} reads inputs of shape "
+                             f"{network.input_shape} (the shape is declared for a PyTorch factory only)")
+    return network
+
+
+def _read_file(spec: str, kind: str, input_range: tuple[float, float] | None, layout: str | None
+               ) -> Network:
     if kind == "onnx":
         from smug_opt.network.onnx_reader import read_onnx
 
@@ -75,7 +88,7 @@ def load_model(spec: str, *, input_shape: tuple[int, ...] | None = None,
 
         model = import_keras().models.load_model(str(path), compile=False)
         return read_keras(model, input_range=input_range, name=path.stem)
-    return _from_factory(spec, input_shape, input_range, layout)
+    raise ValueError(f"model {spec!r}: no file reader for {kind!r}")
 
 
 def _from_factory(spec: str, input_shape: tuple[int, ...] | None,

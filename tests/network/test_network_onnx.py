@@ -248,3 +248,16 @@ def test_non_finite_weights_name_the_node(tmp_path):
     onnx.save(model, path)
     with pytest.raises(ValueError, match=r"node 2 'h' \(Dense\): NaN or infinite values in its weight"):
         read_onnx(path)
+
+
+def test_an_input_shape_contradicting_the_file_is_refused(tmp_path):
+    from network_cases import tiny_onnx
+
+    from smug_opt.errors import ParameterError
+    from smug_opt.network.load import load_model
+
+    path = tmp_path / "tiny.onnx"
+    path.write_bytes(tiny_onnx(0))
+    assert load_model(str(path), input_shape=(5,)).input_shape == (5,)
+    with pytest.raises(ParameterError, match=r"input_shape is \(1, 5\), but .* reads inputs of shape \(5,\)"):
+        load_model(str(path), input_shape=(1, 5))
