@@ -27,6 +27,7 @@ def test_the_attack_stops_at_the_query_deadline():
     assert not query.refuted().all()
     assert decide(query, time_limit=30).answer == "unsat"
     start = time.monotonic()
-    cut = decide(query, time_limit=0.5, attack_steps=10**7)  # ten million PGD steps: hours without the deadline
+    # ten million PGD steps: hours without the deadline
+    cut = decide(query, time_limit=0.5, attack_steps=10**7)
     assert time.monotonic() - start < 5.0
     assert cut.answer in ("unsat", "unknown")
