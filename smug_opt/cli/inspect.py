@@ -4,28 +4,9 @@ from __future__ import annotations
 
 import argparse
 
+from smug_opt.cli.options import add_model_input_options, input_range_arg, input_shape_arg
+
 __all__ = ["add_parser", "describe_network", "run"]
-
-
-def _pair(text: str) -> tuple[float, float]:
-    try:
-        lo, hi = (float(v) for v in text.split(","))
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected LO,HI (e.g. 0,1), got {text!r}") from None
-    if not lo < hi:
-        raise argparse.ArgumentTypeError(f"LO must be below HI, got {text!r}")
-    return lo, hi
-
-
-def _shape(text: str) -> tuple[int, ...]:
-    try:
-        shape = tuple(int(v) for v in text.split(","))
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected sizes separated by commas (e.g. 1,28,28), got {text!r}") \
-            from None
-    if not shape or min(shape) < 1:
-        raise argparse.ArgumentTypeError(f"sizes must be positive, got {text!r}")
-    return shape
 
 
 def add_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParser:
@@ -35,12 +16,7 @@ def add_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParse
                     "name) and print every node with its operation, output shape and parameter count, "
                     "then the flat form bounds and encoders work on.")
     p.add_argument("model", help="the model: a file, package.module:factory, or an embedded model's name")
-    p.add_argument("--input-shape", type=_shape, default=None, metavar="C,H,W",
-                   help="per-example input shape of a PyTorch factory's module (no batch axis)")
-    p.add_argument("--input-range", type=_pair, default=None, metavar="LO,HI",
-                   help="valid range of every input value, where the file does not say")
-    p.add_argument("--layout", choices=["channels_first", "channels_last"], default=None,
-                   help="layout of an image input, where the file does not say (default: guessed)")
+    add_model_input_options(p.add_argument_group("what the file does not say"))
     return p
 
 
@@ -79,12 +55,14 @@ def _preprocessing(pre) -> str:
 
 
 def run(args: argparse.Namespace) -> int:
-    from smug_opt.network.load import load_model, model_spec_kind
+    from smug_opt.models.resolve import ModelOptions, read_network
+    from smug_opt.network.load import model_spec_kind
     from smug_opt.network.lower import lower
 
     model_spec_kind(args.model)  # a bad name fails before any framework loads
-    network = load_model(args.model, input_shape=args.input_shape, input_range=args.input_range,
-                         layout=args.layout)
+    options = ModelOptions(input_shape_arg(args.input_shape), args.input_layout,
+                           input_range_arg(args.input_range))
+    network = read_network(args.model, options)
     pre, flat = lower(network)
     print("\n".join(describe_network(network, pre, flat)))
     return 0
