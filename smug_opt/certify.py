@@ -37,16 +37,15 @@
 
 from __future__ import annotations
 
-import math
 import os
 import time
 from dataclasses import replace
 from fractions import Fraction
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from smug_opt.backend import Status
+from smug_opt.certified_results import corrected, downgraded, finished, settled
 from smug_opt.deadline import Deadline
-from smug_opt.exact import float_down
 from smug_opt.exact_enumeration import (
     ENUMERATION_BINARIES,
     ENUMERATION_RELU_BINARIES,
@@ -61,7 +60,7 @@ from smug_opt.exact_questions import (
     objective_below,
 )
 from smug_opt.ir import Problem
-from smug_opt.result import Proof, SolveResult, relative_gap
+from smug_opt.result import Proof, SolveResult
 from smug_opt.step import Step
 from smug_opt.verification import Verification, verify
 
@@ -70,23 +69,10 @@ if TYPE_CHECKING:
     from smug_opt.safe_search.search import Settings
 
 __all__ = [
-    "CLOSE_GAP",
-        "DEFAULT_BACKSTOP_SECONDS",
-    "DEFAULT_INFEASIBLE_LPS",
-        "ENUMERATION_BINARIES",
-    "ENUMERATION_RELU_BINARIES",
-    "EXACT_CAPABILITIES",
-    "LP_SHARE",
-    "MAX_SEARCH_WORKERS",
-    "RESIDUAL_SHARE",
-    "SEARCH_LPS",
-    "certify",
-    "certify_within_budget",
-    "exact_backend",
-    "exact_options",
-    "objective_below",
-    "search_workers",
-    "worth_certifying",
+    "CLOSE_GAP", "DEFAULT_BACKSTOP_SECONDS", "DEFAULT_INFEASIBLE_LPS", "ENUMERATION_BINARIES",
+    "ENUMERATION_RELU_BINARIES", "EXACT_CAPABILITIES", "LP_SHARE", "MAX_SEARCH_WORKERS",
+    "RESIDUAL_SHARE", "SEARCH_LPS", "certify", "certify_within_budget", "exact_backend",
+    "exact_options", "objective_below", "search_workers", "worth_certifying",
 ]
 
 LP_SHARE = 0.25
@@ -162,7 +148,7 @@ def certify_within_budget(problem: Problem, result: SolveResult, deadline: Deadl
         proof = _safe_search(problem, None, budget, Settings(max_lps=DEFAULT_INFEASIBLE_LPS))
         if proof is not None and proof.proven:
             return _search_result(problem, result, proof, start)
-        return _finish(result, note="", start=start)
+        return finished(result, note="", start=start)
     incumbent = None if result.status is not Status.OPTIMAL or result.x is None else verify(problem, result.x)
     if incumbent is None or not incumbent.ok:
         return result
@@ -172,12 +158,12 @@ def certify_within_budget(problem: Problem, result: SolveResult, deadline: Deadl
         return result
     v = incumbent.objective
     if bound is None or not (bound > v - 1 if problem.integral_objective else Fraction(bound) >= v):
-        return _finish(result, note="", start=start)
+        return finished(result, note="", start=start)
     if Fraction(bound) > v:  # a rigorous bound above a verified solution: claim nothing
-        return _finish(result, note=f"the safe LP bound {bound!r} exceeds a verified solution's "
-                                    f"objective {float(v)!r}: not certified", start=start)
-    return _settled(problem, result, incumbent, f"the safe LP bound {bound!r} (Neumaier-Shcherbina "
-                                                f"on the LP relaxation's duals)", start)
+        return finished(result, note=f"the safe LP bound {bound!r} exceeds a verified solution's "
+                                     f"objective {float(v)!r}: not certified", start=start)
+    return settled(problem, result, incumbent, f"the safe LP bound {bound!r} (Neumaier-Shcherbina "
+                                               f"on the LP relaxation's duals)", start)
 
 
 def certify(problem: Problem, result: SolveResult, *, ask: Step, deadline: Deadline) -> SolveResult:
@@ -197,7 +183,7 @@ def certify(problem: Problem, result: SolveResult, *, ask: Step, deadline: Deadl
         try:
             enumerated = enumerate_optimum(problem, deadline)
         except TimeoutError:
-            return _downgraded(result, "exact enumeration did not finish within the time limit", start)
+            return downgraded(result, "exact enumeration did not finish within the time limit", start)
         return _cross_checked(problem, result, enumerated, exact, start)
     incumbent = None if result.x is None else verify(problem, result.x)
     if incumbent is not None:
@@ -215,7 +201,7 @@ def certify(problem: Problem, result: SolveResult, *, ask: Step, deadline: Deadl
     if searched is not None and searched.proof == "exact":
         return searched
     if not exact.available():
-        return _downgraded(searched or result, exact.missing(), start)
+        return downgraded(searched or result, exact.missing(), start)
     if searched is None or budgeted is None:
         return _Residual(problem, result, incumbent, exact, start).run()
     if known is not None and _close(problem, known, budgeted):
@@ -258,13 +244,13 @@ def _by_safe_lp_bound(problem: Problem, result: SolveResult, incumbent: Verifica
         return None
     v = incumbent.objective
     if Fraction(bound) > v:  # a rigorous bound above a verified solution: never trust either
-        return _downgraded(result, f"the safe LP bound {bound!r} exceeds a verified solution's "
-                                   f"objective {float(v)!r}", start)
+        return downgraded(result, f"the safe LP bound {bound!r} exceeds a verified solution's "
+                                  f"objective {float(v)!r}", start)
     proven = bound > v - 1 if problem.integral_objective else Fraction(bound) >= v
     if not proven:
         return None
-    return _settled(problem, result, incumbent, f"the safe LP bound {bound!r} (Neumaier-Shcherbina "
-                                                f"on the strengthened LP relaxation's duals)", start)
+    return settled(problem, result, incumbent, f"the safe LP bound {bound!r} (Neumaier-Shcherbina "
+                                               f"on the strengthened LP relaxation's duals)", start)
 
 
 # -------------------------------------------------------------- the safe search
@@ -300,8 +286,8 @@ def _search_result(problem: Problem, result: SolveResult, proof: SafeSearchProof
     saying why the search did not settle it."""
     if not proof.proven:
         return result.with_note(f"the safe search did not settle it ({proof.why}; {proof.summary()})")
-    return _settled(problem, result, proof.best,
-                    f"a branch-and-bound with safe LP bounds ({proof.summary()})", start)
+    return settled(problem, result, proof.best,
+                   f"a branch-and-bound with safe LP bounds ({proof.summary()})", start)
 
 
 def _close(problem: Problem, incumbent: Verification, proof: SafeSearchProof) -> bool:
@@ -331,26 +317,26 @@ def _cross_checked(problem: Problem, result: SolveResult, enumerated: Verificati
                    exact: ExactQuestions, start: float) -> SolveResult:
     """Enumeration's answer, exact only when the exact backend (the second exact method) confirms it."""
     if not exact.available():
-        return _settled(problem, result, enumerated,
-                        f"{_ENUMERATION} ({exact.missing()}: not cross-checked)", start)
+        return settled(problem, result, enumerated,
+                       f"{_ENUMERATION} ({exact.missing()}: not cross-checked)", start)
     said = ("infeasible" if enumerated is None
             else f"optimum {float(enumerated.objective)!r}")
     answer = exact.below(None if enumerated is None else enumerated.objective)
     if answer.none_below:
-        return _settled(problem, result, enumerated,
-                        f"{_ENUMERATION}, confirmed by {exact.name} (exact)", start)
+        return settled(problem, result, enumerated,
+                       f"{_ENUMERATION}, confirmed by {exact.name} (exact)", start)
     if answer.found is not None:
-        return _corrected(problem, result, answer.found,
-                          f"the exact methods disagree ({_ENUMERATION} found {said}, "
-                          f"{exact.name} (exact) a verified solution of objective "
-                          f"{float(answer.found.objective)!r}): nothing is claimed exact",
-                          start, proven=False)
+        return corrected(problem, result, answer.found,
+                         f"the exact methods disagree ({_ENUMERATION} found {said}, "
+                         f"{exact.name} (exact) a verified solution of objective "
+                         f"{float(answer.found.objective)!r}): nothing is claimed exact",
+                         start, proven=False)
     why = (f"{_ENUMERATION} found {said}, but {exact.name} did not confirm it "
            f"({answer.why}); two exact methods must agree")
     if enumerated is not None and (result.x is None or result.objective is None
                                    or enumerated.objective < Fraction(result.objective)):
-        return _corrected(problem, result, enumerated, f"not certified: {why}", start, proven=False)
-    return _downgraded(result, why, start)
+        return corrected(problem, result, enumerated, f"not certified: {why}", start, proven=False)
+    return downgraded(result, why, start)
 
 
 class _Residual:
@@ -370,7 +356,7 @@ class _Residual:
             if answer.none_below:
                 what = (f"{self.exact.name} (exact) proved no solution is better" if self.best
                         else f"{self.exact.name} (exact) proved infeasibility")
-                return _settled(self.problem, self.result, self.best, what, self.start)
+                return settled(self.problem, self.result, self.best, what, self.start)
             if answer.found is not None:
                 self._offer(answer.found)
                 if self.problem.integral_objective:
@@ -397,63 +383,10 @@ class _Residual:
 
     def _unsettled(self, why: str) -> SolveResult:
         if self.improved and self.best is not None:  # the solver's claim was wrong: keep the better one
-            return _corrected(self.problem, self.result, self.best,
-                              f"certification found a better solution ({float(self.best.objective)!r}) "
-                              f"than the solver's claim but could not prove it optimal ({why})",
-                              self.start, proven=False, bound=self.bound)
+            return corrected(self.problem, self.result, self.best,
+                             f"certification found a better solution ({float(self.best.objective)!r}) "
+                             f"than the solver's claim but could not prove it optimal ({why})",
+                             self.start, proven=False, bound=self.bound)
         detail = f" ({why})" if why else ""
         result = self.result if self.bound is None else replace(self.result, bound=self.bound)
-        return _downgraded(result, f"{self.exact.name} did not settle it{detail}", self.start)
-
-
-# ---------------------------------------------------------------------- results
-def _settled(problem: Problem, result: SolveResult, best: Verification | None, how: str,
-             start: float) -> SolveResult:
-    """The exact answer ``best`` (None: infeasible) replaces ``result``'s claim."""
-    if best is None:
-        wrong = result.status not in (Status.INFEASIBLE, Status.ERROR)
-        note = (f"certified INFEASIBLE by {how}" if not wrong else
-                f"the solver's claim was wrong: {how} shows the problem is infeasible")
-        return _finish(result, status=Status.INFEASIBLE, x=None, objective=None, bound=math.inf,
-                       gap=None, proof=Proof.EXACT, verified=None,
-                       verification="no solution to verify: infeasibility is a proof (see proof)",
-                       note=note, start=start)
-    same = result.x is not None and result.objective == float(best.objective)
-    if result.status is Status.ERROR:
-        note = f"the solver failed; optimum {float(best.objective)!r} found by {how}"
-    elif same:
-        note = f"certified {'OPTIMAL' if result.status is Status.OPTIMAL else 'optimal'} by {how}"
-    else:
-        note = (f"the solver's {result.status.name} was not optimal: certification found objective "
-                f"{float(best.objective)!r} ({how})")
-    return _corrected(problem, result, best, note, start, proven=True)
-
-
-def _corrected(problem: Problem, result: SolveResult, best: Verification, note: str, start: float,
-               *, proven: bool, bound: float | None = None) -> SolveResult:
-    objective = float(best.objective)
-    if proven:
-        bound = objective if Fraction(objective) == best.objective else float_down(best.objective)
-    gap = relative_gap(objective, bound)
-    return _finish(result, status=Status.OPTIMAL if proven else Status.FEASIBLE, x=best.x,
-                   objective=objective, bound=bound, gap=gap,
-                   proof=Proof.EXACT if proven else None, verified=True, verification=best.summary(),
-                   note=note, start=start)
-
-
-def _downgraded(result: SolveResult, why: str, start: float) -> SolveResult:
-    """OPTIMAL -> FEASIBLE, INFEASIBLE -> NO_SOLUTION: the solver's word is not a proof."""
-    if result.status is Status.FEASIBLE:
-        return _finish(result, note=f"not certified optimal: {why}", start=start)
-    status = Status.FEASIBLE if result.status is Status.OPTIMAL else Status.NO_SOLUTION
-    bound = result.bound if status is Status.FEASIBLE else None
-    return _finish(result, status=status, bound=bound, proof=None,
-                   note=f"the solver's {result.status.name} could not be certified: {why}", start=start)
-
-
-def _finish(result: SolveResult, *, note: str, start: float, **changes: Any) -> SolveResult:
-    spent = time.monotonic() - start
-    times = replace(result.times, total=result.times.total + spent,
-                    overhead=result.times.overhead + spent)
-    return result.with_note(note, times=times, **changes)
-
+        return downgraded(result, f"{self.exact.name} did not settle it{detail}", self.start)
