@@ -171,14 +171,15 @@ def run(args: argparse.Namespace) -> int:
                              input_range=ref.input_range)
         methods = _methods(args.methods, describe(str(args.model)).evaluation_methods)
         size = image_size(tuple(adapter.input_shape))
-        if size is None and args.specs is None:
-            raise ValueError(f"--model {args.model} reads inputs of shape {tuple(adapter.input_shape)}, "
-                             "not a picture: --images needs an image model (or a flat input of H×H values)")
         if args.specs is not None:
             inputs, spec_labels, names = _spec_inputs(args.specs, adapter)
             outputs = np.asarray(adapter.predict(inputs))
             labels = spec_labels
         else:
+            if size is None:
+                raise ValueError(f"--model {args.model} reads inputs of shape "
+                                 f"{tuple(adapter.input_shape)}, not a picture: --images needs an "
+                                 "image model (or a flat input of H×H values)")
             images, names = load_image_folder(args.images, size=size)
             _say_resized(args.images, size)
             lo, hi = ref.input_range or (0.0, 255.0 / args.pixel_scale)

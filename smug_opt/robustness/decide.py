@@ -205,7 +205,7 @@ def decide(query: RobustnessQuery, *, time_limit: float = 60.0,
         pending = [(k, None if leaves is None else leaves.get(k)) for k in open_] if chain is not None else []
         for round_ in range(1 if lean else 2):  # the second continues the searches cut by their share
             searching = deadline if lean else deadline.share(BAB_SHARE)
-            cut: list[tuple[int, Leaves]] = []
+            cut: list[tuple[int, Leaves | None]] = []
             for position, (k, begin) in enumerate(pending):
                 assert chain is not None  # nothing is pending without bounds
                 if deadline.passed(0.5):
