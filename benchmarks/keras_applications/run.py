@@ -140,7 +140,9 @@ def run(arch: str, out: Path, max_gb: float, k: int, cell: int, time_limit: floa
     photo = Path(sklearn.__file__).parent / "datasets" / "images" / "china.jpg"
     x, _ = load_input(photo, (224, 224, 3), 255.0, ARCHITECTURES[arch])
     _, h = adapter.first_layer(x)
-    target = adapter.predicted_target(adapter.head(h[None])[0])
+    # weights=None: a random MobileNetV2 scores every class alike (no class is predicted, and
+    # predicted_target refuses a tie), so the first top class is named, as argmax did before
+    target = int(np.argmax(adapter.head(h[None])[0]))
 
     # side by side, alternating (the machine is shared): plain, smug-opt, plain, then
     # explain (smug-opt's IG again); the first of each includes its one-time trace
