@@ -196,8 +196,9 @@ def _branch_and_bound(bounds: ChainBounds, matrix: np.ndarray, rhs: np.ndarray, 
             return None
         keep = torch.nonzero(~refuted).flatten()
         subset = [t[keep] for t in s]
-        corners = bounds.minimiser(top, C, [t[keep] for t in found.alphas],
-                                   None if found.betas is None else [t[keep] for t in found.betas], subset)
+        open_alphas = [t[keep] for t in found.alphas]
+        open_betas = None if found.betas is None else [t[keep] for t in found.betas]
+        corners = bounds.minimiser(top, C, open_alphas, open_betas, subset)
         every = corners.reshape(-1, corners.shape[-1])  # (domains x rows, n_in)
         hit = torch.nonzero(reaches(every)).flatten()
         if hit.numel():
@@ -208,9 +209,8 @@ def _branch_and_bound(bounds: ChainBounds, matrix: np.ndarray, rhs: np.ndarray, 
         x = _descend(bounds, C, d, strict_t, corners[worst, binding])
         if x is not None:
             return done("candidate", count, x=x)
-        stack.push(subset, [t[keep] for t in found.alphas],
-                   [t[keep] for t in (found.betas or b)], found.bound[keep],
-                   [t[keep] for t in found.coefficients])
+        stack.push(subset, open_alphas, [t[keep] for t in b] if open_betas is None else open_betas,
+                   open_bound, [t[keep] for t in found.coefficients])
         return None
 
     warm = None if warm is None else warm.for_box(bounds)
