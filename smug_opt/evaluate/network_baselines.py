@@ -18,9 +18,9 @@ def _check_image(adapter: Any, image: np.ndarray) -> np.ndarray:
     """The image (H, W, C): the model's input, or the picture a flat input holds."""
     image = np.asarray(image, dtype=np.float64)
     shape = tuple(adapter.input_shape)
-    flat_picture = len(shape) == 1 and image.ndim == 3 and image.size == shape[0]
+    flat_picture = len(shape) == 1 and image.size == shape[0]
     if image.ndim != 3 or (image.shape != shape and not flat_picture):
-        raise ValueError(f"image must have the model's input shape {tuple(adapter.input_shape)} (H, W, C); "
+        raise ValueError(f"image must have the model's input shape {shape} (H, W, C); "
                          f"got {image.shape}")
     return image
 
