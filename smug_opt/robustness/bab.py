@@ -144,8 +144,9 @@ def branch_and_bound(bounds: ChainBounds, matrix: np.ndarray, rhs: np.ndarray, s
     ``matrix·y <= rhs`` (``<`` on the ``strict`` rows), by branch and bound (``root_steps``:
     α-CROWN's steps on the root domain, before any split; ``steps``: on each new domain,
     by default :func:`default_steps`;
-    ``start``: the leaves of an earlier ``unsat`` tree of the same disjunct over another
-    box, bounded instead of the root)."""
+    ``start``: domains bounded instead of the root: the leaves of an earlier ``unsat`` tree
+    of the same disjunct over another box, or the :attr:`~BabResult.open_leaves` of a search
+    of this box cut by its time limit)."""
     with one_thread():
         return _branch_and_bound(bounds, matrix, rhs, strict, deadline, batch, root_steps,
                                  default_steps(bounds) if steps is None else steps, start)
