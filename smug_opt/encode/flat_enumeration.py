@@ -32,7 +32,7 @@ from smug_opt.encode.incremental import (
     incremental_work,
     linear_error_terms,
 )
-from smug_opt.encode.masked import MaskedNetwork
+from smug_opt.encode.masked import MaskedNetwork, cell_masks
 from smug_opt.exact import UNIT_ROUNDOFF, dot_error_bound
 
 __all__ = ["SEARCH_WORK", "SmallMasks", "mask_slack", "searched_sizes", "smaller_masks"]
@@ -127,7 +127,7 @@ def smaller_masks(network: MaskedNetwork, below: int, max_masks: int | None = No
             if evaluator is not None:
                 scores = evaluator.scores(idx, largest)
             else:
-                values = network.values(_masks(idx, n))
+                values = network.values(cell_masks(idx, n))
                 for layer in tracked:
                     np.maximum(largest[layer], np.abs(values[layer]).max(axis=0), out=largest[layer])
                 scores = values[-1]
@@ -135,7 +135,7 @@ def smaller_masks(network: MaskedNetwork, below: int, max_masks: int | None = No
             best = max(best, float(slack.max()))
             leaders.add(idx, slack)
             if slack.max() > network.tolerance:
-                found = _masks(idx[int(np.argmax(slack))][None, :], n)[0]
+                found = cell_masks(idx[int(np.argmax(slack))][None, :], n)[0]
                 break
         if found is not None:
             break
@@ -164,11 +164,10 @@ def mask_slack(network: MaskedNetwork) -> tuple[Callable[[np.ndarray], np.ndarra
     """How the search evaluates masks, for others to reuse: the worst-row slack of masks
     given as kept cells ``(batch, k)``, and one mask of ``k`` cells' work
     (:attr:`~smug_opt.encode.masked.MaskedNetwork.mask_work` units), incremental where it
-    pays (:func:`~smug_opt.encode.incremental.incremental_pays`), else direct."""
-    n = network.num_cells
+    pays (:func:`~smug_opt.encode.incremental.incremental_pays`), else direct
+    (:meth:`~smug_opt.encode.masked.MaskedNetwork.cells_slack`)."""
     if not incremental_pays(network):
-        return (lambda idx: network.slack(_masks(idx, n), chunk=max(idx.shape[0], 1)),
-                lambda k: network.mask_work)
+        return network.cells_slack, lambda k: network.mask_work
     evaluator = IncrementalMasks(network)
     scratch = [np.zeros(layer.size) for layer in network.net.layers]  # magnitudes: not needed here
 
@@ -177,13 +176,6 @@ def mask_slack(network: MaskedNetwork) -> tuple[Callable[[np.ndarray], np.ndarra
         return (scores @ network.out_rows.T - network.out_rhs).min(axis=1)
 
     return slack, lambda k: incremental_work(network, k)
-
-
-def _masks(idx: np.ndarray, n: int) -> np.ndarray:
-    """Cell masks ``(batch, n)`` keeping each row's cells."""
-    masks = np.zeros((idx.shape[0], n))
-    np.put_along_axis(masks, idx, 1.0, axis=1)
-    return masks
 
 
 def _magnitudes_needed(network: MaskedNetwork) -> list[int]:

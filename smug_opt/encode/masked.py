@@ -18,8 +18,8 @@ import scipy.sparse as sp
 
 from smug_opt.network.flat import FlatLayer, FlatNetwork
 
-__all__ = ["BATCH_BYTES", "ENTRY_WORK", "MaskedNetwork", "flat_digest", "flat_mlp", "mlp_form",
-           "nonzero_pattern", "output_rows"]
+__all__ = ["BATCH_BYTES", "ENTRY_WORK", "MaskedNetwork", "cell_masks", "flat_digest", "flat_mlp",
+           "mlp_form", "nonzero_pattern", "output_rows"]
 
 BATCH_BYTES = 256e6
 """Memory for one batch of masks evaluated at once (their values at every layer): a batch
@@ -142,6 +142,11 @@ class MaskedNetwork:
                  for s in range(0, masks.shape[0], chunk)]
         return np.concatenate(parts) if parts else np.zeros(0)
 
+    def cells_slack(self, cells: np.ndarray) -> np.ndarray:
+        """:meth:`slack` of the masks keeping ``cells`` (one row of cell indices per mask),
+        in one chunk."""
+        return self.slack(cell_masks(cells, self.num_cells), chunk=max(cells.shape[0], 1))
+
     @property
     def tolerance(self) -> float:
         """The output slack above which the float64 network is taken to accept a mask."""
@@ -171,6 +176,13 @@ def mlp_form(net: FlatNetwork) -> list[tuple[sp.csr_matrix, np.ndarray]] | None:
         if layer.inputs != (k,) or layer.kind != ("linear" if k % 2 == 0 else "relu"):
             return None
     return [layer.affine for layer in layers[::2]]
+
+
+def cell_masks(cells: np.ndarray, num_cells: int) -> np.ndarray:
+    """Cell masks ``(batch, num_cells)`` keeping each row's cells (indices ``(batch, k)``)."""
+    masks = np.zeros((cells.shape[0], num_cells))
+    np.put_along_axis(masks, cells, 1.0, axis=1)
+    return masks
 
 
 def nonzero_pattern(matrix: np.ndarray | sp.spmatrix) -> sp.csr_matrix:

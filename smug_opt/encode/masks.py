@@ -10,7 +10,7 @@ from collections.abc import Callable
 
 import numpy as np
 
-from smug_opt.encode.masked import MaskedNetwork
+from smug_opt.encode.masked import MaskedNetwork, cell_masks
 
 __all__ = ["BEAM_WIDTH", "beam_mask", "greedy_mask"]
 
@@ -55,11 +55,11 @@ def beam_mask(network: MaskedNetwork, mask: np.ndarray, width: int = BEAM_WIDTH,
     ``levels`` sizes, and stops at the first size with an accepted mask, below ``mask``'s
     size (at most ``width·num_cells`` masks a size: its callers size ``width`` and
     ``levels`` by a work count). ``slack``: the worst-row slack of masks given as kept
-    cells (default: :meth:`MaskedNetwork.slack`)."""
+    cells (default: :meth:`MaskedNetwork.cells_slack`)."""
     n = network.num_cells
     beam = np.zeros((1, 0), dtype=np.int64) if seeds is None else np.asarray(seeds, dtype=np.int64)[:width]
     rows = max(network.batch_rows(), 1)
-    evaluate = slack or (lambda idx: network.slack(_cell_masks(idx, n), chunk=max(idx.shape[0], 1)))
+    evaluate = slack or network.cells_slack
     sizes = range(beam.shape[1] + 1, int(mask.sum()))
     for _ in sizes[:levels]:
         grown = np.repeat(beam, n, axis=0)
@@ -70,13 +70,6 @@ def beam_mask(network: MaskedNetwork, mask: np.ndarray, width: int = BEAM_WIDTH,
                                  for start in range(0, candidates.shape[0], rows)])
         best = int(np.argmax(values))
         if values[best] > network.tolerance:
-            return _cell_masks(candidates[best][None, :], n)[0]
+            return cell_masks(candidates[best][None, :], n)[0]
         beam = candidates[np.argsort(-values, kind="stable")[:width]]
     return mask
-
-
-def _cell_masks(idx: np.ndarray, n: int) -> np.ndarray:
-    """Cell masks ``(batch, n)`` keeping each row's cells."""
-    masks = np.zeros((idx.shape[0], n))
-    np.put_along_axis(masks, idx, 1.0, axis=1)
-    return masks
