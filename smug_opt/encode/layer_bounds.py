@@ -92,8 +92,8 @@ def layer_bounds(network: MaskedNetwork, method: str = DEFAULT_BOUNDS,
     rhs = network.out_rhs - network.out_rows @ b_out
     every_mask = interval_bounds(A1, first[1], hidden)
     margin = _row_margin(network, W_out, b_out, np.maximum(every_mask[1][-1], 0.0))
-    nb = network_bounds(A1, first[1], hidden, rows, rhs, method, max_ones=max_ones,
-                        row_margin=None if method == "crown" else margin, global_bounds=every_mask)
+    nb = network_bounds(A1, first[1], hidden, rows, rhs, method, max_ones=max_ones, row_margin=margin,
+                        global_bounds=every_mask)
     lo, hi, min_ones = list(nb.lo), list(nb.hi), nb.min_ones
     enumerated = method != "crown" and nb.lps == 0 and max_ones is not None
     if method == "crown" and max_ones is not None and _affordable(A1, hidden, max_ones):
