@@ -28,7 +28,7 @@ from smug_opt.result import Attempt, Proof, SolveResult, Timings, relative_gap
 from smug_opt.verification import Verification, ViolationKind, snap_binaries, verify
 from smug_opt.workers import AttemptOutcome, run_attempt
 
-__all__ = ["MAX_NOGOOD_CUTS", "RaceLink", "SolveLoop"]
+__all__ = ["MAX_NOGOOD_CUTS", "RaceLink", "SolveLoop", "meets_bound"]
 
 SOLVER_RESERVE = 1.0
 """At most this many seconds of the limit are kept back from the solver itself."""
@@ -56,6 +56,18 @@ class RaceLink(Protocol):
 
     def report(self, best: Verification | None, bound: float | None) -> None:
         """This solve's verified best and certified bound after an attempt."""
+
+
+def meets_bound(objective: Fraction, bound: float, tolerance: float, *, exact_bound: bool) -> bool:
+    """Whether a verified solution of exact ``objective`` meets ``bound``: a float backend's
+    within twice the objective ``tolerance``; an exact backend's (``exact_bound``: its exact
+    optimum rounded down to float64) exactly, or within the two ulps that rounding the bound
+    down and the objective to nearest leave (optimal only where the binaries fix every
+    variable: :meth:`SolveLoop._meets_bound`)."""
+    if not exact_bound:
+        return float(objective) <= bound + 2 * tolerance
+    return objective <= Fraction(bound) or float(objective) <= math.nextafter(
+        math.nextafter(bound, math.inf), math.inf)
 
 
 class SolveLoop:
@@ -342,13 +354,9 @@ class SolveLoop:
         down to float64: met exactly, or, where the binaries fix every variable (so the
         verified objective is exactly the value of the solver's own exact model), within the
         two ulps that rounding the bound down and the objective to nearest leave."""
-        if not self.exact_backend:
-            return float(objective) <= bound + 2 * tolerance
-        if objective <= Fraction(bound):
-            return True
-        if float(objective) > math.nextafter(math.nextafter(bound, math.inf), math.inf):
+        if not meets_bound(objective, bound, tolerance, exact_bound=self.exact_backend):
             return False
-        if not self.problem.determined_by_binaries:
+        if self.exact_backend and objective > Fraction(bound) and not self.problem.determined_by_binaries:
             self.messages.append(
                 f"{self.backend}'s optimum is no float64 number and its model was rounded to "
                 f"float64: the solution is within 2 ulps of the optimum, not proven equal to it "

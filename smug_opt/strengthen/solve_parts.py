@@ -26,6 +26,7 @@ from smug_opt.claims import objective_tolerance
 from smug_opt.deadline import Deadline
 from smug_opt.ir import Problem
 from smug_opt.result import Attempt, Proof, SolveResult, Strengthening, Timings, relative_gap
+from smug_opt.solve_loop import meets_bound
 from smug_opt.step import Step
 from smug_opt.strengthen import neighbourhood_search as search
 from smug_opt.strengthen.bundles import bundled, weight
@@ -157,16 +158,12 @@ def _with_found(problem: Problem, result: SolveResult, found: Verification | Non
 
 def _proof(objective: Fraction, bound: float | None, exact_bound: bool, tolerance: float) -> Proof | None:
     """How a verified solution of exact ``objective`` of a binary-only part is proven optimal
-    by ``bound``, by the core's rule (``SolveLoop._meets_bound``): an exact backend's bound
-    (its exact optimum rounded down to float64) met exactly or within the two ulps of
-    rounding, a float solver's within twice the objective tolerance; None: not proven."""
-    if bound is None or not math.isfinite(bound):
+    by ``bound``, by the core's rule (:func:`~smug_opt.solve_loop.meets_bound`): EXACT on an
+    exact backend's bound, SOLVER on a float solver's; None: not proven."""
+    if bound is None or not math.isfinite(bound) or not meets_bound(objective, bound, tolerance,
+                                                                     exact_bound=exact_bound):
         return None
-    if exact_bound:
-        met = objective <= Fraction(bound) or float(objective) <= math.nextafter(
-            math.nextafter(bound, math.inf), math.inf)
-        return Proof.EXACT if met else None
-    return Proof.SOLVER if float(objective) <= bound + 2 * tolerance else None
+    return Proof.EXACT if exact_bound else Proof.SOLVER
 
 
 def part_extras(choice: BackendChoice, extras: Mapping[str, Any], *, large: bool) -> dict[str, Any]:
