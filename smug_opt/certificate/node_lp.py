@@ -50,6 +50,7 @@ class NodeLp:
         self._binaries = np.flatnonzero(milp.integer).astype(np.int32)
         self._position = np.full(n, -1, dtype=np.int64)  # a binary's place among the binaries
         self._position[self._binaries] = np.arange(self._binaries.size)
+        self._binary_bounds = (self._lb[self._binaries], self._ub[self._binaries])  # the model's own
         # the elastic LP (min Σ slack, every row relaxed by its slack): its duals prove a
         # node infeasible when HiGHS gives no Farkas ray (infeasible without a simplex run)
         m = len(rows)
@@ -81,13 +82,13 @@ class NodeLp:
         return h
 
     def _fix(self, h: Any, fixed: Mapping[int, int], seconds: float) -> None:
-        lb, ub = self._lb[self._binaries].copy(), self._ub[self._binaries].copy()
+        lb, ub = self._binary_bounds[0].copy(), self._binary_bounds[1].copy()
         if fixed:
             at = self._position[np.fromiter(fixed.keys(), dtype=np.int64, count=len(fixed))]
             values = np.fromiter(fixed.values(), dtype=np.float64, count=len(fixed))
             lb[at] = ub[at] = values
         # only the binaries whose bounds differ from the model's (HiGHS's cost per column)
-        held_lb, held_ub = self._held.setdefault(id(h), (self._lb[self._binaries], self._ub[self._binaries]))
+        held_lb, held_ub = self._held.get(id(h), self._binary_bounds)
         changed = np.flatnonzero((lb != held_lb) | (ub != held_ub)).astype(np.int32)
         if changed.size:
             h.changeColsBounds(changed.size, self._binaries[changed], lb[changed], ub[changed])
