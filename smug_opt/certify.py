@@ -157,7 +157,7 @@ def certify_within_budget(problem: Problem, result: SolveResult, deadline: Deadl
     except (ImportError, ValueError):  # no LP solver here
         return result
     v = incumbent.objective
-    if bound is None or not (bound > v - 1 if problem.integral_objective else Fraction(bound) >= v):
+    if bound is None or not _proves_optimal(problem, bound, v):
         return finished(result, note="", start=start)
     if Fraction(bound) > v:  # a rigorous bound above a verified solution: claim nothing
         return finished(result, note=f"the safe LP bound {bound!r} exceeds a verified solution's "
@@ -246,11 +246,16 @@ def _by_safe_lp_bound(problem: Problem, result: SolveResult, incumbent: Verifica
     if Fraction(bound) > v:  # a rigorous bound above a verified solution: never trust either
         return downgraded(result, f"the safe LP bound {bound!r} exceeds a verified solution's "
                                   f"objective {float(v)!r}", start)
-    proven = bound > v - 1 if problem.integral_objective else Fraction(bound) >= v
-    if not proven:
+    if not _proves_optimal(problem, bound, v):
         return None
     return settled(problem, result, incumbent, f"the safe LP bound {bound!r} (Neumaier-Shcherbina "
                                                f"on the strengthened LP relaxation's duals)", start)
+
+
+def _proves_optimal(problem: Problem, bound: float, v: Fraction) -> bool:
+    """Whether the rigorous lower bound ``bound`` proves a solution of objective ``v``
+    optimal: above ``v - 1`` for an integral objective, else at least ``v``."""
+    return bound > v - 1 if problem.integral_objective else Fraction(bound) >= v
 
 
 # -------------------------------------------------------------- the safe search
