@@ -16,10 +16,6 @@ among the workers; the deadline is shared.
 
 from __future__ import annotations
 
-import os
-import pickle
-import subprocess
-import sys
 import time
 from dataclasses import dataclass, replace
 
@@ -36,6 +32,7 @@ from smug_opt.safe_search.search import (
     _Search,
     search_in_one_process,
 )
+from smug_opt.spawn import kill_group, spawn
 from smug_opt.verification import Verification, verify
 
 __all__ = ["OPEN_PER_WORKER", "search", "search_in_parallel", "search_share"]
@@ -104,28 +101,29 @@ def search_in_parallel(problem: Problem, incumbent: Verification | None, deadlin
 
 
 def _in_workers(shares: list[_Share]) -> list[SearchOutcome]:
-    """Each share searched in a fresh interpreter of its own (never a fork: HiGHS and
-    TensorFlow do not survive one), all at once; every worker is ended on the way out."""
-    command = [sys.executable, "-m", "smug_opt.safe_search.share_worker", str(os.getpid())]
-    workers = [subprocess.Popen(command, stdin=subprocess.PIPE, stdout=subprocess.PIPE) for _ in shares]
+    """Each share searched in a fresh interpreter of its own (:func:`smug_opt.spawn.spawn`,
+    never a fork: HiGHS and TensorFlow do not survive one), all at once; every worker is
+    ended on the way out."""
+    workers = [spawn("smug_opt.safe_search.share_worker") for _ in shares]
     try:
         for worker, share in zip(workers, shares, strict=True):
-            assert worker.stdin is not None
-            worker.stdin.write(pickle.dumps(share))
-            worker.stdin.close()
+            worker.conn.send(share)
         outcomes = []
         for worker in workers:
-            assert worker.stdout is not None
-            answer = worker.stdout.read()
-            if worker.wait() != 0 or not answer:
-                raise RuntimeError(f"a safe-search worker failed (exit status {worker.returncode})")
-            outcomes.append(pickle.loads(answer))
+            try:
+                outcome = worker.conn.recv()
+            except EOFError:  # it ended without an answer
+                outcome = None
+            if worker.proc.wait() != 0 or outcome is None:
+                raise RuntimeError(f"a safe-search worker failed (exit status {worker.proc.returncode})")
+            outcomes.append(outcome)
         return outcomes
     finally:
         for worker in workers:
-            if worker.poll() is None:
-                worker.kill()
-                worker.wait()
+            worker.conn.close()
+            if worker.proc.poll() is None:
+                kill_group(worker.proc)
+                worker.proc.wait()
 
 
 def _combined(s: _Search, outcomes: list[SearchOutcome]) -> SearchOutcome:
