@@ -197,12 +197,12 @@ def certify(problem: Problem, result: SolveResult, *, ask: Step, deadline: Deadl
     known = incumbent if incumbent and incumbent.ok else None
     budgeted = _safe_search(problem, known, deadline, Settings(max_lps=SEARCH_LPS) if exact.available()
                             else Settings(workers=search_workers()))
-    searched = None if budgeted is None else _search_result(problem, result, budgeted, start)
-    if searched is not None and searched.proof == "exact":
+    searched = result if budgeted is None else _search_result(problem, result, budgeted, start)
+    if searched.proof == "exact":
         return searched
     if not exact.available():
-        return downgraded(searched or result, exact.missing(), start)
-    if searched is None or budgeted is None:
+        return downgraded(searched, exact.missing(), start)
+    if budgeted is None:
         return _Residual(problem, result, incumbent, exact, start).run()
     if known is not None and _close(problem, known, budgeted):
         # the search's open bound nearly prunes: it goes on (every core), the exact backend after it
