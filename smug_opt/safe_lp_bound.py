@@ -23,11 +23,11 @@ from fractions import Fraction
 import numpy as np
 import scipy.sparse as sp
 
-from smug_opt.bounds.lp import lp_solver, safe_min
+from smug_opt.bounds.lp import lp_solver, row_range, safe_min
 from smug_opt.deadline import Deadline
 from smug_opt.errors import ParameterError
 from smug_opt.exact import dot_error_bound, float_down
-from smug_opt.ir import Problem, Sense
+from smug_opt.ir import Problem
 
 __all__ = ["safe_lp_bound", "strengthened_safe_lp_bound"]
 
@@ -41,14 +41,6 @@ def safe_lp_bound(problem: Problem, *, seconds: float, backend: str | None = Non
     return None if bounds is None else bounds[0]
 
 
-def _relaxation(problem: Problem) -> tuple[sp.csr_matrix, np.ndarray, np.ndarray]:
-    """``problem``'s rows as ``row_lo <= A x <= row_hi`` (strict rows as non-strict)."""
-    senses, rhs = problem.senses, problem.rhs
-    at_least = np.isin(senses, (Sense.GE, Sense.GT, Sense.EQ))
-    at_most = np.isin(senses, (Sense.LE, Sense.LT, Sense.EQ))
-    return problem.A, np.where(at_least, rhs, -np.inf), np.where(at_most, rhs, np.inf)
-
-
 def _safe_lp_bounds(problems: Sequence[Problem], seconds: float,
                     backend: str | None) -> list[float] | None:
     """:func:`safe_lp_bound` of each of ``problems`` (independent: no variable shared), from
@@ -58,10 +50,10 @@ def _safe_lp_bounds(problems: Sequence[Problem], seconds: float,
     The LP is ``min t`` with an extra row ``c·x − t = 0`` (an LP solver here minimises one
     column); its multipliers ``y`` on the problems' rows are those of ``min c·x``, and any
     ``y`` gives a bound that holds exactly (:func:`~smug_opt.bounds.lp.safe_min` with ``c``)."""
-    relaxations = [_relaxation(p) for p in problems]
-    A = sp.block_diag([a for a, _, _ in relaxations], format="csr")
-    row_lo = np.concatenate([lo for _, lo, _ in relaxations])
-    row_hi = np.concatenate([hi for _, _, hi in relaxations])
+    ranges = [row_range(p) for p in problems]
+    A = sp.block_diag([p.A for p in problems], format="csr")
+    row_lo = np.concatenate([lo for lo, _ in ranges])
+    row_hi = np.concatenate([hi for _, hi in ranges])
     c = np.concatenate([p.objective for p in problems])
     lb = np.concatenate([p.lb for p in problems])
     ub = np.concatenate([p.ub for p in problems])

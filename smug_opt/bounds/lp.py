@@ -17,9 +17,10 @@ import scipy.sparse as sp
 
 from smug_opt.backend import LpSolver
 from smug_opt.exact import TINY, UNIT_ROUNDOFF
+from smug_opt.ir import Problem, Sense
 
 __all__ = ["LP_SECONDS", "DualParts", "RelaxationLP", "box_bound", "dual_parts", "lp_solver",
-           "safe_dual_bound", "safe_min"]
+           "row_range", "safe_dual_bound", "safe_min"]
 
 LP_SECONDS = 5.0
 """Time limit of each bound LP; one that hits it keeps the bound it had."""
@@ -151,6 +152,15 @@ def lp_solver(backend: str | None = None) -> LpSolver:
     if solver is None:
         raise ValueError(f"backend {backend!r} provides no LP solver for LP bounds")
     return solver
+
+
+def row_range(problem: Problem) -> tuple[np.ndarray, np.ndarray]:
+    """Each row's ``(lower, upper)`` activity limits, strict rows as non-strict (±inf where
+    a side is free): the rows of ``problem``'s LP relaxation."""
+    senses, rhs = problem.senses, problem.rhs
+    at_least = np.isin(senses, (Sense.GE, Sense.GT, Sense.EQ))
+    at_most = np.isin(senses, (Sense.LE, Sense.LT, Sense.EQ))
+    return np.where(at_least, rhs, -np.inf), np.where(at_most, rhs, np.inf)
 
 
 def safe_min(c: np.ndarray, At: sp.csr_matrix, abs_At: sp.csr_matrix, row_lo: np.ndarray,

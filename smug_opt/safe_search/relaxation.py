@@ -17,29 +17,20 @@ import numpy as np
 import scipy.sparse as sp
 
 from smug_opt.bounds.highs_answer import LpAnswer, read_answer
-from smug_opt.bounds.lp import DualParts, dual_parts, safe_dual_bound
+from smug_opt.bounds.lp import DualParts, dual_parts, row_range, safe_dual_bound
 from smug_opt.console import silenced_stdout
-from smug_opt.ir import Problem, Sense
+from smug_opt.ir import Problem
 from smug_opt.safe_search.covers import Cut
 
 __all__ = ["LpAnswer", "Relaxation", "problem_lp"]
 
 
-def _row_range(problem: Problem) -> tuple[np.ndarray, np.ndarray]:
-    """Each row's ``(lower, upper)`` activity limits, strict rows as non-strict (±inf where
-    a side is free)."""
-    senses, rhs = problem.senses, problem.rhs
-    at_least = np.isin(senses, (Sense.GE, Sense.GT, Sense.EQ))
-    at_most = np.isin(senses, (Sense.LE, Sense.LT, Sense.EQ))
-    return np.where(at_least, rhs, -np.inf), np.where(at_most, rhs, np.inf)
-
-
 def problem_lp(problem: Problem) -> Any:
-    """``problem``'s LP relaxation as a ``highspy.HighsLp`` (rows by :func:`_row_range`,
+    """``problem``'s LP relaxation as a ``highspy.HighsLp`` (rows by :func:`~smug_opt.bounds.lp.row_range`,
     columns within the problem's bounds, A column-wise)."""
     import highspy
 
-    row_lo, row_hi = _row_range(problem)
+    row_lo, row_hi = row_range(problem)
     A = problem.A.tocsc()
     lp = highspy.HighsLp()
     lp.num_col_, lp.num_row_ = problem.num_vars, problem.num_rows
@@ -65,7 +56,7 @@ class Relaxation:
             raise ValueError("the safe search's relaxation takes problems without ReLUs")
         self._highspy = highspy
         self.problem = problem
-        self.row_lo, self.row_hi = _row_range(problem)
+        self.row_lo, self.row_hi = row_range(problem)
         self.cost = np.asarray(problem.objective, dtype=np.float64)
         self.At = problem.A.T.tocsr()
         self.abs_At = abs(self.At).tocsr()
