@@ -32,6 +32,7 @@ import threading
 import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
+from fractions import Fraction
 from importlib import resources
 from typing import Any
 
@@ -44,7 +45,7 @@ from smug_opt.deadline import Deadline
 from smug_opt.ir import Problem
 from smug_opt.registry import BackendUnavailableError, UnknownBackendError, backend_class
 from smug_opt.result import Proof, RaceEntry, RaceStatus, SolveResult, relative_gap
-from smug_opt.solve_loop import SolveLoop
+from smug_opt.solve_loop import SolveLoop, meets_bound
 from smug_opt.verification import Verification, snap_binaries, verify
 
 __all__ = ["AUTO", "auto_backends", "describe", "is_race", "race", "race_backends", "unaccepted_extras"]
@@ -149,6 +150,8 @@ class _Board:
         self.best_by: str | None = None
         self.bound: float | None = None
         self.bound_by: str | None = None
+        self.exact_bound: float | None = None
+        """The best bound an exact backend (``capabilities.exact``) posted."""
 
     def offer(self, name: str, v: Verification | None) -> None:
         if v is None or not v.ok:
@@ -161,10 +164,26 @@ class _Board:
     def post_bound(self, name: str, bound: float | None) -> None:
         if bound is None or not math.isfinite(bound):
             return
+        exact = backend_class(name).capabilities.exact
         with self.lock:
             if self.bound is None or bound > self.bound:
                 self.bound, self.bound_by = bound, name
+            if exact and (self.exact_bound is None or bound > self.exact_bound):
+                self.exact_bound = bound
         self._check_decided()
+
+    def proven_exactly(self) -> bool:
+        """Whether the best verified solution meets an exact backend's bound by the core's
+        exact rule (:func:`~smug_opt.solve_loop.meets_bound`; within its two ulps only where
+        the binaries fix every variable): optimal in exact arithmetic, whoever found it."""
+        with self.lock:
+            best, bound = self.best_v, self.exact_bound
+        if best is None or bound is None:
+            return False
+        objective = best.objective
+        if not meets_bound(objective, bound, 0.0, exact_bound=True):
+            return False
+        return objective <= Fraction(bound) or self.problem.determined_by_binaries
 
     def decided(self) -> bool:
         with self.lock:
@@ -317,9 +336,9 @@ def _combine(problem: Problem, backend: str, entries: list[_Entry], board: _Boar
         if bound is not None:
             bound = min(bound, objective)
         base = results.get(proved_by or best_by or "", next(iter(results.values())))
-        proof = base.proof if proven else None
-        if proven and proof is None:
-            proof = Proof.SOLVER
+        proof = None
+        if proven:  # an exact backend's bound met exactly proves it exactly, whoever found x
+            proof = Proof.EXACT if board.proven_exactly() else (base.proof or Proof.SOLVER)
     else:
         status = (Status.NO_SOLUTION if any(r.status is not Status.ERROR for r in results.values())
                   else Status.ERROR)

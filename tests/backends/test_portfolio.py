@@ -11,6 +11,7 @@ from tiny_problems import two_cell_relu
 
 from smug_opt import Problem, Status, solve, verify
 from smug_opt.portfolio import LARGE_ROWS, auto_backends, describe, race_backends
+from smug_opt.result import Proof
 from smug_opt.testing import brute_force
 from smug_opt.testing.instances import mixed, relu_network
 
@@ -37,6 +38,31 @@ def test_a_start_and_a_bound_from_different_backends_prove_together(toy_plugin: 
     # toy-hang never answers; HiGHS proves the bound 2; the optimal start is the solution
     r = solve(_cover(), "highs,toy-hang", time_limit=30, start=[0, 1, 0, 1, 0])
     assert r.status is Status.OPTIMAL and r.objective == 2.0 and r.bound == 2.0
+
+
+def _decided_by_board(bounds: dict[str, float]) -> tuple[Status, Proof | None]:
+    """A race of HiGHS and z3 decided while both still ran: HiGHS's verified solution 2
+    (the optimum of the cover) on the board, ``bounds`` posted by the named backends."""
+    from smug_opt.backend import SolveOptions
+    from smug_opt.portfolio import _Board, _combine, _Entry
+
+    problem = _cover()
+    board = _Board(problem, 1e-9)
+    board.offer("highs", verify(problem, np.array([0.0, 1.0, 0.0, 1.0, 0.0])))
+    for name, bound in bounds.items():
+        board.post_bound(name, bound)
+    r = _combine(problem, "highs,z3", [_Entry("highs"), _Entry("z3")], board, SolveOptions(), 1.0)
+    return r.status, r.proof
+
+
+def test_a_race_decided_by_an_exact_bound_is_proven_exactly_whoever_found_the_solution() -> None:
+    """z3's bound (an exact backend's) met exactly by HiGHS's verified solution proves it in
+    exact arithmetic; a float solver's bound, or an exact bound below the objective beside a
+    float one that decides, proves it only within the float tolerance."""
+    assert _decided_by_board({"z3": 2.0}) == (Status.OPTIMAL, Proof.EXACT)
+    assert _decided_by_board({"highs": 2.0}) == (Status.OPTIMAL, Proof.SOLVER)
+    assert _decided_by_board({"z3": 1.0, "highs": 2.0}) == (Status.OPTIMAL, Proof.SOLVER)
+    assert _decided_by_board({"z3": 1.0}) == (Status.FEASIBLE, None)
 
 
 def test_a_race_without_a_proof_keeps_the_best_solution_and_bound(toy_plugin: str) -> None:
