@@ -22,3 +22,20 @@ def test_import_does_not_load_tensorflow(package):
         [sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=120
     )
     assert result.returncode == 0, result.stderr
+
+
+def test_safe_lp_bounds_do_not_import_the_network_layer():
+    """Certification's LP bound (smug_opt.bounds.lp) on a problem without a network leaves
+    smug_opt.network and the model zoo unimported (~0.15 s of CPU on a first certification)."""
+    code = (
+        "import sys, smug_opt.certify, smug_opt.safe_lp_bound, smug_opt.bounds.lp\n"
+        "loaded = sorted(m for m in ('smug_opt.network', 'smug_opt.models', 'smug_opt.bounds.cells')\n"
+        "                if m in sys.modules)\n"
+        "assert not loaded, loaded\n"
+        "from smug_opt.bounds import Box, propagate\n"
+        "assert callable(propagate) and Box.__name__ == 'Box'\n"
+    )
+    result = subprocess.run(
+        [sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=120
+    )
+    assert result.returncode == 0, result.stderr
