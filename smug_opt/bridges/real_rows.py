@@ -10,9 +10,10 @@ from dataclasses import dataclass
 import numpy as np
 import scipy.sparse as sp
 
+from smug_opt.bounds.lp import row_range
 from smug_opt.bridges.intervals import relu_preactivation_bounds
 from smug_opt.bridges.milp import to_milp
-from smug_opt.ir import Problem, Sense
+from smug_opt.ir import Problem
 
 __all__ = ["RealRows", "big_m_rows", "max_rows"]
 
@@ -48,7 +49,7 @@ def big_m_rows(problem: Problem) -> RealRows:
     # the problem's own rows, unscaled: to_milp's power-of-two row scaling can underflow
     # tiny right-hand sides (5e-324 next to coefficients of 1e12) to 0
     A = sp.vstack([_padded(problem.A, form.num_cols), form.A[m:]], format="csr")
-    lo, hi = _problem_bounds(problem)
+    lo, hi = row_range(problem)  # strict rows as non-strict: strictness is applied when rounding
     return RealRows(A, np.concatenate([lo, form.row_lo[m:]]), np.concatenate([hi, form.row_hi[m:]]),
                      form.col_lb, form.col_ub, form.integer, form.objective, defines, ())
 
@@ -57,15 +58,6 @@ def _padded(A: sp.csr_matrix, num_cols: int) -> sp.csr_matrix:
     out = sp.csr_matrix(A, copy=True)
     out.resize((A.shape[0], num_cols))
     return out
-
-
-def _problem_bounds(problem: Problem) -> tuple[np.ndarray, np.ndarray]:
-    """``(lo, hi)`` of the problem's rows (strict rows as non-strict; strictness is applied
-    when rounding)."""
-    senses, rhs = problem.senses, problem.rhs
-    lo = np.where(np.isin(senses, [Sense.GE, Sense.GT, Sense.EQ]), rhs, -np.inf)
-    hi = np.where(np.isin(senses, [Sense.LE, Sense.LT, Sense.EQ]), rhs, np.inf)
-    return lo, hi
 
 
 def max_rows(problem: Problem) -> RealRows:
@@ -98,7 +90,7 @@ def max_rows(problem: Problem) -> RealRows:
                                (np.repeat(np.arange(len(rows)), [c.size for c, _, _ in rows]),
                                 np.concatenate([c for c, _, _ in rows]))), shape=(len(rows), total))
         A = sp.vstack([A, block], format="csr")
-    lo, hi = _problem_bounds(problem)
+    lo, hi = row_range(problem)
     consts = np.array([c for _, _, c in rows])
     zl = np.array([b[0] for b in z_bounds])
     zu = np.array([b[1] for b in z_bounds])
