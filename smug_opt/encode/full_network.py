@@ -35,6 +35,7 @@ from smug_opt.encode.network_milp import encode_network
 from smug_opt.encode.pattern_milp import encode_patterns, pattern_applies
 from smug_opt.errors import ParameterError
 from smug_opt.ir import Problem, ProblemBuilder
+from smug_opt.models.base import top_tie
 from smug_opt.models.grid import regular_grid
 from smug_opt.network.flat import FlatNetwork, Preprocess
 from smug_opt.network.graph import Network
@@ -326,11 +327,10 @@ def _predicted(scores: np.ndarray) -> int:
 def _check_label(scores: np.ndarray, label: int | None) -> int:
     n_classes = max(scores.shape[1], 2)
     if label is None:
-        top = scores[0]
-        tied = top[0] == 0 if top.size == 1 else np.count_nonzero(top == top.max()) > 1
-        if tied:
-            raise ValueError(f"the model's logits on x tie for the top class ({top.tolist()}); "
-                             f"give label explicitly")
+        # one logit s scores the two classes (0, s)
+        tie = top_tie(np.concatenate([[0.0], scores[0]]) if scores.shape[1] == 1 else scores[0])
+        if tie is not None:
+            raise ValueError(f"the model's logits on x tie for the top class ({tie}); give label explicitly")
         return _predicted(scores)
     if isinstance(label, bool) or not isinstance(label, (int, np.integer)) or not 0 <= label < n_classes:
         raise ValueError(f"label must be an int in [0, {n_classes}), got {label!r}")

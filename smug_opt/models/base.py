@@ -36,8 +36,18 @@ __all__ = [
     "ReceptiveField",
     "conv_output_size",
     "resolve_padding",
+    "top_tie",
 ]
 
+
+
+def top_tie(scores: np.ndarray) -> str | None:
+    """The classes that share the top score of one score vector, for an error message
+    (``"classes 0, 1, 2 at 0"``: every score 0 behind a ReLU on the logits, say), or None
+    when one class has it alone. A tie predicts no class."""
+    scores = np.asarray(scores).reshape(-1)
+    top = np.flatnonzero(scores == scores.max())
+    return None if top.size == 1 else f"classes {', '.join(map(str, top))} at {scores.max():g}"
 
 
 @enum.unique
@@ -312,11 +322,11 @@ class ModelAdapter(ABC):
         outputs = np.asarray(outputs)
         if self.output_kind == "sigmoid" and self.num_outputs == 1:
             return int(outputs[0] >= 0.5)
-        top = np.flatnonzero(outputs == outputs.max())
-        if top.size > 1:
+        tie = top_tie(outputs)
+        if tie is not None:
             raise ParameterError("target", f"is needed: the model's outputs on this input tie for the top "
-                                 f"class (classes {', '.join(map(str, top))} at {outputs.max():g})")
-        return int(top[0])
+                                 f"class ({tie})")
+        return int(np.argmax(outputs))
 
     @abstractmethod
     def affine_input(self, x: np.ndarray) -> np.ndarray:

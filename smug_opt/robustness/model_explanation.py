@@ -157,6 +157,7 @@ def explain_robust(model: Any, x: np.ndarray, *, eps: float, minimum: bool = Fal
     ``solve_options`` go to each :func:`smug_opt.solve` (default: in this process,
     ``isolate=False``: a worker per query cost 6 s under load); ``lean``: the traversal's
     queries run :func:`~smug_opt.robustness.decide.decide`'s lean chain."""
+    from smug_opt.models.base import top_tie
     from smug_opt.models.network_stem import read_network_stem
     from smug_opt.network.lower import lower
 
@@ -173,11 +174,11 @@ def explain_robust(model: Any, x: np.ndarray, *, eps: float, minimum: bool = Fal
     preprocess, flat = lower(network)
     start = time.monotonic()  # the time limit counts from here: reading the model is not explaining
     scores = flat.forward(preprocess(flat_x[None]))[-1][0]
-    top = np.flatnonzero(scores == scores.max())
-    if top.size > 1:  # the input itself would be a counterexample to any explanation
-        raise ValueError(f"the model's outputs on this input tie for the top class (classes "
-                         f"{', '.join(map(str, top))} at {scores.max():g}): no prediction to explain")
-    label = int(top[0])
+    tie = top_tie(scores)
+    if tie is not None:  # the input itself would be a counterexample to any explanation
+        raise ValueError(f"the model's outputs on this input tie for the top class ({tie}): no "
+                         "prediction to explain")
+    label = int(scores.argmax())
     if target is not None and int(target) != label:
         raise ValueError(f"the model predicts class {label} on this input, not {target}: a robust "
                          "explanation is of the prediction")

@@ -312,6 +312,15 @@ def test_non_mlp_is_rejected() -> None:
         full_network([(W * np.nan, b), (np.ones((8, 3)), np.zeros(3))], random_input(0))
 
 
+@pytest.mark.parametrize(("outputs", "tied"), [(3, "classes 0, 1, 2 at 0"), (1, "classes 0, 1 at 0")])
+def test_tied_logits_need_an_explicit_label(outputs: int, tied: str) -> None:
+    """Every logit 0 (one logit 0: a sigmoid's even odds) predicts no class."""
+    W, b = random_mlp(0)[0]
+    layers = [(W, b), (np.zeros((8, outputs)), np.zeros(outputs))]
+    with pytest.raises(ValueError, match=rf"tie for the top class \({tied}\); give label explicitly"):
+        full_network(layers, random_input(0))
+
+
 # ------------------------------------------------------------------------- bounds
 
 
