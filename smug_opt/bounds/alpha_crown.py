@@ -17,8 +17,9 @@ from dataclasses import dataclass
 
 import torch
 
-from smug_opt.bounds.relu_chain import ChainBounds, one_thread
+from smug_opt.bounds.relu_chain import ChainBounds
 from smug_opt.deadline import Deadline
+from smug_opt.threads import one_thread
 
 __all__ = ["Optimised", "optimise", "tighten"]
 

@@ -27,8 +27,6 @@ same computation (the allowance is a smooth function of the coefficients).
 
 from __future__ import annotations
 
-import contextlib
-from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -39,22 +37,10 @@ from smug_opt.bounds.rounding import ACCUMULATED, upper_chord
 from smug_opt.exact import TINY, UNIT_ROUNDOFF
 from smug_opt.network.flat import FlatNetwork
 
-__all__ = ["ChainBounds", "ReluChain", "one_thread"]
+__all__ = ["ChainBounds", "ReluChain"]
 
 MAX_DENSE_ENTRIES = 2**24
 """A chain is held dense only up to this many weights (128 MiB in float64)."""
-
-
-@contextlib.contextmanager
-def one_thread() -> Iterator[None]:
-    """torch on one thread while inside (restored after): these bounds' many small products
-    ran 10x slower on two threads of a loaded 2-core machine."""
-    before = torch.get_num_threads()
-    torch.set_num_threads(1)
-    try:
-        yield
-    finally:
-        torch.set_num_threads(before)
 
 
 def _slack(terms: int, magnitude: torch.Tensor) -> torch.Tensor:

@@ -40,9 +40,10 @@ import numpy as np
 import torch
 
 from smug_opt.bounds.alpha_crown import optimise
-from smug_opt.bounds.relu_chain import ChainBounds, one_thread
+from smug_opt.bounds.relu_chain import ChainBounds
 from smug_opt.deadline import Deadline
 from smug_opt.robustness.bab_domains import Domains, Stack
+from smug_opt.threads import one_thread
 
 __all__ = ["BabResult", "Leaves", "Unfinished", "branch_and_bound", "default_steps"]
 

@@ -9,8 +9,8 @@ import numpy as np
 
 from smug_opt.network.flat import FlatNetwork, Preprocess
 from smug_opt.robustness.attack import attack
-from smug_opt.robustness.decide import one_blas_thread
 from smug_opt.robustness.explanation import label_changes
+from smug_opt.threads import one_blas_thread
 
 __all__ = ["AttackCheck", "attack_check", "explanation_box"]
 

@@ -19,22 +19,21 @@ solve's exact verification against the problem.
 
 from __future__ import annotations
 
-import contextlib
 import time
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
 
 from smug_opt.backend_choice import DEFAULT_BACKEND, BackendChoice
-from smug_opt.bounds.relu_chain import one_thread
 from smug_opt.deadline import Deadline
 from smug_opt.robustness.attack import attack, flat_gradient, unsafe_loss
 from smug_opt.robustness.bab import ROOT_STEPS, Leaves, branch_and_bound
 from smug_opt.robustness.query import RobustnessQuery
+from smug_opt.threads import one_blas_thread, one_thread
 
-__all__ = ["ANSWERS", "Verdict", "decide", "one_blas_thread"]
+__all__ = ["ANSWERS", "Verdict", "decide"]
 
 ANSWERS = ("unsat", "sat", "unknown")
 """VNN-COMP's words (since 2022): property holds, violated, not decided."""
@@ -106,19 +105,6 @@ def _confirm(query: RobustnessQuery, x: np.ndarray, references: Mapping[str, Ref
         outputs[name] = np.asarray(reference(x[None]), dtype=np.float64).reshape(-1).tolist()
     failed = [name for name, y in outputs.items() if not any(d.holds(np.array(y)) for d in query.disjuncts)]
     return not failed, outputs, ", ".join(failed)
-
-
-@contextlib.contextmanager
-def one_blas_thread() -> Iterator[None]:
-    """numpy's BLAS on one thread (with threadpoolctl, when installed): the bounds' and the
-    attack's small products ran 9x slower with two BLAS threads on a loaded 2-core machine."""
-    try:
-        from threadpoolctl import threadpool_limits
-    except ImportError:
-        yield
-        return
-    with threadpool_limits(1):
-        yield
 
 
 def _excess(query: RobustnessQuery, k: int, scores: np.ndarray) -> float:

@@ -28,9 +28,10 @@ from smug_opt.network.flat import FlatNetwork, Preprocess
 from smug_opt.robustness.attack import flat_gradient
 from smug_opt.robustness.bab import Leaves
 from smug_opt.robustness.bound_freeing import bound_round, by_bound_cost
-from smug_opt.robustness.decide import decide, one_blas_thread
+from smug_opt.robustness.decide import decide
 from smug_opt.robustness.necessity import necessary_by_attack
 from smug_opt.robustness.query import RobustnessQuery
+from smug_opt.threads import one_blas_thread
 from smug_opt.vnnlib import Conjunct
 
 __all__ = ["RobustExplanation", "by_sensitivity", "label_changes", "robust_explanation"]

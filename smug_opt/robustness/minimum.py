@@ -27,9 +27,10 @@ from smug_opt.backend_choice import DEFAULT_BACKEND, BackendChoice
 from smug_opt.network.flat import FlatNetwork, Preprocess
 from smug_opt.robustness.attack import attack, flat_gradient
 from smug_opt.robustness.bab import Leaves
-from smug_opt.robustness.decide import decide, one_blas_thread
+from smug_opt.robustness.decide import decide
 from smug_opt.robustness.explanation import RobustExplanation, label_changes
 from smug_opt.robustness.query import RobustnessQuery
+from smug_opt.threads import one_blas_thread
 
 __all__ = ["MinimumExplanation", "minimum_explanation", "shrink_counterexample"]
 
