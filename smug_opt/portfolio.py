@@ -45,8 +45,8 @@ from smug_opt.deadline import Deadline
 from smug_opt.ir import Problem
 from smug_opt.registry import BackendUnavailableError, UnknownBackendError, backend_class
 from smug_opt.result import Proof, RaceEntry, RaceStatus, SolveResult, relative_gap
-from smug_opt.solve_loop import SolveLoop, meets_bound
-from smug_opt.verification import Verification, snap_binaries, verify
+from smug_opt.solve_loop import CheckMemo, SolveLoop, meets_bound
+from smug_opt.verification import Verification
 
 __all__ = ["AUTO", "auto_backends", "describe", "is_race", "race", "race_backends", "unaccepted_extras"]
 
@@ -146,6 +146,7 @@ class _Board:
         self.tolerance = tolerance
         self.lock = threading.Lock()
         self.cancel = threading.Event()
+        self.check = CheckMemo(problem)  # each solution verified once, whichever backend has it
         self.best_v: Verification | None = None
         self.best_by: str | None = None
         self.bound: float | None = None
@@ -202,6 +203,7 @@ class _Link:
         self.board = board
         self.name = name
         self.cancel = board.cancel
+        self.check = board.check
 
     def best(self) -> Verification | None:
         with self.board.lock:
@@ -212,7 +214,7 @@ class _Link:
         if current is not None and objective >= float(current.objective):
             return
         try:
-            v = verify(self.board.problem, snap_binaries(self.board.problem, x))
+            v = self.check(x)
         except ValueError:
             return
         self.board.offer(self.name, v)
@@ -263,7 +265,7 @@ def race(problem: Problem, backend: str | BackendChoice, options: SolveOptions, 
             entry.result = _failed(problem, entry.name, options, f"{type(exc).__name__}: {exc}")
         entry.finished_at = time.monotonic() - started
         result = entry.result
-        board.offer(entry.name, _verification(problem, result))
+        board.offer(entry.name, None if result.x is None else board.check(result.x))
         board.post_bound(entry.name, result.bound if result.status is not Status.INFEASIBLE else None)
         if result.status is Status.OPTIMAL or (result.status is Status.INFEASIBLE
                                                and board.best_v is None):
@@ -290,10 +292,6 @@ def _settled(board: _Board, entries: list[_Entry]) -> bool:
     return board.cancel.is_set() and any(
         e.result is not None and e.result.status in (Status.OPTIMAL, Status.INFEASIBLE)
         for e in entries)
-
-
-def _verification(problem: Problem, result: SolveResult) -> Verification | None:
-    return None if result.x is None else verify(problem, result.x)
 
 
 def _failed(problem: Problem, name: str, options: SolveOptions, message: str) -> SolveResult:

@@ -28,7 +28,7 @@ from smug_opt.result import Attempt, Proof, SolveResult, Timings, relative_gap
 from smug_opt.verification import Verification, ViolationKind, snap_binaries, verify
 from smug_opt.workers import AttemptOutcome, run_attempt
 
-__all__ = ["MAX_NOGOOD_CUTS", "RaceLink", "SolveLoop", "meets_bound"]
+__all__ = ["MAX_NOGOOD_CUTS", "CheckMemo", "RaceLink", "SolveLoop", "meets_bound"]
 
 SOLVER_RESERVE = 1.0
 """At most this many seconds of the limit are kept back from the solver itself."""
@@ -43,10 +43,33 @@ MAX_NOGOOD_CUTS = 8
 """How many rejected level-0 assignments are cut off before moving to margins."""
 
 
+class CheckMemo:
+    """Exact verifications of one problem, kept by solution: a solution seen again (the
+    start every raced backend takes, an incumbent a solver streams and then returns as its
+    answer) is not verified again, so the checks after the time limit are only of new
+    solutions. Thread-safe: one check at a time (a race's threads share one)."""
+
+    def __init__(self, problem: Problem) -> None:
+        self.problem = problem
+        self._lock = threading.Lock()
+        self._done: dict[bytes, Verification] = {}
+
+    def __call__(self, x: np.ndarray) -> Verification:
+        """``x`` (its binaries snapped to 0/1) verified exactly; ValueError as :func:`verify`."""
+        snapped = np.ascontiguousarray(snap_binaries(self.problem, x), dtype=np.float64)
+        key = snapped.tobytes()
+        with self._lock:
+            v = self._done.get(key)
+            if v is None:
+                v = self._done[key] = verify(self.problem, snapped)
+        return v
+
+
 class RaceLink(Protocol):
     """What a solve in a race (:mod:`smug_opt.portfolio`) shares with the others."""
 
     cancel: threading.Event  # set when the race is decided: stop at once
+    check: CheckMemo  # the race's exact checks, shared
 
     def best(self) -> Verification | None:
         """The best verified solution any backend has found so far."""
@@ -80,6 +103,7 @@ class SolveLoop:
                  start: np.ndarray | None = None, race: RaceLink | None = None) -> None:
         self.problem = problem
         self.race = race
+        self.memo = race.check if race is not None else CheckMemo(problem)
         self.memory_limit_mb = memory_limit_mb
         self.exact_backend = exact_backend
         self.backend = backend
@@ -257,7 +281,7 @@ class SolveLoop:
     # --------------------------------------------------------------- helpers
     def _check(self, x: np.ndarray) -> Verification:
         t = time.perf_counter()
-        v = verify(self.problem, snap_binaries(self.problem, x))
+        v = self.memo(x)
         seconds = time.perf_counter() - t
         self.verify_s += seconds
         self.longest_check = max(self.longest_check, seconds)
@@ -270,7 +294,9 @@ class SolveLoop:
 
     def _adopt_incumbents(self, out: AttemptOutcome, level: int) -> None:
         """Keep the best incumbent that verifies (the final answer may be missing)."""
-        for _, _, x in sorted(out.incumbents, key=lambda inc: inc[1])[:_MAX_INCUMBENT_CHECKS]:
+        for _, objective, x in sorted(out.incumbents, key=lambda inc: inc[1])[:_MAX_INCUMBENT_CHECKS]:
+            if self.best is not None and objective >= float(self.best[1].objective):
+                return  # no better than what is in hand (the rest are worse still)
             v = self._check(x)
             if v.ok:
                 self._offer(v, level)

@@ -1,8 +1,10 @@
 """The job process: ``python -m smug_opt.bench.child PARENT_PID FD`` runs one benchmark job.
 
 It receives a :class:`~smug_opt.bench.job.Job` on the connection ``FD``, loads the problem
-and warms up the backend's imports, answers ``("ready", solver_version, start)`` (``start``
-a ``time.monotonic()`` instant, a clock shared by all processes of the machine), then calls
+and warms up the backend's imports, times one exact check of a solution (untimed: the
+harness's allowance for the checks that end a solve, :data:`smug_opt.bench.job.CHECKS_PAST_LIMIT`),
+answers ``("ready", solver_version, start, check_seconds)`` (``start`` a
+``time.monotonic()`` instant, a clock shared by all processes of the machine), then calls
 :func:`smug_opt.solve` in this process (``isolate=False``: the harness kills this whole
 process at the hard deadline), says ``("solved", end)`` when the solve returns (the
 harness's re-check and the suite's check that follow are not timed against the limit) and
@@ -113,10 +115,12 @@ def main(fd: int, parent_pid: int) -> None:
             cls = backend_class(backend_name(job.backend))
             cls.warm_up()  # the backend's own start-up imports are not solve time
             version = cls.solver_version()
+        check_seconds = _check_seconds(problem)
     except Exception as exc:
         conn.send(("failed", f"before the solve: {_describe(exc)}"))
         return
-    conn.send(("ready", version, time.monotonic()))  # one system-wide clock: the parent times from here
+    # one system-wide clock: the parent times from here
+    conn.send(("ready", version, time.monotonic(), check_seconds))
     fault = problem.metadata.get(FAULT_KEY)
     if fault is not None and fault != SLOW_CHECK:
         _fault(str(fault))
@@ -147,6 +151,16 @@ def main(fd: int, parent_pid: int) -> None:
         except Exception as exc:
             checks = {"check_error": _describe(exc)}
     conn.send(("result", Solved(replace(result, x=None), reverified, summary, checks)))
+
+
+def _check_seconds(problem: Problem) -> float:
+    """Wall seconds of one exact check of a solution of ``problem`` (the all-zero one: a
+    check's work is the problem's rows and ReLUs, whatever the values), at this moment's load."""
+    from smug_opt.verification import verify
+
+    start = time.monotonic()
+    verify(problem, np.zeros(problem.num_vars))
+    return time.monotonic() - start
 
 
 def _describe(exc: BaseException) -> str:

@@ -4,7 +4,10 @@
 fork), in its own session so that the whole process group (a solver's own helper
 processes included) can be killed, hands it the :class:`Job`, and waits. The clock starts
 when the job process has loaded the problem and the solver: a job with no answer
-``time_limit + grace`` seconds later is killed, as is one whose process group's resident
+``time_limit + grace`` seconds later, plus :data:`CHECKS_PAST_LIMIT` times the seconds one
+exact check of the problem took the job process before it started (a solve verifies what
+its solvers hand back at the limit; at load 15 a large network's check takes seconds), is
+killed, as is one whose process group's resident
 memory passes its budget (:mod:`smug_opt.spawn`, the same as a solve's worker gets).
 Crashes, hangs, memory blow-ups and exceptions all become a
 :class:`~smug_opt.bench.records.RunRecord` with status ERROR; :func:`run_job` itself only
@@ -38,10 +41,16 @@ from smug_opt.bench.records import RecordKey, RunRecord, machine_info
 from smug_opt.bench.suites import Instance
 from smug_opt.spawn import POLL_SECONDS, MemoryWatch, kill_group, spawn
 
-__all__ = ["CHECK_TIMEOUT", "JOB_GRACE", "START_TIMEOUT", "Job", "JobCancelled", "failed_record", "run_job"]
+__all__ = ["CHECKS_PAST_LIMIT", "CHECK_TIMEOUT", "JOB_GRACE", "START_TIMEOUT", "Job", "JobCancelled",
+           "failed_record", "run_job"]
 
 JOB_GRACE = 5.0  # not solve.DEFAULT_GRACE (1 s, a worker's): a job process is killed, not recycled
 """Seconds past the time limit before a job process that has not answered is killed."""
+
+CHECKS_PAST_LIMIT = 3
+"""Exact checks a solve may still run after its time limit (a race's backends' last
+answers, each verified once): the job's allowance past ``time_limit + grace`` is this many
+times the check the job process timed before it started."""
 
 START_TIMEOUT = 300.0
 """Seconds a job process may take to load its problem and solver before it is killed."""
@@ -99,6 +108,7 @@ class _Ending:
     wall: float | None = None  # seconds from the solve's start; None if it never started
     solver: str = ""
     checking: bool = False  # the solve had returned: the wait ended in the checks after it
+    allowance: float = 0.0  # seconds past time limit + grace left for the solve's exact checks
 
 
 class _JobProcess:
@@ -177,9 +187,10 @@ def _wait(process: _JobProcess, job: Job, cancel: threading.Event | None) -> _En
     if not (isinstance(message, tuple) and message[0] == "ready"):
         return _Ending(message)
     start = min(message[2], time.monotonic())  # the child's start, not when we heard of it
-    answer = process.receive(start + job.time_limit + job.grace, cancel)
+    allowance = CHECKS_PAST_LIMIT * message[3]
+    answer = process.receive(start + job.time_limit + job.grace + allowance, cancel)
     if not (isinstance(answer, tuple) and answer[0] == "solved"):
-        return _Ending(answer, time.monotonic() - start, message[1])
+        return _Ending(answer, time.monotonic() - start, message[1], allowance=allowance)
     wall = min(answer[1], time.monotonic()) - start  # the solve's own seconds
     answer = process.receive(time.monotonic() + CHECK_TIMEOUT, cancel)
     return _Ending(answer, wall, message[1], checking=True)
@@ -213,8 +224,9 @@ def _outcome(job: Job, started_at: str, ending: _Ending, exit_code: int, peak_mb
         text = (f"the solve returned after {ending.wall:.1f} s, but re-checking its answer did not "
                 f"finish within {CHECK_TIMEOUT:g} s: killed")
     elif message is _Event.DEADLINE and ending.wall is not None:
-        text = (f"no answer {job.time_limit + job.grace:g} s after the solve started (time limit "
-                f"{job.time_limit:g} s + grace {job.grace:g} s): killed")
+        text = (f"no answer {job.time_limit + job.grace + ending.allowance:.1f} s after the solve "
+                f"started (time limit {job.time_limit:g} s + grace {job.grace:g} s + "
+                f"{ending.allowance:.1f} s for {CHECKS_PAST_LIMIT} exact checks): killed")
     elif message is _Event.DEADLINE:
         text = f"the job process did not load its problem and solver within {START_TIMEOUT:g} s: killed"
     elif message is _Event.MEMORY:

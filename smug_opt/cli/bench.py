@@ -36,7 +36,8 @@ def add_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParse
     r.add_argument("--seed", type=int, default=0, help="solver seed, the same for every repeat (default 0)")
     r.add_argument("--grace", type=float, default=None,
                    help="seconds past the limit before a job process is killed (default 5: a "
-                        "whole job process, unlike solve's warm worker, whose grace is 1 s)")
+                        "whole job process, unlike solve's warm worker, whose grace is 1 s), plus "
+                        "3 times one exact check of the problem as timed by the job before it starts")
     r.add_argument("--memory-limit", type=float, default=None, metavar="MB",
                    help="kill a job whose resident memory passes MB (default: 1/8 of the "
                         "machine's RAM, at least 1024; inf: no limit)")

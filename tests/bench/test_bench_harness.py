@@ -42,8 +42,8 @@ def test_hanging_job_is_killed_at_limit_plus_grace(tmp_path):
     record = run_job(one_job(directory, "hang"))
     elapsed = time.monotonic() - start
     assert record.status is Status.ERROR and record.killed
-    assert "killed" in record.message
-    assert 1.5 <= record.wall_seconds < 3.0  # killed at limit + grace, give or take a poll
+    assert "killed" in record.message and "exact checks" in record.message  # the checks' allowance
+    assert 1.5 <= record.wall_seconds < 3.0  # killed at limit + grace (+ 3 checks of a tiny problem)
     assert 0.5 <= record.overshoot < 2.0
     assert record.exit_code == -9
     assert record.peak_memory_mb > 10  # measured from the reaped process, even when killed

@@ -143,3 +143,18 @@ def test_one_decider_for_one_point_and_for_every_assignment() -> None:
     tie = NEAR_TIES["0.1x1+0.2x2 >= 0.30000000000000004"][0]
     decision = decide_rows(tie, np.array([[1.0, 1.0]]))
     assert not decision.holds[0, 0] and decision.exactly == 1 and decision.diff[0, 0] < 0
+
+
+def test_check_memo_verifies_each_solution_once_and_agrees_with_verify():
+    """A race's start and a solver's returned incumbent are the same solution: the memo
+    hands back the first check instead of running the exact check again (after the time
+    limit, at load 15, that second check is what pushed jobs past their grace)."""
+    from smug_opt.solve_loop import CheckMemo
+
+    p = Problem.from_arrays(np.array([[1.0, 1.0]]), ">=", [1.0])
+    memo = CheckMemo(p)
+    first = memo(np.array([1.0, 0.0]))
+    assert first.ok and first.ok == verify(p, np.array([1.0, 0.0])).ok
+    assert memo(np.array([1.0 - 1e-7, 1e-9])) is first  # binaries snapped: the same solution
+    other = memo(np.array([0.0, 0.0]))
+    assert other is not first and not other.ok and other.summary() == verify(p, np.zeros(2)).summary()
