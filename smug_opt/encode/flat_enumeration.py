@@ -57,12 +57,15 @@ class SmallMasks:
     ``min_r (out_rows·scores − out_rhs)_r`` among its masks; ``row_error``: per output row,
     a bound on a float64 slack's distance to the network's exact one, over every mask
     evaluated; ``best``: the kept cells ``(rows, size)`` of the last size evaluated in full,
-    its :data:`SEEDS` masks of largest worst-row slack, best first (a beam's seeds)."""
+    its :data:`SEEDS` masks of largest worst-row slack, best first (a beam's seeds);
+    ``evaluator``: the incremental evaluator the search used, for a later search on the
+    same network (:func:`mask_slack`), or None where it evaluated masks directly."""
 
     found: np.ndarray | None
     closest: tuple[float, ...]
     row_error: np.ndarray
     best: np.ndarray = field(default_factory=lambda: np.zeros((1, 0), dtype=np.int64))
+    evaluator: IncrementalMasks | None = None
 
     def proven_minimum(self, below: int, row_deviation: np.ndarray) -> int:
         """A proven lower bound on the cells of any mask the problem accepts, from the sizes
@@ -142,7 +145,7 @@ def smaller_masks(network: MaskedNetwork, below: int, max_masks: int | None = No
         closest.append(best)
         seeds = leaders.cells
     incremental = frozenset() if evaluator is None else evaluator.incremental
-    return SmallMasks(found, tuple(closest), _row_error(network, largest, incremental), seeds)
+    return SmallMasks(found, tuple(closest), _row_error(network, largest, incremental), seeds, evaluator)
 
 
 class _Leaders:
@@ -160,15 +163,15 @@ class _Leaders:
         self.cells, self.slack = cells[order], slacks[order]
 
 
-def mask_slack(network: MaskedNetwork) -> tuple[Callable[[np.ndarray], np.ndarray], Callable[[int], float]]:
+def mask_slack(network: MaskedNetwork, evaluator: IncrementalMasks | None
+               ) -> tuple[Callable[[np.ndarray], np.ndarray], Callable[[int], float]]:
     """How the search evaluates masks, for others to reuse: the worst-row slack of masks
     given as kept cells ``(batch, k)``, and one mask of ``k`` cells' work
-    (:attr:`~smug_opt.encode.masked.MaskedNetwork.mask_work` units), incremental where it
-    pays (:func:`~smug_opt.encode.incremental.incremental_pays`), else direct
+    (:attr:`~smug_opt.encode.masked.MaskedNetwork.mask_work` units), with ``evaluator``
+    (:attr:`SmallMasks.evaluator`), else direct
     (:meth:`~smug_opt.encode.masked.MaskedNetwork.cells_slack`)."""
-    if not incremental_pays(network):
+    if evaluator is None:
         return network.cells_slack, lambda k: network.mask_work
-    evaluator = IncrementalMasks(network)
     scratch = [np.zeros(layer.size) for layer in network.net.layers]  # magnitudes: not needed here
 
     def slack(idx: np.ndarray) -> np.ndarray:

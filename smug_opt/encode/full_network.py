@@ -255,7 +255,7 @@ def _build_patterns(builder: ProblemBuilder, network: MaskedNetwork, bounds: str
 def _seeded_beam(network: MaskedNetwork, mask: np.ndarray, search: SmallMasks) -> np.ndarray:
     """``mask``, or a smaller accepted mask grown from the search's best masks of its largest
     size, for as many sizes as :data:`SEEDED_BEAM_WORK` pays."""
-    slack, work = mask_slack(network)
+    slack, work = mask_slack(network, search.evaluator)
     size, spent, levels = search.best.shape[1], 0.0, 0
     while size + levels + 1 < mask.sum():
         spent += BEAM_WIDTH * network.num_cells * work(size + levels + 1)

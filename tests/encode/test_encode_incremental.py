@@ -151,7 +151,7 @@ def test_the_seeded_beam_grows_the_pass_s_best_masks_to_the_brute_force_optimum(
     network, masks, slack = _case(seed)
     optimum = int(masks[slack > 0].sum(axis=1).min())
     search = smaller_masks(network, 1)  # the empty mask alone: seeds of size 0
-    evaluate, work = mask_slack(network)
+    evaluate, work = mask_slack(network, search.evaluator)
     assert work(2) == incremental_work(network, 2)
     full = np.ones(network.num_cells)
     found = beam_mask(network, full, 64, seeds=search.best, slack=evaluate, levels=SIZES)
