@@ -66,8 +66,10 @@ def build_parser(only: str | None = None) -> argparse.ArgumentParser:
 def main(argv: Sequence[str] | None = None) -> int:
     """Run ``smug-opt``; returns the process exit code."""
     words = sys.argv[1:] if argv is None else list(argv)
-    named = words[0] if words and words[0].replace("-", "_") in _COMMANDS else None
-    parser = build_parser(only=named)  # a command line naming its sub-command parses the same
+    # a command line naming its sub-command as it is spelled parses the same with that one
+    # alone; any other (a typo, `check_certificate`) gets every command in its usage error
+    named = words[0] if words and words[0] in (name.replace("_", "-") for name in _COMMANDS) else None
+    parser = build_parser(only=named)
     args = parser.parse_args(words)
     if not hasattr(args, "_run"):
         parser.print_help()

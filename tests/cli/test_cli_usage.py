@@ -290,3 +290,16 @@ def test_a_command_line_naming_its_sub_command_imports_no_other_one():
     assert not imported & {"smug_opt.cli.embedded_inputs", "smug_opt.cli.explain_output"}  # explain's
     listing = smug("--help")  # without a sub-command: every one, as before
     assert "check-certificate" in listing.stdout and "explain" in listing.stdout
+
+
+def test_a_mistyped_sub_command_is_told_every_command(capsys):
+    """``check_certificate`` (the module's spelling) is no command: the usage error lists every
+    one, not only the sub-command it resembles."""
+    from smug_opt.cli import main
+
+    with pytest.raises(SystemExit) as exit_:
+        main(["check_certificate", "problem.smug", "proof.vipr"])
+    assert exit_.value.code == 2
+    error = capsys.readouterr().err
+    assert "invalid choice: 'check_certificate'" in error
+    assert all(f"'{command}'" in error for command in ("solve", "explain", "verify", "check-certificate"))
