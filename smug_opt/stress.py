@@ -18,6 +18,7 @@ import json
 import math
 import os
 import re
+import warnings
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -100,7 +101,8 @@ def stress_suite(model: str = "mnist-mlp", *, n: int = 100, seed: int = 0, bound
     held-out MNIST digits in ``seed``'s order (:func:`~smug_opt.data.pick_test_digits`),
     or the images recovered from the VNN-LIB specs under ``specs``
     (:func:`~smug_opt.data.vnnlib.spec_images`; the only source for ``cifar10``), encoded
-    with ``bounds`` and ``cell``; return it and the model's tag. Its version is the
+    with ``bounds`` and ``cell`` (an input on which the model predicts no class, its scores
+    tied for the top, is left out with a warning); return it and the model's tag. Its version is the
     weights' digest and the encoding's version, so other weights or another encoder
     rebuild the cached problems."""
     import time
@@ -112,21 +114,16 @@ def stress_suite(model: str = "mnist-mlp", *, n: int = 100, seed: int = 0, bound
     if suite not in SUITES:
         raise ValueError(f"suite must be one of {', '.join(SUITES)}, got {suite!r}")
     loaded = load_stress_model(model)
-    by_index = _stress_inputs(loaded, suite, n, seed, specs)
-    specs_list = [InstanceSpec(f"d{i:05d}", {"test_index": i, "digit": y}) for i, (_, y) in by_index.items()]
     grid = SUITES[suite]
+    network, where = _encoder_input(loaded, grid)
+    by_index = _with_prediction(_stress_inputs(loaded, suite, n, seed, specs), network, where)
+    specs_list = [InstanceSpec(f"d{i:05d}", {"test_index": i, "digit": y}) for i, (_, y) in by_index.items()]
 
     def build(spec: InstanceSpec) -> Problem:
         index = int(spec.params["test_index"])
         start = time.perf_counter()
-        x = by_index[index][0]
-        if loaded.mlp is not None:
-            problem = full_network(loaded.mlp, x, cell=cell, bounds=bounds, name=loaded.tag)
-        else:
-            pre, flat = loaded.lowered
-            shape = grid if len(flat.input_shape) == 1 else None
-            problem = full_network(flat, x, cell=cell, bounds=bounds, name=loaded.tag,
-                                   preprocess=pre, shape=shape)
+        problem = full_network(network, by_index[index][0], cell=cell, bounds=bounds, name=loaded.tag,
+                               **where)
         return problem.with_metadata(encode_seconds=time.perf_counter() - start, test_index=index,
                                      digit=by_index[index][1])
 
@@ -142,6 +139,32 @@ def stress_suite(model: str = "mnist-mlp", *, n: int = 100, seed: int = 0, bound
                         version=f"{loaded.digest}-e{ENCODING_VERSION}", check=check)
     register_suite(bench_suite, replace=True)
     return bench_suite, loaded.tag
+
+
+def _encoder_input(model: StressModel, grid: tuple[int, int]) -> tuple[Any, dict[str, Any]]:
+    """What :func:`~smug_opt.encode.full_network` encodes for ``model`` (its Dense stack,
+    or its lowered network) and the keyword arguments that say how to read an input."""
+    if model.mlp is not None:
+        return model.mlp, {}
+    pre, flat = model.lowered
+    return flat, {"preprocess": pre, "shape": grid if len(flat.input_shape) == 1 else None}
+
+
+def _with_prediction(by_index: dict[int, tuple[np.ndarray, int]], network: Any, where: dict[str, Any]
+                     ) -> dict[int, tuple[np.ndarray, int]]:
+    """``by_index`` without the inputs on which the network predicts no class (its scores
+    tie for the top: nothing to keep), each dropped with a warning naming it."""
+    from smug_opt.encode.full_network import TiedPrediction, predicted_label
+
+    kept = {}
+    for index, (x, y) in by_index.items():
+        try:
+            predicted_label(network, x, **where)
+        except TiedPrediction as tie:
+            warnings.warn(f"input {index} (true label {y}) left out of the stress case: {tie}", stacklevel=3)
+            continue
+        kept[index] = (x, y)
+    return kept
 
 
 def _stress_inputs(model: StressModel, suite: str, n: int, seed: int, specs: str | None
@@ -216,7 +239,7 @@ def run_stress(n: int = 100, backends: Sequence[str] = (DEFAULT_BACKEND,), time_
         table = stress_table(digit_rows(records), labels)
         table["config"] = {"suite": suite, "specs": specs, "model": tag, "suite_version": bench_suite.version,
                            "bounds": bounds, "cell": cell, "time_limit": float(time_limit), "seed": seed,
-                           "n": n, "z3_encoding": z3_encoding, "backends": labels,
+                           "n": n, "inputs": len(digits), "z3_encoding": z3_encoding, "backends": labels,
                            "bench_suite": bench_suite.name}
         table["machine"] = {"cpu_count": os.cpu_count(), "load_average_start": load_start,
                             "load_average_end": os.getloadavg()[0]}
@@ -295,8 +318,9 @@ def stress_markdown(table: Mapping[str, Any]) -> str:
         c = config
         lines.append(f"Stress case: {c['model']} (weights and encoding {c['suite_version']}), "
                      f"bounds {c['bounds']}, cell {c['cell']}, time limit {c['time_limit']:g} s, "
-                     f"{c['n']} digits (seed {c['seed']}). Columns are the true digit; solved = proven "
-                     f"optimal, verified exactly and in the model; runtimes are means over solved digits.")
+                     f"{c['n']} digits (seed {c['seed']}{_left_out(c)}). Columns are the true digit; "
+                     f"solved = proven optimal, verified exactly and in the model; runtimes are means over "
+                     f"solved digits.")
         lines.append("")
     lines += [head, rule]
     for backend, row in table["backends"].items():
@@ -319,6 +343,11 @@ def stress_markdown(table: Mapping[str, Any]) -> str:
         lines += ["", f"Machine: {machine['cpu_count']} cores, load average {start:.1f} at start, "
                       f"{end:.1f} at end."]
     return "\n".join(lines)
+
+
+def _left_out(config: Mapping[str, Any]) -> str:
+    left = int(config["n"]) - int(config.get("inputs", config["n"]))
+    return f"; {left} left out: the model predicts no class on them" if left > 0 else ""
 
 
 def _number(value: float | None) -> str:

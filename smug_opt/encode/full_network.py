@@ -80,7 +80,7 @@ incrementally, at width :data:`~smug_opt.encode.masks.BEAM_WIDTH`: the sizes it 
 are those whose masks, counted from the seeds' size up, fit: on ``cifar10_small`` (1,024 cells,
 seeds of 2) the masks of 3 to 15 cells, about 65k a size at 70-120 µs each."""
 
-__all__ = ["ENCODING_VERSION", "full_network", "solution_mask"]
+__all__ = ["ENCODING_VERSION", "TiedPrediction", "full_network", "predicted_label", "solution_mask"]
 
 
 @dataclass(frozen=True, eq=False)
@@ -324,13 +324,26 @@ def _predicted(scores: np.ndarray) -> int:
     return int(scores[0, 0] > 0) if scores.shape[1] == 1 else int(np.argmax(scores[0]))
 
 
+class TiedPrediction(ValueError):
+    """The network's scores on an input tie for the top class: it predicts no label to keep."""
+
+
+def predicted_label(model_or_layers: Any, x: np.ndarray, *, shape: tuple[int, int] | None = None,
+                    preprocess: Preprocess | None = None) -> int:
+    """The label :func:`full_network` keeps by default: the network's float64 prediction on
+    ``x`` (arguments as there); :class:`TiedPrediction` when its scores tie for the top."""
+    subject = _subject(model_or_layers, x, 1, shape, None, preprocess)
+    return _check_label(subject.net.forward(subject.xa[None, :])[-1], None)
+
+
 def _check_label(scores: np.ndarray, label: int | None) -> int:
     n_classes = max(scores.shape[1], 2)
     if label is None:
         # one logit s scores the two classes (0, s)
         tie = top_tie(np.concatenate([[0.0], scores[0]]) if scores.shape[1] == 1 else scores[0])
         if tie is not None:
-            raise ValueError(f"the model's logits on x tie for the top class ({tie}); give label explicitly")
+            raise TiedPrediction(f"the model's logits on x tie for the top class ({tie}); "
+                                 "give label explicitly")
         return _predicted(scores)
     if isinstance(label, bool) or not isinstance(label, (int, np.integer)) or not 0 <= label < n_classes:
         raise ValueError(f"label must be an int in [0, {n_classes}), got {label!r}")

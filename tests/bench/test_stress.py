@@ -17,13 +17,17 @@ from smug_opt.models.mlp import as_mlp
 from smug_opt.stress_models import StressModel
 
 
-def _tiny_suite(monkeypatch: pytest.MonkeyPatch) -> None:
-    """A 16-8-3 network on 4x4 'digits', standing in for the zoo model and MNIST."""
+def _tiny_suite(monkeypatch: pytest.MonkeyPatch, layers: list | None = None,
+                first_pixels: list[float] | None = None) -> None:
+    """A 16-8-3 network on 4x4 'digits', standing in for the zoo model and MNIST (or
+    ``layers``; ``first_pixels`` sets the six images' first pixel)."""
     rng = np.random.default_rng(7)
-    layers = [(rng.normal(size=(16, 8)), rng.normal(scale=0.5, size=8)),
-              (rng.normal(size=(8, 3)), rng.normal(scale=0.5, size=3))]
+    layers = layers or [(rng.normal(size=(16, 8)), rng.normal(scale=0.5, size=8)),
+                        (rng.normal(size=(8, 3)), rng.normal(scale=0.5, size=3))]
     mlp = as_mlp(layers, "tiny")
     images = rng.uniform(0.0, 1.0, size=(6, 4, 4, 1)) * (rng.uniform(size=(6, 4, 4, 1)) > 0.3)
+    if first_pixels is not None:
+        images[:, 0, 0, 0] = first_pixels
     labels = np.array([0, 1, 2, 3, 4, 5])
 
     def pick(n: int, seed: int = 0) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -137,6 +141,24 @@ def test_cli_parses_and_runs(tmp_path, monkeypatch, capsys) -> None:
     assert "| highs | solved |" in capsys.readouterr().out
     with pytest.raises(SystemExit):
         parser.parse_args(["stress", "cifar"])
+
+
+def test_inputs_on_which_the_model_predicts_no_class_are_left_out_and_named(tmp_path, monkeypatch) -> None:
+    """Hidden units alive only when the first pixel is above 0.5, no output bias: on the
+    other images every score is 0, a tie with no prediction to keep."""
+    hidden = np.zeros((16, 8))
+    hidden[0] = 1.0
+    output = np.random.default_rng(3).normal(size=(8, 3))
+    _tiny_suite(monkeypatch, [(hidden, np.full(8, -0.5)), (output, np.zeros(3))],
+                first_pixels=[0.9, 0.1, 0.9, 0.0, 0.2, 0.8])
+    monkeypatch.setenv("SMUG_OPT_CACHE", str(tmp_path / "cache"))
+    with pytest.warns(UserWarning, match="left out of the stress case: .*tie for the top class") as caught:
+        table = stress.run_stress(n=6, backends=["highs"], time_limit=20, out_dir=tmp_path, progress=False)
+    left_out = sorted(str(w.message).split()[1] for w in caught if "left out" in str(w.message))
+    assert left_out == ["1", "3", "4"]
+    assert sorted(r.instance for r in _records(tmp_path)) == ["d00000", "d00002", "d00005"]
+    assert table["config"]["inputs"] == 3
+    assert "3 left out: the model predicts no class on them" in (tmp_path / "table.md").read_text()
 
 
 @pytest.mark.slow
