@@ -48,6 +48,7 @@ __all__ = ["RECYCLE_MB", "AttemptOutcome", "child_main", "run_attempt", "shutdow
            "warm_workers"]
 
 CANCELLED = "cancelled"
+STILL_STARTING = "worker did not start before the deadline"
 
 RECYCLE_MB = 256.0
 """A worker still this many MB above its idle footprint after a solve is replaced."""
@@ -65,7 +66,7 @@ class AttemptOutcome:
     solve_seconds: float = 0.0
     wall_seconds: float = 0.0
     incumbents: list[tuple[float, float, np.ndarray]] = field(default_factory=list)
-    killed: bool = False  # overran the hard deadline and was killed
+    killed: bool = False  # overran the hard deadline: killed (or, still starting, left to start)
     crash: str | None = None  # the worker died (segfault, ...) or passed its memory limit
     peak_rss_mb: float | None = None
     memory_exceeded: bool = False  # killed for passing its memory limit (``crash`` says so)
@@ -189,7 +190,7 @@ class _Worker:
             if cancel is not None and cancel.is_set():
                 return CANCELLED
             if deadline.passed():
-                return "worker did not start before the deadline"
+                return STILL_STARTING
             timeout = min(POLL_SECONDS, deadline.remaining() or POLL_SECONDS)
             try:
                 if not self.conn.poll(timeout):
@@ -228,8 +229,11 @@ class _Worker:
         start = time.monotonic()
         watch = MemoryWatch(self.proc.pid, memory_limit_mb)
         failure = self._await_ready(hard_deadline, watch, cancel)
-        if failure == CANCELLED:  # still starting: left to finish, warm for the next solve
-            return AttemptOutcome(None, cancelled=True, wall_seconds=time.monotonic() - start)
+        if failure in (CANCELLED, STILL_STARTING):  # left to finish starting, warm for the next solve
+            # (killed and restarted, a worker whose start-up outlasts the time limit on a loaded
+            # machine would make every later solve start one afresh, and time out the same way)
+            return AttemptOutcome(None, cancelled=failure == CANCELLED, killed=failure == STILL_STARTING,
+                                  wall_seconds=time.monotonic() - start)
         if failure is not None:
             killed = hard_deadline.passed()
             self.restart()

@@ -60,6 +60,29 @@ def test_hanging_backend_is_killed_and_replaced(toy_plugin: str) -> None:
     assert _process(after) != _process(warm), "the killed worker was not replaced"
 
 
+def test_a_worker_still_starting_at_the_time_limit_is_left_to_start(toy_plugin: str, tmp_path,
+                                                                    monkeypatch) -> None:
+    """A solve whose time limit ends while its worker is still starting gives up without
+    killing it, and the next solve finds that worker (killed and replaced, a start-up that
+    outlasts the limit on a loaded machine would time every later solve out the same way)."""
+    import psutil
+
+    from smug_opt.workers import shutdown_workers
+
+    (tmp_path / "sitecustomize.py").write_text("import sys, time\nif 'toy-hang' in sys.argv:\n"
+                                               "    time.sleep(4)  # a start-up slower than the limit\n")
+    monkeypatch.setenv("PYTHONPATH", str(tmp_path))  # the worker's start reads it (after the checkout)
+    shutdown_workers()
+    limit = grace = 1.0
+    asked = time.time()
+    cut = solve(PROBLEM, "toy-hang", time_limit=limit, grace=grace, extras={"hang": False})
+    assert cut.status is Status.NO_SOLUTION and cut.killed and cut.x is None
+    (starting,) = [p for p in psutil.Process().children() if "toy-hang" in p.cmdline()]
+    assert starting.create_time() < asked + limit, "the starting worker was replaced at the deadline"
+    after = solve(PROBLEM, "toy-hang", time_limit=30, extras={"hang": False})
+    assert after.status is Status.OPTIMAL and _process(after) == str(starting.pid)
+
+
 def test_crashing_backend_is_an_error_and_is_replaced(toy_plugin: str) -> None:
     warm = solve(PROBLEM, "toy-crash", time_limit=30, extras={"crash": False})
     crashed = solve(PROBLEM, "toy-crash", time_limit=30)
