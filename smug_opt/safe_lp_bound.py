@@ -51,7 +51,6 @@ def _safe_lp_bounds(problems: Sequence[Problem], seconds: float,
     column); its multipliers ``y`` on the problems' rows are those of ``min c·x``, and any
     ``y`` gives a bound that holds exactly (:func:`~smug_opt.bounds.lp.safe_min` with ``c``)."""
     ranges = [row_range(p) for p in problems]
-    A = sp.block_diag([p.A for p in problems], format="csr")
     row_lo = np.concatenate([lo for lo, _ in ranges])
     row_hi = np.concatenate([hi for _, hi in ranges])
     c = np.concatenate([p.objective for p in problems])
@@ -60,8 +59,7 @@ def _safe_lp_bounds(problems: Sequence[Problem], seconds: float,
     n = c.size
     reach = np.abs(c) * np.maximum(np.abs(lb), np.abs(ub))
     span = float(reach.sum() + dot_error_bound(n, reach.sum())) + 1.0  # |c·x| <= span: t's box cuts nothing
-    with_t = sp.vstack([sp.hstack([A, sp.csr_matrix((A.shape[0], 1))]),
-                        sp.csr_matrix(np.concatenate([c, [-1.0]])[None, :])], format="csr")
+    with_t = _with_objective_row(problems, c)
     lp = lp_solver(backend)
     if not lp.load(with_t, np.append(row_lo, 0.0), np.append(row_hi, 0.0),
                    np.append(lb, -span), np.append(ub, span), seconds):
@@ -77,6 +75,27 @@ def _safe_lp_bounds(problems: Sequence[Problem], seconds: float,
                                lb[cols], ub[cols], y[rows]))
         row, col = row + p.num_rows, col + p.num_vars
     return bounds
+
+
+def _with_objective_row(problems: Sequence[Problem], c: np.ndarray) -> sp.csr_matrix:
+    """The problems' matrices block-diagonally, then a column ``t`` and the row
+    ``c·x − t``: cut out of their CSR arrays directly (scipy's ``block_diag``, ``hstack``
+    and ``vstack`` cost more than the LP on small problems)."""
+    objective = np.flatnonzero(c)
+    indptr, indices, data = [np.zeros(1, dtype=np.int64)], [], []
+    nnz = col = 0
+    for p in problems:
+        A = p.A
+        indptr.append(A.indptr[1:].astype(np.int64) + nnz)
+        indices.append(A.indices.astype(np.int64) + col)
+        data.append(A.data)
+        nnz, col = nnz + A.nnz, col + p.num_vars
+    indptr.append(np.array([nnz + objective.size + 1], dtype=np.int64))
+    indices += [objective, np.array([col], dtype=np.int64)]
+    data += [c[objective], np.array([-1.0])]
+    rows = sum(p.num_rows for p in problems) + 1
+    return sp.csr_matrix((np.concatenate(data), np.concatenate(indices), np.concatenate(indptr)),
+                         shape=(rows, col + 1))
 
 
 def strengthened_safe_lp_bound(problem: Problem, *, deadline: Deadline | None = None,
