@@ -12,50 +12,41 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-import numpy as np
+from smug_opt.ir import Problem
 
-from smug_opt.ir import Problem, Sense
+__all__ = ["DEFAULT_MAX_NONZEROS", "DEFAULT_MAX_ROWS", "ProblemFeatures", "certified_by_default",
+           "features"]
 
-__all__ = ["DEFAULT_MAX_NONZEROS", "ProblemFeatures", "certified_by_default", "features"]
+DEFAULT_MAX_ROWS = 100
+"""The most rows the default certifies: the LP's cost grows with them. Measured on the text,
+synthetic, MNIST first-layer and paper-scale suites (141 claims without ReLUs, HiGHS's
+solve in its warm worker, ``benchmarks/certify/default_rule.md``): the 500-row problems
+cost 0.02-1.6x their solve (a median 0.26x, none certified); up to 100 rows (and
+:data:`DEFAULT_MAX_NONZEROS`) a median 0.076x, 88 of 121 claims under 10 %."""
 
-DEFAULT_MAX_NONZEROS = 2000
-"""The largest matrix (nonzeros) the default certifies. Measured on the text, synthetic and
-MNIST first-layer suites (135 claims, HiGHS's solve in its warm worker): one safe LP bound
-of the problem as stated costs a median 8.3 % of the solve up to 2,000 nonzeros, 79 of 121
-claims under 10 %; the 14 larger (the 500-row first layers, 2,943-7,340 nonzeros, solved in
-0.2-0.9 s) cost up to 1.8x. The strengthened bound and the safe search, which certify far
-more claims, cost a median 47 % (6 of 135 under 10 %): ``certify=True`` runs them."""
+DEFAULT_MAX_NONZEROS = 2500
+"""The largest matrix (nonzeros) the default certifies, with at most
+:data:`DEFAULT_MAX_ROWS` rows: the largest measured within them (the 784-cell MLP
+first layers of 13-15 rows, 2,460-2,496 nonzeros: 0.002-0.074x). Past it nothing was
+measured but the 500-row problems."""
 
 
 @dataclass(frozen=True)
 class ProblemFeatures:
-    """What the rule may read: sizes, the largest row, strict rows, ReLUs and whether every
-    row coefficient is an integer."""
+    """What the rule reads: ReLUs, rows and the matrix's nonzeros."""
 
-    binaries: int
-    continuous: int
+    relus: int
     rows: int
     nonzeros: int
-    largest_row: int
-    strict_rows: int
-    relus: int
-    integer_coefficients: bool
 
 
 def features(problem: Problem) -> ProblemFeatures:
-    """``problem``'s :class:`ProblemFeatures` (one pass over its matrix)."""
-    A = problem.A.tocsr()
-    per_row = np.diff(A.indptr)
-    binaries = int(np.count_nonzero(problem.binary))
-    return ProblemFeatures(
-        binaries=binaries, continuous=problem.num_vars - binaries, rows=problem.num_rows,
-        nonzeros=int(A.nnz), largest_row=int(per_row.max(initial=0)),
-        strict_rows=int(np.count_nonzero(np.isin(problem.senses, (Sense.GT, Sense.LT)))),
-        relus=problem.num_relus, integer_coefficients=bool(np.all(A.data == np.round(A.data))))
+    """``problem``'s :class:`ProblemFeatures` (its sizes: no pass over the matrix)."""
+    return ProblemFeatures(relus=problem.num_relus, rows=problem.num_rows, nonzeros=int(problem.A.nnz))
 
 
 def certified_by_default(f: ProblemFeatures) -> bool:
     """Whether the default certification runs on a problem with features ``f``: no ReLUs
-    (their LP relaxation drops them), at least one row, at most :data:`DEFAULT_MAX_NONZEROS`
-    nonzeros."""
-    return f.relus == 0 and f.rows > 0 and f.nonzeros <= DEFAULT_MAX_NONZEROS
+    (their LP relaxation drops them), 1 to :data:`DEFAULT_MAX_ROWS` rows, at most
+    :data:`DEFAULT_MAX_NONZEROS` nonzeros."""
+    return f.relus == 0 and 0 < f.rows <= DEFAULT_MAX_ROWS and f.nonzeros <= DEFAULT_MAX_NONZEROS

@@ -10,23 +10,28 @@ from hypothesis import given, settings
 from random_problems import problems
 
 from smug_opt import Problem, load_problem, save_problem
-from smug_opt.certify_rule import DEFAULT_MAX_NONZEROS, ProblemFeatures, certified_by_default, features
+from smug_opt.certify_rule import (
+    DEFAULT_MAX_NONZEROS,
+    DEFAULT_MAX_ROWS,
+    ProblemFeatures,
+    certified_by_default,
+    features,
+)
 
 
 def test_the_features_of_a_known_problem() -> None:
     A = np.array([[1.0, 0.5, 0.0], [2.0, 0.0, 3.0]])
     f = features(Problem.from_arrays(A, [">", "<="], [0.5, 4.0]))
-    assert f == ProblemFeatures(binaries=3, continuous=0, rows=2, nonzeros=4, largest_row=2,
-                                strict_rows=1, relus=0, integer_coefficients=False)
+    assert f == ProblemFeatures(relus=0, rows=2, nonzeros=4)
     assert certified_by_default(f)
 
 
 @pytest.mark.parametrize("change, decided", [
     ({}, True), ({"relus": 1}, False), ({"rows": 0}, False),
-    ({"nonzeros": DEFAULT_MAX_NONZEROS}, True), ({"nonzeros": DEFAULT_MAX_NONZEROS + 1}, False)])
+    ({"nonzeros": DEFAULT_MAX_NONZEROS}, True), ({"nonzeros": DEFAULT_MAX_NONZEROS + 1}, False),
+    ({"rows": DEFAULT_MAX_ROWS}, True), ({"rows": DEFAULT_MAX_ROWS + 1}, False)])
 def test_the_rule(change: dict, decided: bool) -> None:
-    base = dict(binaries=784, continuous=0, rows=100, nonzeros=1787, largest_row=24, strict_rows=100,
-                relus=0, integer_coefficients=False)
+    base = dict(relus=0, rows=100, nonzeros=1787)
     assert certified_by_default(ProblemFeatures(**{**base, **change})) is decided
 
 
