@@ -155,17 +155,15 @@ def certify_within_budget(problem: Problem, result: SolveResult, deadline: Deadl
         bound = safe_lp_bound(problem, seconds=seconds)
     except (ImportError, ValueError):  # no LP solver here
         return result
-    if bound is None or not _may_prove(problem, bound, result.objective):
+    room = 1e-9 * (1.0 + abs(result.objective))  # for the float objective's rounding: a filter
+    if bound is None or not _proves_optimal(problem, bound + room, Fraction(result.objective)):
         return finished(result, note="", start=start)
-    incumbent = verify(problem, result.x)  # only where the bound may prove it: most do not
-    if not incumbent.ok:
-        return result
-    v = incumbent.objective
-    if not _proves_optimal(problem, bound, v):
+    incumbent = verify(problem, result.x)  # exactly, only where the bound may prove it (most do not)
+    if not incumbent.ok or not _proves_optimal(problem, bound, incumbent.objective):
         return finished(result, note="", start=start)
-    if Fraction(bound) > v:  # a rigorous bound above a verified solution: claim nothing
+    if Fraction(bound) > incumbent.objective:  # a rigorous bound above a verified solution: claim nothing
         return finished(result, note=f"the safe LP bound {bound!r} exceeds a verified solution's "
-                                     f"objective {float(v)!r}: not certified", start=start)
+                                     f"objective {float(incumbent.objective)!r}: not certified", start=start)
     return settled(problem, result, incumbent, f"the safe LP bound {bound!r} (Neumaier-Shcherbina "
                                                f"on the LP relaxation's duals)", start)
 
@@ -260,14 +258,6 @@ def _proves_optimal(problem: Problem, bound: float, v: Fraction) -> bool:
     """Whether the rigorous lower bound ``bound`` proves a solution of objective ``v``
     optimal: above ``v - 1`` for an integral objective, else at least ``v``."""
     return bound > v - 1 if problem.integral_objective else Fraction(bound) >= v
-
-
-def _may_prove(problem: Problem, bound: float, objective: float) -> bool:
-    """Whether ``bound`` may prove a solution whose float objective is ``objective``
-    optimal (:func:`_proves_optimal` with room for ``objective``'s rounding): a filter
-    before the exact verification, which decides."""
-    room = 1e-9 * (1.0 + abs(objective))
-    return bound > objective - 1 - room if problem.integral_objective else bound >= objective - room
 
 
 # -------------------------------------------------------------- the safe search
