@@ -22,6 +22,7 @@ import numpy as np
 
 from smug_opt.executors import Executor, SequentialExecutor
 from smug_opt.explain_settings import ExplainSettings
+from smug_opt.input_layout import in_input_shape
 from smug_opt.model_ref import ModelRef, model_loads
 from smug_opt.parameters import Method
 from smug_opt.runstore import RunFolder, model_identity
@@ -94,9 +95,9 @@ def _read(source: Any, adapter: Any, settings: ExplainSettings) -> tuple[np.ndar
         return x, {"input": source} | ({"resized_from": list(resized)} if resized else {})
     x = np.asarray(source, dtype=np.float64)
     shape = tuple(adapter.input_shape)
-    if x.shape != shape and x.size == int(np.prod(shape)) and not (len(shape) == 1 and x.ndim >= 2):
-        x = x.reshape(shape)  # a picture for a flat input keeps its shape: it gives the mask grid
-    return x, {}
+    if len(shape) == 1 and x.ndim >= 2:
+        return x, {}  # a picture for a flat input keeps its shape: it gives the mask grid
+    return in_input_shape(x, shape), {}
 
 
 _Explained = tuple[dict[str, Any], np.ndarray | None, np.ndarray | None, np.ndarray | None]

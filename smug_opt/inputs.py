@@ -26,6 +26,7 @@ from typing import Any
 import numpy as np
 
 from smug_opt.bounded import check_npy_file, open_image
+from smug_opt.input_layout import in_input_shape
 from smug_opt.outputs import SINGLE_RUN_FILES
 
 __all__ = ["IMAGE_SUFFIXES", "INPUT_SUFFIXES", "PREPROCESSING_MODES", "image_size", "list_input_files",
@@ -113,10 +114,9 @@ def load_input(path: Path, input_shape: tuple[int, ...], pixel_scale: float, pre
             resized = (img.height, img.width)
             img = img.resize((want[1], want[0]), resample=Image.Resampling.BILINEAR)
         x = preprocess(np.asarray(img), preprocessing, pixel_scale, value_range)
-    if x.shape != input_shape and x.size == math.prod(input_shape):
-        if len(input_shape) == 1 and x.ndim >= 2:
-            return x, resized  # a picture for a flat input: its shape gives the mask grid
-        x = x.reshape(input_shape)  # (28, 28) → (28, 28, 1)
+    if len(input_shape) == 1 and x.ndim >= 2 and x.size == input_shape[0]:
+        return x, resized  # a picture for a flat input: its shape gives the mask grid
+    x = in_input_shape(x, input_shape)  # (28, 28) → (28, 28, 1); (3, H, W) → (H, W, 3)
     if x.shape != input_shape:
         hint = (" (.npy arrays are used as they are, never resized)" if path.suffix.lower() == ".npy"
                 else "")

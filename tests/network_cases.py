@@ -93,6 +93,19 @@ def small_torch_cnn():
     return SmallCNN()
 
 
+def rgb_torch_cnn():
+    """A PyTorch CNN on 3×8×8 colour inputs (NCHW): Conv(stride 2) → ReLU → Linear (a
+    factory for ``as_adapter("network_cases:rgb_torch_cnn")``)."""
+    import torch
+    from torch import nn
+
+    torch.manual_seed(1)
+    model = nn.Sequential(nn.Conv2d(3, 4, 3, stride=2, padding=1), nn.ReLU(), nn.Flatten(),
+                          nn.Linear(4 * 4 * 4, 5))
+    model.input_shape = (3, 8, 8)
+    return model
+
+
 def tiny_onnx(seed: int, n_in: int = 5, hidden: int = 8, n_out: int = 3) -> bytes:
     """An ONNX model (bytes): x (1, n_in) in [0, 1] → (x − mean)/std → Dense → ReLU → Dense
     → scores, the normalisation in the graph."""

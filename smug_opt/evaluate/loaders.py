@@ -11,6 +11,7 @@ import numpy as np
 
 from smug_opt.bounded import check_npy_file, open_image
 from smug_opt.evaluate.boxes import Box
+from smug_opt.input_layout import in_input_shape
 from smug_opt.inputs import INPUT_SUFFIXES
 
 BOX_COLUMNS = ("name", "top", "left", "bottom", "right")
@@ -26,9 +27,10 @@ def _read_image(path: Path, size: tuple[int, int] | None) -> np.ndarray:
         if array.ndim == 2:
             array = array[:, :, None]
         if array.ndim != 3 or not np.issubdtype(array.dtype, np.number):
-            raise ValueError(
-                f"{path}: a .npy image must be numeric (H, W) or (H, W, C); got {array.dtype} {array.shape}"
-            )
+            raise ValueError(f"{path}: a .npy image must be numeric (H, W), (H, W, C) or (C, H, W); "
+                             f"got {array.dtype} {array.shape}")
+        if size is not None and array.shape[:2] != tuple(size) and array.shape[1:] == tuple(size):
+            array = in_input_shape(array, (*size, array.shape[0]))  # channels first, as torch saves it
         if size is not None and array.shape[:2] != tuple(size):
             raise ValueError(f"{path}: .npy images are not resized; shape {array.shape[:2]} != {size}")
         return array.astype(np.float32)

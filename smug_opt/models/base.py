@@ -266,12 +266,12 @@ class ModelAdapter(ABC):
         return cell_grid(self.affine, cell, self.grid_shape(data_shape))
 
     def model_input(self, x: np.ndarray) -> np.ndarray:
-        """``x`` reshaped to the model's input shape when it holds exactly as many values
-        (a 28×28 picture for an ``Input(784)`` model), then checked."""
-        x = np.asarray(x)
-        if x.shape != self.input_shape and x.size == math.prod(self.input_shape):
-            x = x.reshape(self.input_shape)
-        return self.check_input(x)
+        """``x`` in the model's input shape when it holds exactly as many values (a 28×28
+        picture for an ``Input(784)`` model; a channels-first ``(C, H, W)`` array transposed:
+        :func:`~smug_opt.input_layout.in_input_shape`), then checked."""
+        from smug_opt.input_layout import in_input_shape
+
+        return self.check_input(in_input_shape(x, self.input_shape))
 
     def check_input(self, x: np.ndarray, *, batched: bool = False) -> np.ndarray:
         """``x`` as an array, after checking its shape and that it is finite and numeric; a
