@@ -194,11 +194,12 @@ def certify(problem: Problem, result: SolveResult, *, ask: Step, deadline: Deadl
             return settled
     from smug_opt.safe_search.search import Settings
 
-    # a search past its budget is a long one: HiGHS's verified cuts at its root, every core
-    unbudgeted = Settings(highs_cuts_after=0, workers=search_workers())
+    # a search past its budget is a long one: HiGHS's verified cuts at its root, every core,
+    # depth first (cheaper LPs; its open bound, read only after a budget, matters no more)
+    unbudgeted = Settings(highs_cuts_after=0, workers=search_workers(), depth_first=True)
     known = incumbent if incumbent and incumbent.ok else None
     budgeted = _safe_search(problem, known, deadline, Settings(max_lps=SEARCH_LPS) if exact.available()
-                            else Settings(workers=search_workers()))
+                            else Settings(workers=search_workers(), depth_first=True))
     searched = result if budgeted is None else _search_result(problem, result, budgeted, start)
     if searched.proof == "exact":
         return searched

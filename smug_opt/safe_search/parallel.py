@@ -1,11 +1,13 @@
 """The safe search's entry (:func:`search`), and the search over several processes: the
 tree is split once, each share searched alone.
 
-The search (:mod:`smug_opt.safe_search.search`) runs in this process until
-:data:`OPEN_PER_WORKER` nodes per worker are open (its root cuts, and HiGHS's verified cuts
-when they are due, already in its LP); the open nodes, by their safe bounds, are dealt out
-in turn, and each worker (a fresh interpreter) searches its share with the same cuts, the
-incumbent and the pseudo-costs learnt so far. Shares are fixed, not stolen, so what each
+The search (:mod:`smug_opt.safe_search.search`) runs in this process, best bound first,
+until :data:`OPEN_PER_WORKER` nodes per worker are open (its root cuts, and HiGHS's verified
+cuts when they are due, already in its LP); the open nodes, by their safe bounds, are dealt
+out in turn, and each worker (a fresh interpreter, started while the first phase runs)
+searches its share with the same cuts, the incumbent and the pseudo-costs learnt so far, in
+the order ``Settings.depth_first`` says. (A depth-first first phase would leave the
+siblings along one dive open: shares of very unequal size.) Shares are fixed, not stolen, so what each
 worker explores does not depend on the machine's load.
 
 Every share is a set of disjoint subtrees, so the problem is settled when every share is:
@@ -32,7 +34,7 @@ from smug_opt.safe_search.search import (
     _Search,
     search_in_one_process,
 )
-from smug_opt.spawn import kill_group, spawn
+from smug_opt.spawn import Child, kill_group, spawn
 from smug_opt.verification import Verification, verify
 
 __all__ = ["OPEN_PER_WORKER", "search", "search_in_parallel", "search_share"]
@@ -82,34 +84,55 @@ def search(problem: Problem, incumbent: Verification | None, deadline: Deadline,
 
 def search_in_parallel(problem: Problem, incumbent: Verification | None, deadline: Deadline,
                        settings: Settings) -> SearchOutcome:
-    """:func:`search` with ``settings.workers`` processes."""
+    """:func:`search` with ``settings.workers`` processes, started (each importing smug_opt,
+    ~1 s) while this process runs the first phase."""
     workers = settings.workers
-    s = _Search(problem, incumbent, deadline, settings)
-    try:
-        open_nodes = s.run(until_open=OPEN_PER_WORKER * workers)
-    except _GaveUp as stop:
-        return s.outcome(False, str(stop))
-    if not open_nodes:
-        return s.outcome(True)
-    open_nodes.sort(key=lambda n: n.estimate)
-    share_settings = replace(settings, workers=1, cut_rounds=0, highs_cuts_after=-1,
-                             max_nodes=max(settings.max_nodes - s.nodes, 0) // workers,
-                             max_lps=max(settings.max_lps - s.lp.lps, 0) // workers)
-    shares = [_Share(problem, None if s.best is None else s.best.x, s.cuts, s.pc_sum, s.pc_count,
-                     share_settings, deadline, open_nodes[k::workers]) for k in range(workers)]
-    return _combined(s, _in_workers(shares))
+    with _Workers(workers) as started:
+        s = _Search(problem, incumbent, deadline, replace(settings, depth_first=False))
+        try:
+            open_nodes = s.run(until_open=OPEN_PER_WORKER * workers)
+        except _GaveUp as stop:
+            return s.outcome(False, str(stop))
+        if not open_nodes:
+            return s.outcome(True)
+        open_nodes.sort(key=lambda n: n.estimate)
+        share_settings = replace(settings, workers=1, cut_rounds=0, highs_cuts_after=-1,
+                                 max_nodes=max(settings.max_nodes - s.nodes, 0) // workers,
+                                 max_lps=max(settings.max_lps - s.lp.lps, 0) // workers)
+        shares = [_Share(problem, None if s.best is None else s.best.x, s.cuts, s.pc_sum, s.pc_count,
+                         share_settings, deadline, open_nodes[k::workers]) for k in range(workers)]
+        return _combined(s, started.search(shares))
 
 
-def _in_workers(shares: list[_Share]) -> list[SearchOutcome]:
-    """Each share searched in a fresh interpreter of its own (:func:`smug_opt.spawn.spawn`,
-    never a fork: HiGHS and TensorFlow do not survive one), all at once; every worker is
-    ended on the way out."""
-    workers = [spawn("smug_opt.safe_search.share_worker") for _ in shares]
-    try:
-        for worker, share in zip(workers, shares, strict=True):
+class _Workers:
+    """Fresh interpreters (:func:`smug_opt.spawn.spawn`, never a fork: HiGHS and TensorFlow
+    do not survive one), one per share, each ended on the way out."""
+
+    def __init__(self, count: int) -> None:
+        self.children: list[Child] = []
+        try:
+            for _ in range(count):
+                self.children.append(spawn("smug_opt.safe_search.share_worker"))
+        except BaseException:
+            self.__exit__()
+            raise
+
+    def __enter__(self) -> _Workers:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        for worker in self.children:  # ended before its socket closes: no EOF for it to report
+            if worker.proc.poll() is None:
+                kill_group(worker.proc)
+                worker.proc.wait()
+            worker.conn.close()
+
+    def search(self, shares: list[_Share]) -> list[SearchOutcome]:
+        """Each share searched by a worker of its own, all at once."""
+        for worker, share in zip(self.children, shares, strict=True):
             worker.conn.send(share)
         outcomes = []
-        for worker in workers:
+        for worker in self.children:
             try:
                 outcome = worker.conn.recv()
             except EOFError:  # it ended without an answer
@@ -118,12 +141,6 @@ def _in_workers(shares: list[_Share]) -> list[SearchOutcome]:
                 raise RuntimeError(f"a safe-search worker failed (exit status {worker.proc.returncode})")
             outcomes.append(outcome)
         return outcomes
-    finally:
-        for worker in workers:
-            worker.conn.close()
-            if worker.proc.poll() is None:
-                kill_group(worker.proc)
-                worker.proc.wait()
 
 
 def _combined(s: _Search, outcomes: list[SearchOutcome]) -> SearchOutcome:

@@ -24,7 +24,7 @@ from smug_opt.safe_search.covers import Cut, KnapsackRow, knapsack_rows
 from smug_opt.safe_search.propagation import DualProofs, RowPropagator, propagate
 from smug_opt.safe_search.prove import prove_optimum
 from smug_opt.safe_search.relaxation import Relaxation
-from smug_opt.safe_search.verified_cuts import highs_root_cuts, row_minimum, verified_cuts
+from smug_opt.safe_search.verified_cuts import highs_root_cuts, proven_root_cuts, row_minimum, verified_cuts
 from smug_opt.testing.brute_force import brute_force
 from smug_opt.verification import decide_rows, verify
 
@@ -188,6 +188,20 @@ def test_every_verified_highs_cut_holds_at_every_feasible_point(problem: Problem
         assert _holds_at(cut, feasible), cut
 
 
+def test_proven_root_cuts_are_computed_once_for_the_same_problem() -> None:
+    """The budgeted search and the longer one after it take the same cuts from one MIP root;
+    an equal but distinct problem gets its own."""
+    rng = np.random.default_rng(0)
+    A = rng.uniform(0, 1, (8, 16)) * (rng.uniform(0, 1, (8, 16)) < 0.6)
+    rhs = A.sum(axis=1) * rng.uniform(0.4, 0.7, 8)
+    p = Problem.from_arrays(A, ">=", rhs)
+    first = proven_root_cuts(p, 30.0)
+    assert first and proven_root_cuts(p, 30.0) is first
+    again = verified_cuts(highs_root_cuts(p, 30.0), knapsack_rows(p))
+    assert [c.rhs for c in first] == [c.rhs for c in again]
+    assert proven_root_cuts(Problem.from_arrays(A, ">=", rhs), 30.0) is not first
+
+
 def test_highs_separates_cuts_the_rows_prove_on_covering_knapsacks() -> None:
     """Not vacuous: on 20 such problems HiGHS's root gives cuts and most are proven."""
     pool = proven = 0
@@ -224,11 +238,13 @@ def test_the_search_with_propagation_and_highs_cuts_finds_the_brute_forced_optim
 
 
 @settings(max_examples=15, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(problem=covering_knapsacks(), nodes=st.integers(1, 6))
-def test_a_search_cut_short_bounds_every_better_solution(problem: Problem, nodes: int) -> None:
-    """The lowest open bound of a search stopped by its node limit is below every solution
-    better than the one it holds (brute force)."""
-    outcome = search(problem, None, Deadline.after(60), Settings(max_nodes=nodes, cut_rounds=0))
+@given(problem=covering_knapsacks(), nodes=st.integers(1, 6), depth_first=st.booleans())
+def test_a_search_cut_short_bounds_every_better_solution(problem: Problem, nodes: int,
+                                                         depth_first: bool) -> None:
+    """The lowest open bound of a search stopped by its node limit (best or depth first) is
+    below every solution better than the one it holds (brute force)."""
+    outcome = search(problem, None, Deadline.after(60),
+                     Settings(max_nodes=nodes, cut_rounds=0, depth_first=depth_first))
     if outcome.proven or outcome.bound is None:
         return
     feasible = _feasible(problem)

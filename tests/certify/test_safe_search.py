@@ -24,7 +24,7 @@ from smug_opt.testing.brute_force import brute_force
 pytest.importorskip("highspy")
 
 SWITCHES = [Settings(), Settings(reduced_cost_fixing=False), Settings(warm_start=False),
-            Settings(strong_candidates=0)]
+            Settings(strong_candidates=0), Settings(depth_first=True)]
 
 
 def _optimum(problem: Problem) -> Fraction | None:
@@ -63,7 +63,7 @@ def test_a_worse_incumbent_is_never_what_it_proves(problem: Problem, pick: int) 
         return
     optimum = _optimum(problem)
     start = verify(problem, points[pick % len(points)])
-    for switches in (Settings(), Settings(reduced_cost_fixing=False)):
+    for switches in (Settings(), Settings(reduced_cost_fixing=False), Settings(depth_first=True)):
         outcome = search(problem, start, Deadline.after(60), switches)
         assert outcome.proven and outcome.best is not None, outcome.why
         assert outcome.best.objective == optimum
@@ -196,10 +196,27 @@ def test_two_workers_prove_the_optimum_one_proves_s() -> None:
     one = search(p, None, Deadline.after(120), Settings(cut_rounds=0))
     first_phase = _Search(p, None, Deadline.after(120), Settings(cut_rounds=0))
     assert first_phase.run(until_open=2 * OPEN_PER_WORKER)  # the tree is split
-    two = search(p, None, Deadline.after(120), Settings(cut_rounds=0, workers=2))
-    assert one.proven and two.proven, two.why
-    assert one.best is not None and two.best is not None and two.best.objective == one.best.objective
-    assert verify(p, two.best.x).ok
+    for settings_ in (Settings(cut_rounds=0, workers=2), Settings(cut_rounds=0, workers=2, depth_first=True)):
+        two = search(p, None, Deadline.after(120), settings_)
+        assert one.proven and two.proven, two.why
+        assert one.best is not None and two.best is not None and two.best.objective == one.best.objective
+        assert verify(p, two.best.x).ok
+
+
+def test_depth_first_closes_on_the_same_optimum_in_the_same_tree_each_time() -> None:
+    """Depth first (last node queued first) proves the optimum best-first proves, from no
+    incumbent and from the optimum, and its tree is the same on every run (no wall time in it)."""
+    rng = np.random.default_rng(3)
+    A = rng.uniform(0, 1, (8, 24)) * (rng.uniform(0, 1, (8, 24)) < 0.5)
+    p = Problem.from_arrays(A, ">", A.sum(axis=1) * rng.uniform(0.4, 0.6, 8))
+    best_first = search(p, None, Deadline.after(60), Settings(cut_rounds=0))
+    assert best_first.proven and best_first.best is not None and best_first.nodes > 20
+    deep = Settings(cut_rounds=0, depth_first=True)
+    for start in (None, best_first.best):
+        runs = [search(p, start, Deadline.after(60), deep) for _ in range(2)]
+        assert all(o.proven and o.best is not None and o.best.objective == best_first.best.objective
+                   for o in runs)
+        assert runs[0].nodes == runs[1].nodes and runs[0].lps == runs[1].lps
 
 
 def test_workers_must_be_at_least_one() -> None:
