@@ -28,12 +28,12 @@ def main() -> int:
     p.add_argument("--eps", type=float, default=0.05)
     args = p.parse_args()
 
+    from smug_opt.models.resolve import network_of
     from smug_opt.network.lower import lower
     from smug_opt.robustness.attack import attack
     from smug_opt.robustness.decide import decide
     from smug_opt.robustness.explanation import label_changes, robust_explanation
     from smug_opt.robustness.minimum import _hitting_set, shrink_counterexample
-    from smug_opt.robustness.model_explanation import network_of
     from smug_opt.robustness.query import RobustnessQuery
     from smug_opt.threads import one_blas_thread
 

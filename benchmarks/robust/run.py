@@ -54,8 +54,8 @@ def images(spec_count: int, digit_count: int) -> list[tuple[str, np.ndarray, int
 
 
 def explain_images(label: str, spec: str, todo: list, args: argparse.Namespace, done: set) -> None:
+    from smug_opt.models.resolve import network_of
     from smug_opt.robustness import explain_robust
-    from smug_opt.robustness.model_explanation import network_of
 
     network = network_of(spec, input_range=(0.0, 1.0))
     for name, x, truth in todo:

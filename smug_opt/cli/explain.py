@@ -223,7 +223,7 @@ def run(args: argparse.Namespace) -> int:
     if args.method == Method.ROBUST.value:
         shape = _npy_rows(args.input) if args.input is not None else None
         if shape is not None and len(shape) >= 2:
-            from smug_opt.robustness.model_explanation import network_of
+            from smug_opt.models.resolve import network_of
 
             n_in = math.prod(network_of(name, input_shape=args.input_shape, input_layout=args.input_layout,
                                         input_range=args.input_range).input_shape)

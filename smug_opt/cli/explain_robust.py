@@ -51,9 +51,10 @@ def run_robust(args: argparse.Namespace, name: str) -> int:
     from smug_opt.cli.solve import solver_kwargs
     from smug_opt.models.catalog import describe
     from smug_opt.models.network_stem import read_network_stem
+    from smug_opt.models.resolve import network_of
     from smug_opt.models.zoo import available_models
     from smug_opt.outputs import write_single_run
-    from smug_opt.robustness.model_explanation import explain_robust, network_of
+    from smug_opt.robustness.model_explanation import explain_robust
 
     backend = BackendChoice.parse(args.backend)
     say(args, f"loading model {name}")

@@ -106,10 +106,12 @@ def full_network(model_or_layers: Any, x: np.ndarray, label: int | None = None, 
     input, or the model's input mapped by ``preprocess``; masks act on the ``(H, W)``
     cells of an input of shape ``(C, H, W)``, channels sharing a cell), a
     :class:`~smug_opt.network.graph.Network` as the readers give it (``x`` its input in its
-    own layout; lowered here, its preprocessing applied), or a ReLU MLP
-    (a Keras Dense stack or ``(W, b)`` layers; ``x`` any shape with as many values as the
-    first Dense layer reads, after the model's Flatten/Rescaling; the grid is ``shape``,
-    else ``x``'s first two axes, else one row).
+    own layout; lowered here, its preprocessing applied), a ReLU MLP (a Keras Dense stack
+    or ``(W, b)`` layers; ``x`` any shape with as many values as the first Dense layer
+    reads, after the model's Flatten/Rescaling; the grid is ``shape``, else ``x``'s first
+    two axes, else one row), or any other model smug-opt reads (a Keras CNN, a
+    ``torch.nn.Module``, a model file or embedded name: its Network, by
+    :func:`~smug_opt.models.resolve.network_of`).
 
     One binary per ``cell``×``cell`` block that holds a nonzero input. ``label`` defaults
     to the network's float64 prediction on ``x``. Rows ``score[label] − score[l] > margin``
@@ -286,8 +288,15 @@ def _subject(model: Any, x: np.ndarray, cell: int, shape: tuple[int, int] | None
     from smug_opt.models.mlp import as_mlp
 
     if preprocess is not None:
-        raise ValueError("preprocess applies to a FlatNetwork; an MLP reads its own input")
-    mlp = as_mlp(model, name)
+        raise ValueError("preprocess applies to a FlatNetwork; a model reads its own input")
+    try:
+        mlp = as_mlp(model, name)
+    except ValueError:  # not a Dense stack: a Keras CNN, a torch module, a model file
+        if isinstance(model, (list, tuple)):
+            raise
+        from smug_opt.models.resolve import network_of
+
+        return _subject(network_of(model), x, cell, shape, name, None)
     xa = mlp.dense_input(x)
     grid = mlp.mask_grid(cell, np.shape(x), shape)
     net = flat_mlp(mlp.layers, mlp.output)

@@ -128,7 +128,8 @@ def _robust(subject: Subject, s: Settings, x: np.ndarray, label: int, note: Any)
     """The verified explanation of the model's prediction (which must be ``label``) at
     ``s.smug.eps``: the fixed pixels are the mask."""
     from smug_opt.executors import worker_cache
-    from smug_opt.robustness.model_explanation import explain_robust, network_of
+    from smug_opt.models.resolve import network_of
+    from smug_opt.robustness.model_explanation import explain_robust
 
     p = s.smug
     if p.eps is None:

@@ -23,7 +23,7 @@ if TYPE_CHECKING:
     from smug_opt.models.base import ModelAdapter
     from smug_opt.network.graph import Network
 
-__all__ = ["INPUT_LAYOUTS", "ModelOptions", "as_adapter", "check_model_spec", "read_network"]
+__all__ = ["INPUT_LAYOUTS", "ModelOptions", "as_adapter", "check_model_spec", "network_of", "read_network"]
 
 INPUT_LAYOUTS = ("nchw", "nhwc")
 _LAYOUT_NAMES = {"nchw": "channels_first", "nhwc": "channels_last"}
@@ -103,6 +103,32 @@ def read_network(model: Any, options: ModelOptions | None = None) -> Network:
                          "input_shape attribute")
     return read_torch(model, tuple(shape), input_range=options.input_range, layout=layout,
                       name=type(model).__name__)
+
+
+def network_of(model: Any, *, input_shape: tuple[int, ...] | None = None, input_layout: str | None = None,
+               input_range: tuple[float, float] | None = None) -> Network:
+    """The :class:`Network` of ``model``: a Network, a model adapter, a Keras model, a
+    ``torch.nn.Module`` or a spec (an embedded model's name, a ``.keras``/``.h5``,
+    ``.onnx`` or ``.pt2`` file, ``package.module:factory``)."""
+    from smug_opt.models.base import ModelAdapter
+    from smug_opt.network.graph import Network
+
+    if isinstance(model, Path):
+        model = str(model)
+    if isinstance(model, str):
+        check_model_spec(model)
+    if isinstance(model, ModelAdapter):
+        inner = getattr(model, "network", None) or getattr(model, "model", None)
+        if inner is None:
+            raise TypeError(f"{type(model).__name__} holds no network smug-opt can read")
+        model = inner
+    if isinstance(model, Network):
+        return model if input_range is None else replace(model, input_range=input_range)
+    if hasattr(model, "layers") and hasattr(model, "inputs"):  # a Keras model
+        from smug_opt.network.keras_reader import read_keras
+
+        return read_keras(model, input_range=input_range)
+    return read_network(model, ModelOptions(input_shape, input_layout, input_range))
 
 
 def as_adapter(model: Any, *, input_shape: tuple[int, ...] | None = None, input_layout: str | None = None,

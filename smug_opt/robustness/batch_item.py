@@ -24,7 +24,7 @@ def robust_network(model: Any, settings: ExplainSettings) -> Any:
     input range the model reference or else ``settings`` declares (None: the model's own)."""
     from smug_opt.executors import worker_cache
     from smug_opt.model_ref import ModelRef
-    from smug_opt.robustness.model_explanation import network_of
+    from smug_opt.models.resolve import network_of
 
     if isinstance(model, ModelRef):
         given = model.input_range or settings.input_range

@@ -20,39 +20,9 @@ from smug_opt.robustness.check import AttackCheck, attack_check
 from smug_opt.robustness.explanation import RobustExplanation, robust_explanation
 from smug_opt.robustness.minimum import MinimumExplanation, minimum_explanation
 
-__all__ = ["RobustResult", "explain_robust", "network_of"]
+__all__ = ["RobustResult", "explain_robust"]
 
 LEGEND = "left: input; right: fixed pixels in red (any other pixel may move by eps), the rest dimmed"
-
-
-def network_of(model: Any, *, input_shape: tuple[int, ...] | None = None, input_layout: str | None = None,
-               input_range: tuple[float, float] | None = None) -> Network:
-    """The :class:`Network` of ``model``: a Network, a model adapter, a Keras model, a
-    ``torch.nn.Module`` or a spec (an embedded model's name, a ``.keras``/``.h5``,
-    ``.onnx`` or ``.pt2`` file, ``package.module:factory``)."""
-    from dataclasses import replace
-
-    from smug_opt.models.base import ModelAdapter
-    from smug_opt.models.resolve import ModelOptions, read_network
-
-    if isinstance(model, Path):
-        model = str(model)
-    if isinstance(model, str):
-        from smug_opt.models.resolve import check_model_spec
-
-        check_model_spec(model)
-    if isinstance(model, ModelAdapter):
-        inner = getattr(model, "network", None) or getattr(model, "model", None)
-        if inner is None:
-            raise TypeError(f"{type(model).__name__} holds no network smug-opt can read")
-        model = inner
-    if isinstance(model, Network):
-        return model if input_range is None else replace(model, input_range=input_range)
-    if hasattr(model, "layers") and hasattr(model, "inputs"):  # a Keras model
-        from smug_opt.network.keras_reader import read_keras
-
-        return read_keras(model, input_range=input_range)
-    return read_network(model, ModelOptions(input_shape, input_layout, input_range))
 
 
 @dataclass(frozen=True, eq=False)
@@ -165,6 +135,8 @@ def explain_robust(model: Any, x: np.ndarray, *, eps: float, minimum: bool = Fal
         raise ValueError(f"eps must be a positive number, got {eps!r}")
     if not time_limit > 0:
         raise ValueError(f"time_limit must be positive, got {time_limit!r}")
+    from smug_opt.models.resolve import network_of
+
     network = network_of(model, input_shape=input_shape, input_layout=input_layout, input_range=input_range)
     if network.input_range is None:
         raise ValueError(f"model {network.name!r} does not declare its input range: give it "

@@ -12,11 +12,11 @@ import pytest
 from network_cases import tiny_onnx
 
 from smug_opt.cli import main
+from smug_opt.models.resolve import network_of
 from smug_opt.network.lower import lower
 from smug_opt.robustness import RobustnessQuery, decide
 from smug_opt.robustness.check import explanation_box
 from smug_opt.robustness.explanation import label_changes
-from smug_opt.robustness.model_explanation import network_of
 
 SHARED_NETS = Path(__file__).resolve().parents[3] / "shared" / "nets"
 

@@ -12,11 +12,11 @@ import pytest
 
 from smug_opt.data.mnist import load_digits
 from smug_opt.evaluate import evaluate
+from smug_opt.models.resolve import network_of
 from smug_opt.network.lower import lower
 from smug_opt.robustness import RobustnessQuery, decide
 from smug_opt.robustness.check import explanation_box
 from smug_opt.robustness.explanation import label_changes
-from smug_opt.robustness.model_explanation import network_of
 
 EPS = 0.05
 
