@@ -241,6 +241,20 @@ def test_default_certification_is_one_lp_not_a_share_of_time(monkeypatch) -> Non
     assert explicit.status is Status.FEASIBLE and explicit.proof is None
 
 
+def test_a_default_certification_out_of_budget_never_downgrades() -> None:
+    """A default certification with no time left (or whose one LP settles nothing) leaves an
+    OPTIMAL or INFEASIBLE claim as it was, ``proof: solver``: only certify=True downgrades."""
+    from smug_opt.certify import certify_within_budget
+
+    wide, _ = _wide()
+    none = Problem.from_arrays(np.array([[1.0, 1.0]]), [">="], [3.0])
+    for p, status in ((wide, Status.OPTIMAL), (none, Status.INFEASIBLE)):
+        claim = solve(p, "highs", time_limit=30, certify=False)
+        assert claim.status is status and claim.proof == "solver"
+        kept = certify_within_budget(p, claim, Deadline.after(-1.0))
+        assert (kept.status, kept.proof, kept.objective) == (status, "solver", claim.objective)
+
+
 def test_a_long_safe_search_hands_the_residual_question_to_z3(monkeypatch) -> None:
     """certify=True: the safe search may solve ``SEARCH_LPS`` LPs; past them z3 answers
     (measured on every bench suite: z3 settled in seconds what the search had not in 60 s)."""
