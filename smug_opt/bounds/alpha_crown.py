@@ -124,17 +124,26 @@ class _Adam:
                 p.clamp_(low, high)
 
 
+TIGHTEN_ENTRIES = 2**22
+"""A layer is tightened only while its rows times the widest layer below stay under this
+many coefficients (a CNN's layers keep their CROWN intervals: 2 rows per unstable neuron
+over 23,328-wide layers would take gigabytes)."""
+
+
 def tighten(bounds: ChainBounds, *, steps: int = 20, deadline: Deadline | None = None) -> ChainBounds:
     """Tighter rigorous intervals of every ReLU layer's input (after the first, whose
-    interval over the box is exact up to rounding): α-CROWN on its unstable neurons."""
+    interval over the box is exact up to rounding): α-CROWN on its unstable neurons (see
+    :data:`TIGHTEN_ENTRIES`)."""
     lo, hi = list(bounds.lo), list(bounds.hi)
     current = bounds
+    widest = bounds.x_lo.numel()
     for i in range(1, len(lo)):
+        widest = max(widest, lo[i - 1].numel())
         if deadline is not None and deadline.passed():
             break
         rows = torch.nonzero(current.unstable(i)).flatten()
         k = rows.numel()
-        if k == 0:
+        if k == 0 or 2 * k * widest > TIGHTEN_ENTRIES:
             continue
         C = torch.zeros(2 * k, lo[i].numel(), dtype=torch.float64)
         C[torch.arange(k), rows] = 1.0

@@ -93,13 +93,17 @@ class FlatBounds:
 
 
 def propagate(network: FlatNetwork, domain: Domain, *, method: str = "crown",
-              prior: tuple[dict[int, np.ndarray], dict[int, np.ndarray]] | None = None) -> FlatBounds:
+              prior: tuple[dict[int, np.ndarray], dict[int, np.ndarray]] | None = None,
+              settled: frozenset[int] = frozenset(), sparse_rows: bool = False) -> FlatBounds:
     """Bounds on every layer of ``network`` over ``domain`` (:class:`Box` or :class:`Masks`
     on its input): ``method`` ``"interval"`` or ``"crown"`` (back-substitution, never looser).
 
     ``prior``: intervals already known for some layers (``({k: lo}, {k: hi})``, e.g. from
     LPs), intersected with each layer's as soon as it is found, so later layers use them;
-    the results then hold wherever the prior ones do."""
+    the results then hold wherever the prior ones do. ``settled``: layers whose prior
+    interval is taken as it is (already back-substituted: not again). ``sparse_rows``: the
+    back-substitution carries its coefficients as sparse rows (for layers whose neurons read
+    few others, as convolutions and pooling tournaments: far fewer products than dense rows)."""
     if method not in METHODS:
         raise ValueError(f"bounds method must be one of {', '.join(METHODS)}, got {method!r}")
     if not isinstance(domain, (Box, Masks)):
@@ -113,12 +117,12 @@ def propagate(network: FlatNetwork, domain: Domain, *, method: str = "crown",
     lo[0], hi[0] = domain.interval()
     refine = _rows_to_refine(network) if method == "crown" else {}
     matrices = _Matrices(domain.support)
-    walk = _BackSubstitution(network, domain, lo, hi, matrices)
+    walk = _BackSubstitution(network, domain, lo, hi, matrices, sparse_rows=sparse_rows)
     for k in range(1, len(layers)):
         lo[k], hi[k] = _interval(layers[k], lo, hi, matrices)
         if prior is not None and k in prior[0]:
             lo[k], hi[k] = np.maximum(lo[k], prior[0][k]), np.minimum(hi[k], prior[1][k])
-        rows = refine.get(k)
+        rows = None if k in settled else refine.get(k)
         if rows is not None:
             selected = np.flatnonzero(rows(lo[k], hi[k]))
             if selected.size:
@@ -193,6 +197,11 @@ def _interval(layer: FlatLayer, lo: list, hi: list, matrices: _Matrices) -> tupl
     raise ValueError(f"unknown flat layer kind {layer.kind!r}")
 
 
+def _dense(rows: np.ndarray | sp.spmatrix) -> np.ndarray:
+    """Coefficient rows as a dense array."""
+    return rows.toarray() if sp.issparse(rows) else rows  # type: ignore[union-attr]
+
+
 @dataclass(frozen=True, eq=False)
 class _Matrix:
     """A linear layer's matrix (dense when dense enough) with its absolute, positive and
@@ -230,7 +239,9 @@ class _BackSubstitution:
     """Lower bounds of linear functions of a layer's output, by walking the layers back to
     the input with the intervals found so far (``lo``/``hi``, read as they grow)."""
 
-    def __init__(self, network: FlatNetwork, domain: Domain, lo: list, hi: list, matrices: _Matrices) -> None:
+    def __init__(self, network: FlatNetwork, domain: Domain, lo: list, hi: list, matrices: _Matrices,
+                 sparse_rows: bool = False) -> None:
+        self.sparse_rows = sparse_rows
         self.layers = network.layers
         self.domain = domain
         self.lo, self.hi = lo, hi
@@ -260,14 +271,16 @@ class _BackSubstitution:
                                    np.concatenate([bias[part], -bias[part]]), start_at=0)
             elif layer.kind == "linear":  # start below the layer: its rows are exact coefficients
                 matrix, bias = layer.affine
-                coeff = matrix[part].toarray()
-                lower = self.lower(layer.inputs[0], np.vstack([coeff, -coeff]),
-                                   np.concatenate([bias[part], -bias[part]]),
+                rows_of = matrix[part]
+                both = (sp.vstack([rows_of, -rows_of]).tocsr() if self.sparse_rows
+                        else np.vstack([rows_of.toarray(), -rows_of.toarray()]))
+                lower = self.lower(layer.inputs[0], both, np.concatenate([bias[part], -bias[part]]),
                                    start_at=layer.inputs[0])
             else:
-                eye = np.zeros((r, layer.size))
-                eye[np.arange(r), part] = 1.0
-                lower = self.lower(k, np.vstack([eye, -eye]), np.zeros(2 * r), start_at=k)
+                eye = sp.csr_matrix((np.ones(r), (np.arange(r), part)), shape=(r, layer.size))
+                both = sp.vstack([eye, -eye]).tocsr()
+                start = both if self.sparse_rows else both.toarray()
+                lower = self.lower(k, start, np.zeros(2 * r), start_at=k)
             lows.append(lower[:r])
             highs.append(-lower[r:])
         return np.concatenate(lows), np.concatenate(highs)
@@ -283,8 +296,11 @@ class _BackSubstitution:
             if j == 0 and coeff.shape[1] != self.support.size:
                 coeff = coeff[:, self.support]  # the other inputs are 0
             if j in pending:
-                total = pending[j] + coeff
-                err = err + 2.0 * UNIT_ROUNDOFF * (np.abs(total) @ self._magnitude(j)) + TINY
+                held = pending[j]
+                if sp.issparse(held) != sp.issparse(coeff):  # sparse and dense rows: add dense
+                    held, coeff = _dense(held), _dense(coeff)
+                total = held + coeff
+                err = err + 2.0 * UNIT_ROUNDOFF * (abs(total) @ self._magnitude(j)) + TINY
                 pending[j] = total
             else:
                 pending[j] = coeff
@@ -302,21 +318,26 @@ class _BackSubstitution:
                     continue
                 if layer.kind == "linear":
                     W, (matrix, bias) = self.matrices[layer], layer.affine
-                    push(src, np.asarray(L @ W.matrix))
+                    product = L @ W.matrix
+                    push(src, sp.csr_matrix(product) if sp.issparse(L) else np.asarray(product))
                     t = L @ bias
                     m = self._magnitude(src)
-                    e = (slack(layer.size + 1, np.abs(L) @ (W.abs @ m + np.abs(bias)))
+                    e = (slack(layer.size + 1, abs(L) @ (W.abs @ m + np.abs(bias)))
                          + TINY * (matrix.nnz + m.size) * m.max(initial=0.0))
                 elif layer.kind == "maxpool":
                     t, e = self._maxpool(layer, L, push)
                 else:
                     rel = elementwise(layer, self.lo[src], self.hi[src])
-                    pos, neg = np.maximum(L, 0.0), np.minimum(L, 0.0)
-                    push(src, pos * rel.a_lo + neg * rel.a_hi)
+                    if sp.issparse(L):  # scipy.sparse is untyped: issparse does not narrow L
+                        pos, neg = L.maximum(0), L.minimum(0)  # type: ignore[union-attr]
+                        push(src, sp.csr_matrix(pos.multiply(rel.a_lo) + neg.multiply(rel.a_hi)))
+                    else:
+                        pos, neg = np.maximum(L, 0.0), np.minimum(L, 0.0)
+                        push(src, pos * rel.a_lo + neg * rel.a_hi)
                     t = pos @ rel.b_lo + neg @ rel.b_hi
                     a = np.maximum(np.abs(rel.a_lo), np.abs(rel.a_hi))
                     b = np.maximum(np.abs(rel.b_lo), np.abs(rel.b_hi))
-                    e = slack(2 * layer.size + 2, np.abs(L) @ (a * self._magnitude(src) + b))
+                    e = slack(2 * layer.size + 2, abs(L) @ (a * self._magnitude(src) + b))
                 const = const + t
                 err = err + e + 2.0 * UNIT_ROUNDOFF * np.abs(const) + TINY
             L0 = pending.pop(0, None)
@@ -334,6 +355,7 @@ class _BackSubstitution:
         """``y >= v[choice]`` for positive coefficients; for negative ones ``y <= v[choice]``
         where that input dominates its window, else ``y <=`` the window's largest upper bound."""
         src = layer.inputs[0]
+        L = _dense(L)
         choice, dominates, top = maxpool_choice(layer.pool_windows, self.lo[src], self.hi[src])
         pos, neg = np.maximum(L, 0.0), np.minimum(L, 0.0)
         on_input = pos + np.where(dominates, neg, 0.0)  # disjoint supports: exact

@@ -34,13 +34,16 @@ import numpy as np
 import torch
 
 from smug_opt.bounds.rounding import ACCUMULATED, upper_chord
+from smug_opt.bounds.sparse_weight import SparseWeight, matmul
 from smug_opt.exact import TINY, UNIT_ROUNDOFF
 from smug_opt.network.flat import FlatNetwork
 
 __all__ = ["ChainBounds", "ReluChain"]
 
 MAX_DENSE_ENTRIES = 2**24
-"""A chain is held dense only up to this many weights (128 MiB in float64)."""
+"""A chain is held dense only up to this many weights (128 MiB in float64); a larger one
+holds its layers of more than :data:`SMALL_LAYER` entries sparse (:class:`SparseWeight`)."""
+SMALL_LAYER = 2**20
 
 
 def _slack(terms: int, magnitude: torch.Tensor) -> torch.Tensor:
@@ -53,12 +56,12 @@ def _slack(terms: int, magnitude: torch.Tensor) -> torch.Tensor:
 class ReluChain:
     """``z_0 = W_0·x + b_0``, ``z_j = W_j·relu(z_{j−1}) + b_j``; the last ``z`` is the output."""
 
-    weights: tuple[torch.Tensor, ...]
+    weights: tuple[torch.Tensor | SparseWeight, ...]
     biases: tuple[torch.Tensor, ...]
 
     @classmethod
     def from_flat(cls, net: FlatNetwork) -> ReluChain | None:
-        """The chain of ``net``, or None when ``net`` is not one (or too large to hold dense)."""
+        """The chain of ``net``, or None when ``net`` is not one."""
         layers = net.layers[1:]
         if not layers or len(layers) % 2 == 0:
             return None
@@ -66,9 +69,9 @@ class ReluChain:
             if layer.inputs != (k - 1,) or layer.kind != ("linear" if k % 2 else "relu"):
                 return None
         linear = [layer.affine for layer in layers[::2]]
-        if sum(W.shape[0] * W.shape[1] for W, _ in linear) > MAX_DENSE_ENTRIES:
-            return None
-        return cls(tuple(torch.from_numpy(W.toarray()) for W, _ in linear),
+        dense = sum(W.shape[0] * W.shape[1] for W, _ in linear) <= MAX_DENSE_ENTRIES
+        return cls(tuple(torch.from_numpy(W.toarray()) if dense or W.shape[0] * W.shape[1] <= SMALL_LAYER
+                         else SparseWeight(W.astype(np.float64)) for W, _ in linear),
                    tuple(torch.from_numpy(np.array(b, dtype=np.float64)) for _, b in linear))
 
     @property
@@ -121,7 +124,7 @@ class ChainBounds:
         mags = [m_in] + [torch.clamp(hi, min=0.0) for hi in self.hi]  # each linear layer's input
         linear_err = []
         for W, b, m in zip(self.chain.weights, self.chain.biases, mags, strict=True):
-            linear_err.append(W.abs() @ m + b.abs())
+            linear_err.append(matmul(m, W.abs().T) + b.abs())
         object.__setattr__(self, "_mags", mags)
         object.__setattr__(self, "_linear_err", linear_err)
         object.__setattr__(self, "_tiny", [TINY * (W.numel() + m.numel()) * float(m.max())
@@ -170,10 +173,11 @@ class ChainBounds:
         for j in range(top, -1, -1):
             W, b = chain.weights[j], chain.biases[j]
             const = const + lam @ b
-            err = err + _slack(W.shape[1] + 1, lam.abs() @ self._linear_err[j])
+            terms = max(W.shape) + 1  # lam·W sums over W's rows (was read as its columns)
+            err = err + _slack(terms, lam.abs() @ self._linear_err[j])
             err = err + 2.0 * UNIT_ROUNDOFF * const.abs()
-            tiny += self._tiny[j] + (W.shape[1] + 3) * TINY
-            lam = lam @ W
+            tiny += self._tiny[j] + (terms + 2) * TINY
+            lam = matmul(lam, W)
             if j == 0:
                 break
             i = j - 1  # the ReLU below linear layer j
@@ -224,7 +228,7 @@ class ChainBounds:
         const = -rhs.to(torch.float32).expand(lam.shape[0], lam.shape[1])
         for j in range(top, -1, -1):
             const = const + lam @ f["biases"][j]
-            lam = lam @ f["weights"][j]
+            lam = matmul(lam, f["weights"][j])
             if j == 0:
                 break
             i = j - 1
@@ -252,7 +256,7 @@ class ChainBounds:
         with torch.no_grad():
             lam = C if C.dim() == 3 else C.unsqueeze(0)
             for j in range(top, -1, -1):
-                lam = lam @ chain.weights[j]
+                lam = matmul(lam, chain.weights[j])
                 if j == 0:
                     break
                 i = j - 1
@@ -273,7 +277,7 @@ class ChainBounds:
         """The chain's output (float64) on a batch of inputs ``(..., n_in)``."""
         v = x
         for j, (W, b) in enumerate(zip(self.chain.weights, self.chain.biases, strict=True)):
-            v = v @ W.T + b
+            v = matmul(v, W.T) + b
             if j < len(self.chain.weights) - 1:
                 v = v.clamp(min=0.0)
         return v

@@ -295,7 +295,7 @@ def _linear_region_points(bounds: ChainBounds, domains: Domains, matrix: np.ndar
         A, c = np.eye(x_lo.size), np.zeros(x_lo.size)  # the current layer's input: A·x + c
         rows, limits = [], []
         for i, (W, bias) in enumerate(zip(bounds.chain.weights[:-1], bounds.chain.biases[:-1], strict=True)):
-            zA, zc = W.numpy() @ A, W.numpy() @ c + bias.numpy()
+            zA, zc = np.asarray(W.numpy() @ A), np.asarray(W.numpy() @ c) + bias.numpy()
             split = domains.splits[i][b].numpy()
             on = (bounds.lo[i].numpy() >= 0) | (split > 0)
             sign = np.where(split > 0, -1.0, np.where(split < 0, 1.0, 0.0))  # active: -z <= 0
@@ -304,7 +304,7 @@ def _linear_region_points(bounds: ChainBounds, domains: Domains, matrix: np.ndar
             limits.append(-sign[fixed] * zc[fixed])
             A, c = on[:, None] * zA, on * zc
         W, bias = bounds.chain.weights[-1].numpy(), bounds.chain.biases[-1].numpy()
-        out_A, out_c = matrix @ W @ A, matrix @ (W @ c + bias)
+        out_A, out_c = matrix @ np.asarray(W @ A), matrix @ (np.asarray(W @ c) + bias)
         rows.append(out_A[1:])
         limits.append(rhs[1:] - out_c[1:])
         result = linprog(out_A[0], A_ub=np.vstack(rows), b_ub=np.concatenate(limits),

@@ -138,7 +138,9 @@ def decide(query: RobustnessQuery, *, time_limit: float = 60.0,
     ``lean``: for the many small queries of an explanation, whose batched attack has
     already looked for counterexamples: one short attack (:data:`LEAN_RESTARTS` runs) and
     no aimed ones, and branch and bound splits at once (:data:`LEAN_ROOT_STEPS`); branch and
-    bound, then the solver, take each disjunct in turn with all the time left.
+    bound, then the solver, take each disjunct in turn with all the time left (through max
+    pooling, :attr:`RobustnessQuery.pooled`, branch and bound only :data:`BAB_SHARE` of it:
+    on a few free inputs its splits meet many empty subdomains that the MILP rules out at once).
     ``leaves``: for queries on the same network and unsafe region with other boxes (an
     explanation's), per disjunct the leaves of its last branch and bound proof: each search
     starts from them (:class:`~smug_opt.robustness.bab.Leaves`) and leaves its own.
@@ -190,7 +192,7 @@ def decide(query: RobustnessQuery, *, time_limit: float = 60.0,
         chain = query.chain_bounds(deadline)
         pending = [(k, None if leaves is None else leaves.get(k)) for k in open_] if chain is not None else []
         for round_ in range(1 if lean else 2):  # the second continues the searches cut by their share
-            searching = deadline if lean else deadline.share(BAB_SHARE)
+            searching = deadline if lean and not query.pooled else deadline.share(BAB_SHARE)
             cut: list[tuple[int, Leaves | None]] = []
             for position, (k, begin) in enumerate(pending):
                 assert chain is not None  # nothing is pending without bounds

@@ -14,6 +14,7 @@ rows over the class scores. The network part is built once and shared by every d
 
 from __future__ import annotations
 
+import weakref
 from dataclasses import dataclass, replace
 from functools import cached_property
 
@@ -22,6 +23,7 @@ import scipy.sparse as sp
 
 from smug_opt.bounds.alpha_crown import tighten
 from smug_opt.bounds.domain import Box
+from smug_opt.bounds.pool_relus import pools_as_relus
 from smug_opt.bounds.propagation import FlatBounds, propagate
 from smug_opt.bounds.relu_chain import ChainBounds, ReluChain
 from smug_opt.bounds.rounding import ACCUMULATED, up
@@ -34,6 +36,22 @@ from smug_opt.network.flat import FlatNetwork, Preprocess
 from smug_opt.vnnlib import Conjunct, VnnlibSpec
 
 __all__ = ["RobustnessQuery"]
+
+_CHAINS: weakref.WeakKeyDictionary[FlatNetwork, tuple[FlatNetwork, ReluChain | None]] = (
+    weakref.WeakKeyDictionary())
+
+
+def _chain_of(net: FlatNetwork) -> tuple[FlatNetwork, ReluChain | None]:
+    """The network branch and bound works on (``net`` or its max pooling rewritten as
+    ReLUs) and its chain, None when neither is one; once per network (an explanation asks
+    hundreds of queries of one)."""
+    if net not in _CHAINS:
+        chain = ReluChain.from_flat(net)
+        rewrite = pools_as_relus(net) if chain is None else None
+        if rewrite is not None:
+            chain = ReluChain.from_flat(rewrite.net)
+        _CHAINS[net] = (net, chain) if rewrite is None or chain is None else (rewrite.net, chain)
+    return _CHAINS[net]
 
 
 @dataclass(frozen=True, eq=False)
@@ -108,19 +126,34 @@ class RobustnessQuery:
         return propagate(self.net, self.affine_box, method="crown")
 
     def chain_bounds(self, deadline: Deadline | None = None) -> ChainBounds | None:
-        """For a fully connected ReLU network (:class:`~smug_opt.bounds.relu_chain.ReluChain`):
-        its ReLU inputs' intervals over the affine box, CROWN's tightened by α-CROWN (until
-        ``deadline``), ready for :func:`~smug_opt.robustness.bab.branch_and_bound`; None for
-        any other network. Computed once per query."""
+        """For a chain of linear layers and ReLUs (:class:`~smug_opt.bounds.relu_chain.ReluChain`),
+        directly or once its max pooling is rewritten as ReLUs
+        (:func:`~smug_opt.bounds.pool_relus.pools_as_relus`): its ReLU inputs' intervals
+        over the affine box, CROWN's tightened by α-CROWN (until ``deadline``), ready for
+        :func:`~smug_opt.robustness.bab.branch_and_bound`; None for any other network.
+        Computed once per query."""
         if "_chain_bounds" not in self.__dict__:
-            chain = ReluChain.from_flat(self.net)
             found = None
+            net, chain = _chain_of(self.net)
             if chain is not None:
-                fb, box, relus = self.bounds, self.affine_box, range(len(chain.widths))
+                box, relus = self.affine_box, range(len(chain.widths))
+                if net is self.net:
+                    fb = self.bounds
+                else:  # the rewrite's: this query's on the layers it shares, CROWN (sparse rows) on
+                    rewrite = pools_as_relus(self.net)  # the tournaments (whose passed values are >= 0)
+                    assert rewrite is not None
+                    fb = propagate(net, box, method="crown", sparse_rows=True,
+                                   settled=frozenset(rewrite.same),
+                                   prior=rewrite.prior_with(self.bounds.lo, self.bounds.hi))
                 found = tighten(ChainBounds.of(chain, box.lo, box.hi, [fb.lo[2 * i + 1] for i in relus],
                                                [fb.hi[2 * i + 1] for i in relus]), deadline=deadline)
             self.__dict__["_chain_bounds"] = found
         return self.__dict__["_chain_bounds"]
+
+    @property
+    def pooled(self) -> bool:
+        """Whether :meth:`chain_bounds` is over max pooling rewritten as ReLUs."""
+        return _chain_of(self.net)[0] is not self.net
 
     def refuted(self) -> np.ndarray:
         """Per disjunct, whether the bounds alone prove that no input reaches it (every
@@ -139,7 +172,7 @@ class RobustnessQuery:
         ``mnistfc`` 256x4 prop_5_0.03, HiGHS proves disjunct 2 infeasible in 53 s with them
         and not in 120 s with CROWN's)."""
         fb, chain = self.bounds, self.chain_bounds()
-        if chain is None:
+        if chain is None or self.pooled:  # a rewrite's layers are others
             return fb
         lo, hi = list(fb.lo), list(fb.hi)
         for i, (low, high) in enumerate(zip(chain.lo, chain.hi, strict=True)):
