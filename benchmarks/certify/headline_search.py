@@ -32,6 +32,8 @@ VARIANTS = {
     "HiGHS cuts at the root, reliability 4": Settings(highs_cuts_after=0, reliability=4),
     "HiGHS cuts at the root, cover cuts at every node": Settings(highs_cuts_after=0, node_cut_rounds=1),
     "HiGHS cuts at the root, 2 workers": Settings(highs_cuts_after=0, workers=2),
+    "HiGHS cuts at the root, 2 workers, depth first":
+        Settings(highs_cuts_after=0, workers=2, depth_first=True),
 }
 
 
