@@ -89,6 +89,10 @@ def table(shared: Path) -> str:
                       f"Our answers by how they were reached: "
                       + ", ".join(f"{how} {n}" for how, n in sorted(Counter(
                           _how(mine[k]) for k in run).items())) + ".", ""]
+        lines += [_reach(tools, everyone, instances, ours_answers), ""]
+        unknown = [k for k in run if mine[k]["answer"] == "unknown"]
+        if unknown:
+            lines += [*_unknown_by_group(unknown, tools, everyone, instances), ""]
         cost = _cost([mine[k] for k in run])
         if cost:
             lines += [cost, ""]
@@ -105,6 +109,42 @@ def table(shared: Path) -> str:
         else:
             lines += ["No published sat contradicts an unsat of ours.", ""]
     return "\n".join(lines)
+
+
+def _trusted(tools: dict[str, dict], everyone: dict[str, dict], instances: list) -> list[str]:
+    """The published tools none of whose answers goes against the majority of the others."""
+    return [tool for tool in tools if _against_majority(tool, everyone, instances) == 0]
+
+
+def _reach(tools: dict[str, dict], everyone: dict[str, dict], instances: list, answers: dict) -> str:
+    """How many instances anyone decided: every published tool, those no majority
+    contradicts, and those with ours."""
+    trusted = _trusted(tools, everyone, instances)
+    decided = lambda k, names: any(tools[t].get(k) in ("sat", "unsat") for t in names)  # noqa: E731
+    by_trusted = sum(decided(k, trusted) for k in instances)
+    with_ours = sum(decided(k, trusted) or answers.get(k) in ("sat", "unsat") for k in instances)
+    left_out = sorted(set(tools) - set(trusted))
+    return (f"Decided by a published tool that no majority contradicts (all but {', '.join(left_out)}): "
+            f"{by_trusted}/{len(instances)}; with ours: {with_ours}/{len(instances)} (a run solves more "
+            f"only by deciding instances none of them decided).")
+
+
+def _unknown_by_group(unknown: list, tools: dict[str, dict], everyone: dict[str, dict],
+                      instances: list) -> list[str]:
+    """Our unknowns per network and the property name's last field (mnistfc: ε), each
+    marked with what the trusted tools published (``*``: unsat by some; ``!``: sat)."""
+    trusted = _trusted(tools, everyone, instances)
+    groups: dict[str, list[str]] = {}
+    for net, prop in unknown:
+        said = {tools[t].get((net, prop)) for t in trusted}
+        mark = "!" if "sat" in said else "*" if "unsat" in said else ""
+        stem = prop.removesuffix(".vnnlib")
+        group = f"{net.removesuffix('.onnx').removeprefix('mnist-net_')} {stem.rsplit('_', 1)[-1]}"
+        groups.setdefault(group, []).append(stem.rsplit("_", 1)[0].removeprefix("prop_") + mark)
+    lines = [f"Unknown here, by network and property suffix ({len(unknown)}; `*`: unsat for a trusted "
+             f"tool, `!`: sat for one, unmarked: decided by none of them):", ""]
+    lines += [f"- {g}: {len(props)}: {', '.join(props)}" for g, props in sorted(groups.items())]
+    return lines
 
 
 def _cost(records: list[dict]) -> str:
