@@ -4,7 +4,8 @@ tree is split once, each share searched alone.
 The search (:mod:`smug_opt.safe_search.search`) runs in this process, best bound first,
 until :data:`OPEN_PER_WORKER` nodes per worker are open (its root cuts, and HiGHS's verified
 cuts when they are due, already in its LP); the open nodes, by their safe bounds, are dealt
-out in turn, and each worker (a fresh interpreter, started while the first phase runs)
+out in a snake (:func:`_dealt`), and each worker (a fresh interpreter, started while the
+first phase runs)
 searches its share with the same cuts, the incumbent and the pseudo-costs learnt so far, in
 the order ``Settings.depth_first`` says. (A depth-first first phase would leave the
 siblings along one dive open: shares of very unequal size.) Shares are fixed, not stolen, so what each
@@ -100,8 +101,21 @@ def search_in_parallel(problem: Problem, incumbent: Verification | None, deadlin
                                  max_nodes=max(settings.max_nodes - s.nodes, 0) // workers,
                                  max_lps=max(settings.max_lps - s.lp.lps, 0) // workers)
         shares = [_Share(problem, None if s.best is None else s.best.x, s.cuts, s.pc_sum, s.pc_count,
-                         share_settings, deadline, open_nodes[k::workers]) for k in range(workers)]
+                         share_settings, deadline, share) for share in _dealt(open_nodes, workers)]
         return _combined(s, started.search(shares))
+
+
+def _dealt(nodes: list[_Node], workers: int) -> list[list[_Node]]:
+    """``nodes`` (sorted by their safe bounds) dealt out in a snake, ``0, 1, ..., w-1, w-1,
+    ..., 0, 0, 1, ...``: the open nodes after the first phase are the siblings along one dive,
+    the lowest bounds the largest subtrees, and a plain turn (``nodes[k::w]``) gave the first
+    worker the largest of each round (headline instance: shares of 16,328 and 12,200 nodes;
+    dealt in a snake 14,600 and 14,446)."""
+    shares: list[list[_Node]] = [[] for _ in range(workers)]
+    for i, node in enumerate(nodes):
+        turn, seat = divmod(i, workers)
+        shares[seat if turn % 2 == 0 else workers - 1 - seat].append(node)
+    return shares
 
 
 class _Workers:

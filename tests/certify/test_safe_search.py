@@ -219,6 +219,19 @@ def test_depth_first_closes_on_the_same_optimum_in_the_same_tree_each_time() -> 
         assert runs[0].nodes == runs[1].nodes and runs[0].lps == runs[1].lps
 
 
+def test_open_nodes_are_dealt_out_in_a_snake() -> None:
+    """Every node goes to one share; sorted by bound, the largest subtrees (lowest bounds)
+    alternate between the ends, so no share takes the largest of every round."""
+    from smug_opt.safe_search.parallel import _dealt
+    from smug_opt.safe_search.search import _Node
+
+    nodes = [_Node(np.zeros(1, dtype=np.int8), float(i)) for i in range(7)]
+    shares = _dealt(nodes, 2)
+    assert [[n.estimate for n in share] for share in shares] == [[0, 3, 4], [1, 2, 5, 6]]
+    three = _dealt(nodes, 3)
+    assert [[n.estimate for n in share] for share in three] == [[0, 5, 6], [1, 4], [2, 3]]
+
+
 def test_workers_must_be_at_least_one() -> None:
     with pytest.raises(ValueError, match="workers"):
         Settings(workers=0)
