@@ -7,7 +7,9 @@ import json
 import os
 import shutil
 import subprocess
+import sys
 from pathlib import Path
+from typing import NamedTuple
 
 import numpy as np
 import pytest
@@ -21,6 +23,20 @@ def smug(*args: str, env: dict[str, str] | None = None, timeout: float = 600) ->
                           env={**os.environ, **(env or {})})
 
 
+def in_process(capfd: pytest.CaptureFixture[str], *args: str) -> subprocess.CompletedProcess:
+    """``smug-opt args`` through its entry point in this process, where a fresh process adds
+    nothing to what is checked (a help text, the files a run writes): no interpreter, solver
+    or TensorFlow start-up to pay again."""
+    from smug_opt.cli import main
+
+    try:
+        code = main(list(args))
+    except SystemExit as exit_:  # argparse: --help, usage errors
+        code = exit_.code if isinstance(exit_.code, int) else 1
+    out, err = capfd.readouterr()
+    return subprocess.CompletedProcess(["smug-opt", *args], code, out, err)
+
+
 def cheap(*args: str) -> subprocess.CompletedProcess:
     """Run a command that must fail fast, and check it failed before TensorFlow was imported."""
     done = smug(*args, env={"PYTHONPROFILEIMPORTTIME": "1"})
@@ -29,6 +45,54 @@ def cheap(*args: str) -> subprocess.CompletedProcess:
     assert not [line for line in imported if line.split("|")[-1].strip() in ("tensorflow", "keras")], \
         f"{args} imported TensorFlow before rejecting its arguments"
     done.stderr = "\n".join(line for line in done.stderr.splitlines() if not line.startswith("import time:"))
+    assert done.returncode == 1, (args, done.returncode, done.stderr[-2000:])
+    assert "Traceback" not in done.stderr, done.stderr[-2000:]
+    return done
+
+
+_ONE_PROCESS = """
+import contextlib, io, json, sys, traceback
+from smug_opt.cli import main
+answers = []
+for argv in json.loads(sys.argv[1]):
+    err = io.StringIO()
+    with contextlib.redirect_stderr(err):
+        try:
+            code = main(argv)
+        except SystemExit as exit_:
+            code = exit_.code
+        except BaseException:
+            traceback.print_exc()
+            code = None
+    answers.append([code, err.getvalue(), sorted(m for m in ("tensorflow", "keras") if m in sys.modules)])
+print(json.dumps(answers))
+"""
+
+
+class Answer(NamedTuple):
+    """One command's exit code, stderr, and the heavy modules loaded once it ended."""
+
+    returncode: int | None
+    stderr: str
+    heavy: list[str]
+
+
+def cheap_in_one_process(commands: list[list[str]]) -> dict[tuple[str, ...], Answer]:
+    """:func:`cheap` for many commands in one fresh process (one start-up): each runs the
+    entry point in turn; TensorFlow in ``sys.modules`` after one of them means that one
+    imported it. Checked by :func:`rejected`, in each test."""
+    done = subprocess.run([sys.executable, "-W", "ignore", "-c", _ONE_PROCESS, json.dumps(commands)],
+                          capture_output=True, text=True, timeout=600)
+    assert done.returncode == 0, done.stderr[-2000:]
+    answers = json.loads(done.stdout.splitlines()[-1])
+    return {tuple(args): Answer(*answer) for args, answer in zip(commands, answers, strict=True)}
+
+
+def rejected(answers: dict[tuple[str, ...], Answer], *args: str) -> Answer:
+    """The answer to ``args`` from :func:`cheap_in_one_process`, checked as :func:`cheap`
+    checks its own."""
+    done = answers[args]
+    assert not done.heavy, f"{args} imported TensorFlow before rejecting its arguments"
     assert done.returncode == 1, (args, done.returncode, done.stderr[-2000:])
     assert "Traceback" not in done.stderr, done.stderr[-2000:]
     return done
@@ -50,15 +114,44 @@ def problem_file(tmp_path) -> Path:
     return path
 
 
+OUT_COMMANDS = [["explain"], ["explain", "--method", "smug_base"], ["stress", "mnist", "--n", "1"],
+                ["evaluate", "--n", "1"], ["bench", "run", "--suite", "synthetic"]]
+BAD_EXPLAIN_ARGUMENTS = [
+    (["--k", "-3"], "--k must be at least 1"),
+    (["--time-limit", "0"], "--time-limit must be positive"),
+    (["--backend", "nosuch"], "nosuch"),
+    (["--cell", "0"], "--cell must be at least 1"),
+    (["--gamma", "-1"], "--gamma must be at least 0"),
+    (["--target", "-1"], "--target"),
+    (["--tokens", ""], "holds no word"),
+    (["--model", "no-such-model"], "or an embedded model (mnist-mlp"),
+    (["--workers", "0", "--input", "."], "--workers must be at least 1"),
+    (["--executor", "dask", "--input", "."], "--scheduler"),
+]
+
+
+@pytest.fixture(scope="module")
+def taken(tmp_path_factory) -> Path:
+    """A file where a folder is expected."""
+    path = tmp_path_factory.mktemp("out") / "taken"
+    path.write_text("not a folder\n")
+    return path
+
+
+@pytest.fixture(scope="module")
+def refusals(taken) -> dict[tuple[str, ...], Answer]:
+    """The answers to every command of the two parametrised tests below, from one process."""
+    commands = [[*command, "--out", str(taken / "sub" if under else taken)]
+                for command in OUT_COMMANDS for under in (False, True)]
+    commands += [["explain", *args] for args, _ in BAD_EXPLAIN_ARGUMENTS]
+    return cheap_in_one_process(commands)
+
+
 # item 2: an --out that is a file (or under one) is refused before any work, naming --out
-@pytest.mark.parametrize("command", [
-    ["explain"], ["explain", "--method", "smug_base"], ["stress", "mnist", "--n", "1"],
-    ["evaluate", "--n", "1"], ["bench", "run", "--suite", "synthetic"],
-])
+@pytest.mark.parametrize("command", OUT_COMMANDS)
 @pytest.mark.parametrize("under", [False, True])
-def test_out_that_is_a_file_is_refused_before_work(command, under, a_file):
-    out = a_file / "sub" if under else a_file
-    done = cheap(*command, "--out", str(out))
+def test_out_that_is_a_file_is_refused_before_work(command, under, taken, refusals):
+    done = rejected(refusals, *command, "--out", str(taken / "sub" if under else taken))
     assert ("--out" in done.stderr and "is a file" in done.stderr) or "is under" in done.stderr
 
 
@@ -72,20 +165,9 @@ def test_export_and_bench_report_refuse_a_file_out(a_file, problem_file, tmp_pat
 
 
 # item 7 (and 13's --gamma -1): bad arguments are rejected before the model loads
-@pytest.mark.parametrize("args, message", [
-    (["--k", "-3"], "--k must be at least 1"),
-    (["--time-limit", "0"], "--time-limit must be positive"),
-    (["--backend", "nosuch"], "nosuch"),
-    (["--cell", "0"], "--cell must be at least 1"),
-    (["--gamma", "-1"], "--gamma must be at least 0"),
-    (["--target", "-1"], "--target"),
-    (["--tokens", ""], "holds no word"),
-    (["--model", "no-such-model"], "or an embedded model (mnist-mlp"),
-    (["--workers", "0", "--input", "."], "--workers must be at least 1"),
-    (["--executor", "dask", "--input", "."], "--scheduler"),
-])
-def test_explain_rejects_bad_arguments_before_loading(args, message):
-    assert message in cheap("explain", *args).stderr
+@pytest.mark.parametrize("args, message", BAD_EXPLAIN_ARGUMENTS)
+def test_explain_rejects_bad_arguments_before_loading(args, message, refusals):
+    assert message in rejected(refusals, "explain", *args).stderr
 
 
 def test_stress_and_evaluate_reject_bad_arguments_before_loading():
@@ -145,17 +227,22 @@ def test_bench_run_with_an_unknown_backend_leaves_no_folder(tmp_path):
 
 
 # item 11: one spelling per flag, old ones kept as aliases; help says why defaults differ
-def test_flags_are_spelled_alike_everywhere():
+def test_flags_are_spelled_alike_everywhere(capfd):
+    def help_text(*command: str) -> str:
+        done = in_process(capfd, *command, "--help")
+        assert done.returncode == 0, (command, done.stderr)
+        return done.stdout
+
     for command in (["stress", "mnist"], ["bench", "run"], ["explain"], ["evaluate"]):
-        assert "--backend" in smug(*command, "--help").stdout, command
-    assert "--out" in smug("export", "--help").stdout
-    stress_help = " ".join(smug("stress", "mnist", "--help").stdout.split())
+        assert "--backend" in help_text(*command), command
+    assert "--out" in help_text("export")
+    stress_help = " ".join(help_text("stress", "mnist").split())
     assert "explain's first layer" in stress_help
     for sub in ("list", "report"):
-        text = smug("bench", sub, "--help").stdout
+        text = help_text("bench", sub)
         assert len(text.split("\n\n")) >= 3, f"bench {sub} --help has no description"
     for command in (["explain"], ["evaluate"], ["bench", "run"]):
-        text = smug(*command, "--help").stdout
+        text = help_text(*command)
         assert all(flag in text for flag in ("--workers", "--executor", "--scheduler")), command
 
 
@@ -204,18 +291,19 @@ def test_text_explain_is_quiet_plain_and_warns_about_unknown_words(tmp_path):
     assert 1 <= record["mask_size"] <= 4 and record["verified"] is True
 
 
-def test_rerun_into_one_folder_replaces_the_previous_run_and_resizes_images(tmp_path):
+@pytest.mark.filterwarnings("ignore:.*not in the vocabulary")  # 'beer': the test before checks it
+def test_rerun_into_one_folder_replaces_the_previous_run_and_resizes_images(tmp_path, capfd):
     from PIL import Image
 
     from smug_opt.data.mnist import load_digits
 
     out = tmp_path / "results"
-    text = smug("explain", "--tokens", "superb beer", "--method", "smug_base", "--out", str(out))
+    text = in_process(capfd, "explain", "--tokens", "superb beer", "--method", "smug_base", "--out", str(out))
     assert text.returncode == 0 and (out / "explanation.html").exists(), text.stderr[-2000:]
     big = tmp_path / "big.png"
     digit = (load_digits().x_test[0][..., 0] * 255).astype(np.uint8)
     Image.fromarray(digit).resize((100, 100)).save(big)
-    image = smug("explain", "--input", str(big), "--method", "smug_base", "--out", str(out))
+    image = in_process(capfd, "explain", "--input", str(big), "--method", "smug_base", "--out", str(out))
     assert image.returncode == 0, image.stderr[-2000:]
     assert "resized" in image.stderr and "100x100" in image.stderr
     assert "replaced the previous run's files" in image.stderr and "explanation.html" in image.stderr
@@ -245,7 +333,7 @@ def test_stress_with_a_larger_n_extends_the_same_digits(tmp_path):
 
 # items 4 and 10: evaluate takes the model explain takes (logits too), names inputs by file,
 # and resizes images by the same stated rule
-def test_evaluate_reads_a_logits_model_and_names_inputs_by_file(tmp_path):
+def test_evaluate_reads_a_logits_model_and_names_inputs_by_file(tmp_path, capfd):
     import keras
     from PIL import Image
 
@@ -259,8 +347,8 @@ def test_evaluate_reads_a_logits_model_and_names_inputs_by_file(tmp_path):
     Image.fromarray(rng.integers(0, 255, (28, 28), dtype=np.uint8)).save(images / "cat.png")
     Image.fromarray(rng.integers(0, 255, (40, 40), dtype=np.uint8)).save(images / "dog.png")
     out = tmp_path / "eval"
-    done = smug("evaluate", "--model", str(tmp_path / "logits.keras"), "--images", str(images),
-                "--methods", "centerbox,maxbox", "--out", str(out), "--quiet")
+    done = in_process(capfd, "evaluate", "--model", str(tmp_path / "logits.keras"), "--images", str(images),
+                      "--methods", "centerbox,maxbox", "--out", str(out), "--quiet")
     assert done.returncode == 0, done.stderr[-3000:]
     assert "softmax" in done.stderr and "dog.png (40x40)" in done.stderr
     records = [json.loads(line) for line in (out / "records.jsonl").read_text().splitlines()]
