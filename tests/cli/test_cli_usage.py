@@ -210,14 +210,14 @@ def test_python_names_are_shown_as_flags():
 
 
 # item 13: an infeasible solve exits non-zero (3: no solution), a failed bench run leaves nothing
-def test_infeasible_solve_exits_with_no_solution_code(tmp_path):
+def test_infeasible_solve_exits_with_no_solution_code(tmp_path, capfd):
     from smug_opt import Problem, save_problem
 
     path = tmp_path / "infeasible.smug"
     save_problem(Problem.from_arrays(np.array([[1.0, 1.0]]), [">"], [2.0]), path)
     done = smug("solve", str(path), "--time-limit", "20")
     assert done.returncode == 3 and "INFEASIBLE" in done.stdout, done.stderr[-2000:]
-    assert "Exit status" in smug("solve", "--help").stdout
+    assert "Exit status" in in_process(capfd, "solve", "--help").stdout
 
 
 def test_bench_run_with_an_unknown_backend_leaves_no_folder(tmp_path):
