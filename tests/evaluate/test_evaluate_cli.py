@@ -5,6 +5,7 @@ import subprocess
 import sys
 
 import numpy as np
+import pytest
 
 from smug_opt.data.mnist import pick_test_digits
 from smug_opt.evaluate.baselines import grad_cam
@@ -20,8 +21,22 @@ def test_grad_cam_on_the_embedded_sequential_cnn():
 
 
 def _run(*args: str) -> subprocess.CompletedProcess:
+    """``smug-opt evaluate`` in a fresh process, as a user runs it."""
     return subprocess.run([sys.executable, "-m", "smug_opt", "evaluate", *args, "--quiet"],
                           capture_output=True, text=True, timeout=600)
+
+
+def _run_here(capfd: pytest.CaptureFixture[str], *args: str) -> subprocess.CompletedProcess:
+    """``smug-opt evaluate`` through its entry point in this process (TensorFlow and the
+    models already loaded), where a fresh process would check nothing more."""
+    from smug_opt.cli import main
+
+    try:
+        code = main(["evaluate", *args, "--quiet"])
+    except SystemExit as exit_:  # argparse's usage errors
+        code = exit_.code if isinstance(exit_.code, int) else 1
+    out, err = capfd.readouterr()
+    return subprocess.CompletedProcess(args, code, out, err)
 
 
 def test_evaluate_mnist_suite(tmp_path):
@@ -48,8 +63,8 @@ def test_evaluate_mnist_suite(tmp_path):
     assert (tmp_path / "examples.png").stat().st_size > 0
 
 
-def test_evaluate_text_suite(tmp_path):
-    proc = _run("--suite", "text", "--n", "3", "--methods", "smug,smug_base,sis",
+def test_evaluate_text_suite(tmp_path, capfd):
+    proc = _run_here(capfd, "--suite", "text", "--n", "3", "--methods", "smug,smug_base,sis",
                 "--k", "20", "--cell", "1", "--out", str(tmp_path))
     assert proc.returncode == 0, proc.stderr[-3000:]
     records = [json.loads(line) for line in (tmp_path / "records.jsonl").read_text().splitlines()]
@@ -57,16 +72,16 @@ def test_evaluate_text_suite(tmp_path):
     assert smug and all(r["precision"] is not None for r in smug)
 
 
-def test_unknown_method_is_a_clear_error(tmp_path):
-    proc = _run("--methods", "smug,lime", "--out", str(tmp_path))
+def test_unknown_method_is_a_clear_error(tmp_path, capfd):
+    proc = _run_here(capfd, "--methods", "smug,lime", "--out", str(tmp_path))
     assert proc.returncode == 1 and "unknown method(s) lime" in proc.stderr
 
 
-def test_road_levels_must_be_fractions(tmp_path):
-    proc = _run("--road-levels", "0.5,1.0", "--out", str(tmp_path))
+def test_road_levels_must_be_fractions(tmp_path, capfd):
+    proc = _run_here(capfd, "--road-levels", "0.5,1.0", "--out", str(tmp_path))
     assert proc.returncode == 2 and "strictly between 0 and 1" in proc.stderr
 
 
-def test_curve_steps_must_be_positive(tmp_path):
-    proc = _run("--curve-steps", "0", "--out", str(tmp_path))
+def test_curve_steps_must_be_positive(tmp_path, capfd):
+    proc = _run_here(capfd, "--curve-steps", "0", "--out", str(tmp_path))
     assert proc.returncode == 1 and "--curve-steps must be at least 1, got 0" in proc.stderr
