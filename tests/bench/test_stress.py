@@ -76,20 +76,20 @@ def test_runner_writes_checked_records_and_resumes(tmp_path, monkeypatch) -> Non
 
 
 def test_a_larger_n_extends_the_run_and_the_table_shows_only_its_digits(tmp_path, monkeypatch) -> None:
-    """n = 4 after n = 3 in one folder solves one more digit and keeps the three; n = 2
-    afterwards tables only its two digits (issue 12, item 12)."""
+    """n = 3 after n = 2 in one folder solves one more digit and keeps the two; n = 1
+    afterwards tables only its digit (issue 12, item 12)."""
     _tiny_suite(monkeypatch)
     monkeypatch.setenv("SMUG_OPT_CACHE", str(tmp_path / "cache"))
     out = tmp_path / "run"
-    stress.run_stress(n=3, backends=["highs"], time_limit=20, out_dir=out, progress=False)
+    stress.run_stress(n=2, backends=["highs"], time_limit=20, out_dir=out, progress=False)
     first = {r.instance: r for r in _records(out)}
-    table = stress.run_stress(n=4, backends=["highs"], time_limit=20, out_dir=out, progress=False)
+    table = stress.run_stress(n=3, backends=["highs"], time_limit=20, out_dir=out, progress=False)
     records = _records(out)
-    assert len(records) == 4 and {r.instance for r in records} > set(first)
+    assert len(records) == 3 and {r.instance for r in records} > set(first)
     assert [r for r in records if r.instance in first] == list(first.values())  # kept, not rerun
-    assert table["backends"]["highs"]["all"]["total"] == 4
-    smaller = stress.run_stress(n=2, backends=["highs"], time_limit=20, out_dir=out, progress=False)
-    assert smaller["backends"]["highs"]["all"]["total"] == 2 and len(_records(out)) == 4
+    assert table["backends"]["highs"]["all"]["total"] == 3
+    smaller = stress.run_stress(n=1, backends=["highs"], time_limit=20, out_dir=out, progress=False)
+    assert smaller["backends"]["highs"]["all"]["total"] == 1 and len(_records(out)) == 3
 
 
 def test_model_check_rejects_a_mask_that_loses_the_label(monkeypatch, tmp_path) -> None:
