@@ -3,7 +3,10 @@
 
 In order: rigorous bounds refute the disjuncts they can (no solver: a proof in exact
 terms, the bounds being outward-rounded); a PGD attack looks for a counterexample in the
-others, then one attack per open disjunct; on a fully connected ReLU network, branch and
+others, then one attack per open disjunct; on a fully connected ReLU network (and, in a
+``lean`` query of an explanation, on one whose max pooling reads ReLUs: rewritten by
+:mod:`smug_opt.bounds.pool_relus`; ``verify``'s queries there keep their time for the
+MILP, as before the rewrite: not measured on VeriVital's instances with it), branch and
 bound with α/β-CROWN bounds (:mod:`smug_opt.robustness.bab`, rigorous too: ``"bab"``)
 decides the disjuncts it can within :data:`BAB_SHARE` of the time left, each open disjunct
 with an equal share of it (a counterexample in a later disjunct is not hidden behind a hard
@@ -189,7 +192,7 @@ def decide(query: RobustnessQuery, *, time_limit: float = 60.0,
                     return verdict("sat", x=near.x, outputs=outputs, proof="exact")
     bab_log: list[dict[str, Any]] = []
     with one_blas_thread(), one_thread():
-        chain = query.chain_bounds(deadline)
+        chain = query.chain_bounds(deadline) if lean or not query.pooled else None
         pending = [(k, None if leaves is None else leaves.get(k)) for k in open_] if chain is not None else []
         for round_ in range(1 if lean else 2):  # the second continues the searches cut by their share
             searching = deadline if lean and not query.pooled else deadline.share(BAB_SHARE)
