@@ -110,7 +110,7 @@ def test_queries_through_pooling_agree_with_the_milp(seed):
         assert used_bab
 
 
-@pytest.mark.parametrize("seed", [pytest.param(0, marks=pytest.mark.slow), 3])  # 0: ~25 s, a query the MILP ends
+@pytest.mark.parametrize("seed", [pytest.param(0, marks=pytest.mark.slow), 3])  # 0: ~25 s
 def test_explanation_on_a_pool_cnn_is_robust_and_subset_minimal(seed):
     rng = np.random.default_rng(seed)
     net = pool_cnn(rng, dense=4)
