@@ -1,17 +1,19 @@
 """What a solve's result may claim about the objective: how close to the optimum an
-OPTIMAL objective is (:func:`objective_tolerance`) and the lower bound a solver's bound
-certifies (:func:`certified_bound`). Shared by the solve loop and the race."""
+OPTIMAL objective is (:func:`objective_tolerance`), the lower bound a solver's bound
+certifies (:func:`certified_bound`) and whether a verified solution meets a bound
+(:func:`meets_bound`). Shared by the solve loop and the race."""
 
 from __future__ import annotations
 
 import math
+from fractions import Fraction
 
 import numpy as np
 
 from smug_opt.ir import Problem
 
-__all__ = ["BOUND_RELATIVE_ERROR", "OBJECTIVE_TOLERANCE", "certified_bound", "objective_scale",
-           "objective_tolerance"]
+__all__ = ["BOUND_RELATIVE_ERROR", "OBJECTIVE_TOLERANCE", "certified_bound", "meets_bound",
+           "objective_scale", "objective_tolerance"]
 
 OBJECTIVE_TOLERANCE = 1e-6
 """Objective tolerance, relative to the objective's scale ``max(1, Σ_j |c_j|·max|x_j|)``,
@@ -52,3 +54,15 @@ def certified_bound(bound: float, integral: bool, tolerance: float, noise: float
     if integral:
         return float(math.ceil(bound - max(noise, 1e-6)))
     return bound - max(tolerance, noise)
+
+
+def meets_bound(objective: Fraction, bound: float, tolerance: float, *, exact_bound: bool) -> bool:
+    """Whether a verified solution of exact ``objective`` meets ``bound``: a float backend's
+    within twice the objective ``tolerance``; an exact backend's (``exact_bound``: its exact
+    optimum rounded down to float64) exactly, or within the two ulps that rounding the bound
+    down and the objective to nearest leave (optimal only where the binaries fix every
+    variable: :meth:`~smug_opt.solve_loop.SolveLoop._meets_bound`)."""
+    if not exact_bound:
+        return float(objective) <= bound + 2 * tolerance
+    return objective <= Fraction(bound) or float(objective) <= math.nextafter(
+        math.nextafter(bound, math.inf), math.inf)

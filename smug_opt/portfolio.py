@@ -40,12 +40,13 @@ import numpy as np
 
 from smug_opt.backend import SolveOptions, Status
 from smug_opt.backend_choice import AUTO, BackendChoice, ChoiceKind
-from smug_opt.claims import objective_tolerance
+from smug_opt.check_memo import CheckMemo
+from smug_opt.claims import meets_bound, objective_tolerance
 from smug_opt.deadline import Deadline
 from smug_opt.ir import Problem
 from smug_opt.registry import BackendUnavailableError, UnknownBackendError, backend_class
 from smug_opt.result import Proof, RaceEntry, RaceStatus, SolveResult, relative_gap
-from smug_opt.solve_loop import CheckMemo, SolveLoop, meets_bound
+from smug_opt.solve_loop import SolveLoop
 from smug_opt.verification import Verification
 
 __all__ = ["AUTO", "auto_backends", "describe", "is_race", "race", "race_backends", "unaccepted_extras"]

@@ -21,14 +21,21 @@ from typing import Protocol
 import numpy as np
 
 from smug_opt.backend import RawResult, SolveOptions, Status
-from smug_opt.claims import BOUND_RELATIVE_ERROR, certified_bound, objective_scale, objective_tolerance
+from smug_opt.check_memo import CheckMemo
+from smug_opt.claims import (
+    BOUND_RELATIVE_ERROR,
+    certified_bound,
+    meets_bound,
+    objective_scale,
+    objective_tolerance,
+)
 from smug_opt.deadline import Deadline
 from smug_opt.ir import Problem, Sense
 from smug_opt.result import Attempt, Proof, SolveResult, Timings, relative_gap
-from smug_opt.verification import Verification, ViolationKind, snap_binaries, verify
+from smug_opt.verification import Verification, ViolationKind
 from smug_opt.workers import AttemptOutcome, run_attempt
 
-__all__ = ["MAX_NOGOOD_CUTS", "CheckMemo", "RaceLink", "SolveLoop", "meets_bound"]
+__all__ = ["MAX_NOGOOD_CUTS", "RaceLink", "SolveLoop"]
 
 SOLVER_RESERVE = 1.0
 """At most this many seconds of the limit are kept back from the solver itself."""
@@ -41,28 +48,6 @@ FRACTIONAL_BINARY = 1e-6
 
 MAX_NOGOOD_CUTS = 8
 """How many rejected level-0 assignments are cut off before moving to margins."""
-
-
-class CheckMemo:
-    """Exact verifications of one problem, kept by solution: a solution seen again (the
-    start every raced backend takes, an incumbent a solver streams and then returns as its
-    answer) is not verified again, so the checks after the time limit are only of new
-    solutions. Thread-safe: one check at a time (a race's threads share one)."""
-
-    def __init__(self, problem: Problem) -> None:
-        self.problem = problem
-        self._lock = threading.Lock()
-        self._done: dict[bytes, Verification] = {}
-
-    def __call__(self, x: np.ndarray) -> Verification:
-        """``x`` (its binaries snapped to 0/1) verified exactly; ValueError as :func:`verify`."""
-        snapped = np.ascontiguousarray(snap_binaries(self.problem, x), dtype=np.float64)
-        key = snapped.tobytes()
-        with self._lock:
-            v = self._done.get(key)
-            if v is None:
-                v = self._done[key] = verify(self.problem, snapped)
-        return v
 
 
 class RaceLink(Protocol):
@@ -79,18 +64,6 @@ class RaceLink(Protocol):
 
     def report(self, best: Verification | None, bound: float | None) -> None:
         """This solve's verified best and certified bound after an attempt."""
-
-
-def meets_bound(objective: Fraction, bound: float, tolerance: float, *, exact_bound: bool) -> bool:
-    """Whether a verified solution of exact ``objective`` meets ``bound``: a float backend's
-    within twice the objective ``tolerance``; an exact backend's (``exact_bound``: its exact
-    optimum rounded down to float64) exactly, or within the two ulps that rounding the bound
-    down and the objective to nearest leave (optimal only where the binaries fix every
-    variable: :meth:`SolveLoop._meets_bound`)."""
-    if not exact_bound:
-        return float(objective) <= bound + 2 * tolerance
-    return objective <= Fraction(bound) or float(objective) <= math.nextafter(
-        math.nextafter(bound, math.inf), math.inf)
 
 
 class SolveLoop:

@@ -22,11 +22,10 @@ import numpy as np
 
 from smug_opt.backend import Status
 from smug_opt.backend_choice import BackendChoice, ChoiceKind
-from smug_opt.claims import objective_tolerance
+from smug_opt.claims import meets_bound, objective_tolerance
 from smug_opt.deadline import Deadline
 from smug_opt.ir import Problem
 from smug_opt.result import Attempt, Proof, SolveResult, Strengthening, Timings, relative_gap
-from smug_opt.solve_loop import meets_bound
 from smug_opt.step import Step
 from smug_opt.strengthen import neighbourhood_search as search
 from smug_opt.strengthen.bundles import bundled, weight

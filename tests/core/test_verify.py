@@ -149,7 +149,7 @@ def test_check_memo_verifies_each_solution_once_and_agrees_with_verify():
     """A race's start and a solver's returned incumbent are the same solution: the memo
     hands back the first check instead of running the exact check again (after the time
     limit, at load 15, that second check is what pushed jobs past their grace)."""
-    from smug_opt.solve_loop import CheckMemo
+    from smug_opt.check_memo import CheckMemo
 
     p = Problem.from_arrays(np.array([[1.0, 1.0]]), ">=", [1.0])
     memo = CheckMemo(p)
