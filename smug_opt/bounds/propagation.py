@@ -329,7 +329,7 @@ class _BackSubstitution:
                 else:
                     rel = elementwise(layer, self.lo[src], self.hi[src])
                     if sp.issparse(L):  # scipy.sparse is untyped: issparse does not narrow L
-                        pos, neg = L.maximum(0), L.minimum(0)  # type: ignore[union-attr]
+                        pos, neg = L.maximum(0), L.minimum(0)  # type: ignore[union-attr,attr-defined,unused-ignore]
                         push(src, sp.csr_matrix(pos.multiply(rel.a_lo) + neg.multiply(rel.a_hi)))
                     else:
                         pos, neg = np.maximum(L, 0.0), np.minimum(L, 0.0)
