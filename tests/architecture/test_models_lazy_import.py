@@ -10,6 +10,13 @@ import pytest
 ROOT = Path(__file__).resolve().parents[2]
 
 
+def _passes_in_a_fresh_interpreter(code: str) -> None:
+    result = subprocess.run(
+        [sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=120
+    )
+    assert result.returncode == 0, result.stderr
+
+
 @pytest.mark.parametrize("package", ["smug_opt.models", "smug_opt.data", "smug_opt.network"])
 def test_import_does_not_load_tensorflow(package):
     code = (
@@ -18,10 +25,7 @@ def test_import_does_not_load_tensorflow(package):
         "               if m in sys.modules)\n"
         "assert not heavy, heavy\n"
     )
-    result = subprocess.run(
-        [sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=120
-    )
-    assert result.returncode == 0, result.stderr
+    _passes_in_a_fresh_interpreter(code)
 
 
 def test_safe_lp_bounds_do_not_import_the_network_layer():
@@ -35,7 +39,4 @@ def test_safe_lp_bounds_do_not_import_the_network_layer():
         "from smug_opt.bounds import Box, propagate\n"
         "assert callable(propagate) and Box.__name__ == 'Box'\n"
     )
-    result = subprocess.run(
-        [sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=120
-    )
-    assert result.returncode == 0, result.stderr
+    _passes_in_a_fresh_interpreter(code)
