@@ -56,13 +56,17 @@ def certified_bound(bound: float, integral: bool, tolerance: float, noise: float
     return bound - max(tolerance, noise)
 
 
-def meets_bound(objective: Fraction, bound: float, tolerance: float, *, exact_bound: bool) -> bool:
+def meets_bound(objective: Fraction, bound: float, tolerance: float, *, exact_bound: bool,
+                determined_by_binaries: bool) -> bool:
     """Whether a verified solution of exact ``objective`` meets ``bound``: a float backend's
     within twice the objective ``tolerance``; an exact backend's (``exact_bound``: its exact
-    optimum rounded down to float64) exactly, or within the two ulps that rounding the bound
-    down and the objective to nearest leave (optimal only where the binaries fix every
-    variable: :meth:`~smug_opt.solve_loop.SolveLoop._meets_bound`)."""
+    optimum rounded down to float64) exactly, or, where the binaries fix every variable
+    (``determined_by_binaries``: the verified objective is then exactly the value of the
+    solver's own exact model), within the two ulps that rounding the bound down and the
+    objective to nearest leave."""
     if not exact_bound:
         return float(objective) <= bound + 2 * tolerance
-    return objective <= Fraction(bound) or float(objective) <= math.nextafter(
+    if objective <= Fraction(bound):
+        return True
+    return determined_by_binaries and float(objective) <= math.nextafter(
         math.nextafter(bound, math.inf), math.inf)

@@ -32,7 +32,6 @@ import threading
 import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
-from fractions import Fraction
 from importlib import resources
 from typing import Any
 
@@ -176,16 +175,13 @@ class _Board:
 
     def proven_exactly(self) -> bool:
         """Whether the best verified solution meets an exact backend's bound by the core's
-        exact rule (:func:`~smug_opt.solve_loop.meets_bound`; within its two ulps only where
-        the binaries fix every variable): optimal in exact arithmetic, whoever found it."""
+        exact rule (:func:`~smug_opt.claims.meets_bound`): optimal in exact arithmetic,
+        whoever found it."""
         with self.lock:
             best, bound = self.best_v, self.exact_bound
-        if best is None or bound is None:
-            return False
-        objective = best.objective
-        if not meets_bound(objective, bound, 0.0, exact_bound=True):
-            return False
-        return objective <= Fraction(bound) or self.problem.determined_by_binaries
+        return best is not None and bound is not None and meets_bound(
+            best.objective, bound, 0.0, exact_bound=True,
+            determined_by_binaries=self.problem.determined_by_binaries)
 
     def decided(self) -> bool:
         with self.lock:

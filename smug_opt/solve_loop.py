@@ -353,15 +353,16 @@ class SolveLoop:
         down to float64: met exactly, or, where the binaries fix every variable (so the
         verified objective is exactly the value of the solver's own exact model), within the
         two ulps that rounding the bound down and the objective to nearest leave."""
-        if not meets_bound(objective, bound, tolerance, exact_bound=self.exact_backend):
-            return False
-        if self.exact_backend and objective > Fraction(bound) and not self.problem.determined_by_binaries:
+        if meets_bound(objective, bound, tolerance, exact_bound=self.exact_backend,
+                       determined_by_binaries=self.problem.determined_by_binaries):
+            return True
+        if self.exact_backend and meets_bound(objective, bound, tolerance, exact_bound=True,
+                                              determined_by_binaries=True):
             self.messages.append(
                 f"{self.backend}'s optimum is no float64 number and its model was rounded to "
                 f"float64: the solution is within 2 ulps of the optimum, not proven equal to it "
                 f"(certify=True decides whether it is)")
-            return False
-        return True
+        return False
 
     def _infimum_may_be_unattained(self) -> bool:
         """A float backend's solution came from a margin level (level 0's answer broke a

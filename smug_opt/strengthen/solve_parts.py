@@ -147,7 +147,7 @@ def _with_found(problem: Problem, result: SolveResult, found: Verification | Non
     objective = float(found.objective)
     if result.objective is not None and result.objective <= objective:
         return result.with_note(note)
-    proof = _proof(found.objective, result.bound, exact_bound, objective_tolerance(problem))
+    proof = _proof(problem, found.objective, result.bound, exact_bound)
     bound = result.bound if result.bound is None else min(result.bound, objective)
     return result.with_note(f"{note}, its solution {objective:g} used",
                             status=Status.FEASIBLE if proof is None else Status.OPTIMAL, x=found.x,
@@ -155,12 +155,13 @@ def _with_found(problem: Problem, result: SolveResult, found: Verification | Non
                             verified=True, verification=found.summary(), proof=proof)
 
 
-def _proof(objective: Fraction, bound: float | None, exact_bound: bool, tolerance: float) -> Proof | None:
-    """How a verified solution of exact ``objective`` of a binary-only part is proven optimal
-    by ``bound``, by the core's rule (:func:`~smug_opt.solve_loop.meets_bound`): EXACT on an
-    exact backend's bound, SOLVER on a float solver's; None: not proven."""
-    if bound is None or not math.isfinite(bound) or not meets_bound(objective, bound, tolerance,
-                                                                     exact_bound=exact_bound):
+def _proof(problem: Problem, objective: Fraction, bound: float | None, exact_bound: bool) -> Proof | None:
+    """How a verified solution of exact ``objective`` of the part ``problem`` is proven
+    optimal by ``bound``, by the core's rule (:func:`~smug_opt.claims.meets_bound`): EXACT on
+    an exact backend's bound, SOLVER on a float solver's; None: not proven."""
+    if bound is None or not math.isfinite(bound) or not meets_bound(
+            objective, bound, objective_tolerance(problem), exact_bound=exact_bound,
+            determined_by_binaries=problem.determined_by_binaries):
         return None
     return Proof.EXACT if exact_bound else Proof.SOLVER
 
