@@ -2,26 +2,29 @@
 references that confirm counterexamples; the competition's result file.
 
 :func:`load_instance_model` reads a model once (several instances share it);
-:func:`verify_files` answers one instance; :func:`results_text` writes what VNN-COMP
-expects in a result file (``unsat``/``unknown``, or ``sat`` and the counterexample as
-``((X_0 v) ... (Y_0 v) ...)``).
+:func:`verify_files` answers one instance (a property of several input boxes box by box:
+``sat`` at the first box that has a counterexample, ``unsat`` when every box is);
+:func:`results_text` writes what VNN-COMP expects in a result file (``unsat``/``unknown``,
+or ``sat`` and the counterexample as ``((X_0 v) ... (Y_0 v) ...)``).
 """
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
 from smug_opt.backend_choice import DEFAULT_BACKEND
+from smug_opt.deadline import Deadline
 from smug_opt.network.flat import FlatNetwork, Preprocess
 from smug_opt.network.graph import Network
 from smug_opt.robustness.decide import Verdict, decide
 from smug_opt.robustness.query import RobustnessQuery
-from smug_opt.vnnlib import VnnlibSpec, read_vnnlib
+from smug_opt.vnnlib import VnnlibSpec, read_vnnlib_cases
 
 __all__ = ["InstanceModel", "load_instance_model", "results_text", "verify_files"]
 
@@ -97,13 +100,48 @@ def check_compatible(model: InstanceModel, spec: VnnlibSpec) -> None:
 
 
 def verify_files(model: InstanceModel, spec_path: str | Path, *, time_limit: float,
-                 backend: str = DEFAULT_BACKEND, **options: Any) -> tuple[Verdict, VnnlibSpec]:
-    """Answer the property in ``spec_path`` (plain or gzipped) about ``model``."""
-    spec = read_vnnlib(spec_path)
-    check_compatible(model, spec)
-    query = RobustnessQuery.from_spec(model.flat, model.preprocess, spec, name=Path(spec_path).name)
-    return decide(query, time_limit=time_limit, backend=backend, references=model.references,
-                  **options), spec
+                 backend: str = DEFAULT_BACKEND, **options: Any) -> tuple[Verdict, tuple[VnnlibSpec, ...]]:
+    """Answer the property in ``spec_path`` (plain or gzipped) about ``model``; also return
+    its cases (one per input box). Boxes are decided in the file's order, each within an
+    equal share of the time left."""
+    cases = read_vnnlib_cases(spec_path)
+    for spec in cases:
+        check_compatible(model, spec)
+    name = Path(spec_path).name
+    start, deadline = time.monotonic(), Deadline.after(time_limit)
+    verdicts: list[Verdict] = []
+    for position, spec in enumerate(cases):
+        share = (deadline.remaining() or 0.0) / (len(cases) - position)
+        if share <= 0:
+            break
+        label = name if len(cases) == 1 else f"{name} box {position + 1}/{len(cases)}"
+        query = RobustnessQuery.from_spec(model.flat, model.preprocess, spec, name=label)
+        verdict = decide(query, time_limit=share, backend=backend, references=model.references, **options)
+        if len(cases) == 1:
+            return verdict, cases
+        verdicts.append(verdict)
+        if verdict.answer == "sat":
+            break
+    return _merged(verdicts, len(cases), time.monotonic() - start), cases
+
+
+def _merged(verdicts: list[Verdict], n_boxes: int, seconds: float) -> Verdict:
+    """One verdict for a property of ``n_boxes`` boxes from those of the boxes decided, in order."""
+    notes = [f"box {i + 1}/{n_boxes}: {v.message}" for i, v in enumerate(verdicts) if v.message]
+    decided_by = tuple(how for v in verdicts for how in v.decided_by)
+    solves = tuple(s for v in verdicts for s in v.solves)
+    last = verdicts[-1] if verdicts else None
+    if last is not None and last.answer == "sat":
+        return replace(last, seconds=seconds, decided_by=decided_by, solves=solves,
+                       message="; ".join([*notes, f"counterexample in box {len(verdicts)} of {n_boxes}"]))
+    if len(verdicts) == n_boxes and all(v.answer == "unsat" for v in verdicts):
+        proof = "exact" if all(v.proof == "exact" for v in verdicts) else "solver"
+        return Verdict("unsat", seconds, proof=proof, decided_by=decided_by, message="; ".join(notes),
+                       solves=solves)
+    open_boxes = [i + 1 for i, v in enumerate(verdicts) if v.answer == "unknown"]
+    open_boxes += list(range(len(verdicts) + 1, n_boxes + 1))
+    notes.append(f"box(es) {', '.join(map(str, open_boxes))} of {n_boxes} not decided")
+    return Verdict("unknown", seconds, decided_by=decided_by, message="; ".join(notes), solves=solves)
 
 
 def results_text(verdict: Verdict) -> str:

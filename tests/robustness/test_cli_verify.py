@@ -200,3 +200,32 @@ def test_real_mnistfc_counterexample_in_a_later_disjunct(capsys):
     assert main(["verify", str(folder / "mnist-net_256x2.onnx"), str(folder / "prop_0_0.05.vnnlib.gz"),
                  "--time-limit", "120"]) == 0
     assert capsys.readouterr().out.strip() == "sat"
+
+
+def _boxes_spec(path: Path, boxes: list[tuple[tuple[float, float], tuple[float, float]]], unsafe: str) -> None:
+    """A property whose input boxes stand inside an ``or`` (VNN-COMP 2022's ACAS Xu prop 6 style)."""
+    lines = [f"(declare-const {v}_{i} Real)" for v in "XY" for i in range(2)]
+    cases = [" ".join(f"(>= X_{i} {lo[i]}) (<= X_{i} {hi[i]})" for i in range(2)) for lo, hi in boxes]
+    lines.append("(assert (or " + " ".join(f"(and {c})" for c in cases) + "))")
+    lines.append(f"(assert {unsafe})")
+    path.write_text("\n".join(lines) + "\n")
+
+
+def test_property_of_several_input_boxes(tmp_path, capsys):
+    model = tmp_path / "tiny.onnx"
+    _tiny_onnx(model)
+    # y1 >= y0 is unreachable on both boxes (y0 = x0 + x1 >= 2 > y1 there): unsat.
+    _boxes_spec(tmp_path / "holds.vnnlib", [((1.0, 1.0), (2.0, 1.1)), ((1.0, 1.0), (1.5, 1.05))], "(>= Y_1 Y_0)")
+    assert main(["verify", str(model), str(tmp_path / "holds.vnnlib"), "--time-limit", "20"]) == 0
+    assert capsys.readouterr().out.strip() == "unsat"
+    # The second box reaches y1 >= y0 + 0.5 (x = (1, -1)); the first does not.
+    _boxes_spec(tmp_path / "fails.vnnlib", [((1.0, 1.0), (2.0, 1.1)), ((-1.0, -1.0), (1.0, 1.0))],
+                "(>= Y_1 (+ Y_0 0.5))")
+    assert main(["verify", str(model), str(tmp_path / "fails.vnnlib"), "--time-limit", "20",
+                 "--results", str(tmp_path / "fails.txt")]) == 0
+    captured = capsys.readouterr()
+    assert captured.out.strip() == "sat" and "counterexample in box 2 of 2" in captured.err
+    text = (tmp_path / "fails.txt").read_text()
+    values = dict(item.strip("() \n").split() for item in text[4:].split("\n") if item.strip())
+    x = np.array([float(values["X_0"]), float(values["X_1"])])
+    assert np.all(np.abs(x) <= 1) and _forward(x)[1] >= _forward(x)[0] + 0.5

@@ -8,7 +8,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from smug_opt.vnnlib import MAX_DISJUNCTS, VnnlibError, parse_vnnlib, read_vnnlib
+from smug_opt.vnnlib import MAX_DISJUNCTS, VnnlibError, parse_vnnlib, parse_vnnlib_cases, read_vnnlib
 
 SHARED = Path(__file__).resolve().parents[3] / "shared" / "nets" / "vnncomp2021" / "benchmarks"
 
@@ -92,8 +92,9 @@ def test_size_limit_applies_before_and_after_decompressing(tmp_path):
 
 @pytest.mark.parametrize("extra, message", [
     ("(assert (<= (+ X_0 X_1) 1))", "line 11: input constraint over 2 inputs"),
-    ("(assert (or (<= X_0 0.1) (>= Y_0 0)))", "line 11: input constraint .* is not a bound on one input"),
-    ("(assert (>= Y_0 X_0))", "line 11: input constraint"),
+    ("(assert (or (<= (- X_0 X_1) 0.1) (>= Y_0 0)))", "line 11: input constraint over 2 inputs"),
+    ("(assert (>= Y_0 X_0))", "line 11: constraint .* mixes inputs and outputs"),
+    ("(assert (or (<= X_0 0.1) (>= Y_0 (+ 1 X_1))))", "line 11: constraint .* mixes inputs and outputs"),
     ("(assert (<= (* Y_0 Y_1) 1))", "line 11: product of variables is not linear"),
     ("(assert (not (>= Y_0 0)))", "line 11: unsupported formula \\(not"),
     ("(assert (>= Y_7 0))", "line 11: Y_7 is used but not declared"),
