@@ -202,7 +202,10 @@ def test_real_mnistfc_counterexample_in_a_later_disjunct(capsys):
     assert capsys.readouterr().out.strip() == "sat"
 
 
-def _boxes_spec(path: Path, boxes: list[tuple[tuple[float, float], tuple[float, float]]], unsafe: str) -> None:
+Box = tuple[tuple[float, float], tuple[float, float]]
+
+
+def _boxes_spec(path: Path, boxes: list[Box], unsafe: str) -> None:
     """A property whose input boxes stand inside an ``or`` (VNN-COMP 2022's ACAS Xu prop 6 style)."""
     lines = [f"(declare-const {v}_{i} Real)" for v in "XY" for i in range(2)]
     cases = [" ".join(f"(>= X_{i} {lo[i]}) (<= X_{i} {hi[i]})" for i in range(2)) for lo, hi in boxes]
@@ -215,7 +218,8 @@ def test_property_of_several_input_boxes(tmp_path, capsys):
     model = tmp_path / "tiny.onnx"
     _tiny_onnx(model)
     # y1 >= y0 is unreachable on both boxes (y0 = x0 + x1 >= 2 > y1 there): unsat.
-    _boxes_spec(tmp_path / "holds.vnnlib", [((1.0, 1.0), (2.0, 1.1)), ((1.0, 1.0), (1.5, 1.05))], "(>= Y_1 Y_0)")
+    _boxes_spec(tmp_path / "holds.vnnlib", [((1.0, 1.0), (2.0, 1.1)), ((1.0, 1.0), (1.5, 1.05))],
+                "(>= Y_1 Y_0)")
     assert main(["verify", str(model), str(tmp_path / "holds.vnnlib"), "--time-limit", "20"]) == 0
     assert capsys.readouterr().out.strip() == "unsat"
     # The second box reaches y1 >= y0 + 0.5 (x = (1, -1)); the first does not.

@@ -8,7 +8,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from smug_opt.vnnlib import MAX_DISJUNCTS, VnnlibError, parse_vnnlib, parse_vnnlib_cases, read_vnnlib
+from smug_opt.vnnlib import MAX_DISJUNCTS, VnnlibError, parse_vnnlib, read_vnnlib
 
 SHARED = Path(__file__).resolve().parents[3] / "shared" / "nets" / "vnncomp2021" / "benchmarks"
 

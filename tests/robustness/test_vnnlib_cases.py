@@ -50,7 +50,9 @@ def _holds(node, x, y):
 def _value(node, x, y):
     if isinstance(node.value, str):
         name = node.value
-        return x[int(name[2:])] if name.startswith("X_") else y[int(name[2:])] if name.startswith("Y_") else float(name)
+        if name[:2] in ("X_", "Y_"):
+            return (x if name[0] == "X" else y)[int(name[2:])]
+        return float(name)
     head, args = node.head, [_value(c, x, y) for c in node.items[1:]]
     return {"+": sum(args), "-": args[0] - sum(args[1:]) if len(args) > 1 else -args[0],
             "*": float(np.prod(args))}[head]
