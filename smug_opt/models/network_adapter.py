@@ -20,7 +20,9 @@ if TYPE_CHECKING:
 
 __all__ = ["NetworkAdapter"]
 
-_OUTPUT_KIND: dict[str, OutputKind] = {"logits": "linear", "softmax": "softmax", "sigmoid": "sigmoid"}
+_OUTPUT_KIND: dict[str, OutputKind] = {"logits": "linear", "softmax": "softmax", "sigmoid": "sigmoid",
+                                        "log_softmax": "linear"}
+"""A final log-softmax is read as scores: the target score is the log-probability itself."""
 
 
 class NetworkAdapter(ModelAdapter):

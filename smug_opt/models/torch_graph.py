@@ -90,6 +90,8 @@ class GraphModule(torch.nn.Module):
     def _finish(self, out: torch.Tensor) -> torch.Tensor:
         if self.output == "softmax":
             return torch.softmax(out, dim=1)
+        if self.output == "log_softmax":
+            return torch.log_softmax(out, dim=1)
         return torch.sigmoid(out) if self.output == "sigmoid" else out
 
     def _apply(self, index: int, node: Node, inputs: list[torch.Tensor]) -> torch.Tensor:

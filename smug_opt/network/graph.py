@@ -71,14 +71,14 @@ class Node:
         object.__setattr__(self, "shape", tuple(int(s) for s in self.shape))
 
 
-OutputKind = Literal["logits", "softmax", "sigmoid"]
+OutputKind = Literal["logits", "softmax", "log_softmax", "sigmoid"]
 
 
 @dataclass(frozen=True, eq=False)
 class Network:
     """A feed-forward network: ``nodes[0]`` is the :class:`Input`, the last node gives the
     class scores (a vector). ``output`` says what follows it in the source model (a final
-    softmax or sigmoid is monotone, so scores compare as logits). ``input_range`` is the
+    softmax, log-softmax or sigmoid is monotone, so scores compare as logits). ``input_range`` is the
     valid range of every input value, where the source says or the user declared it.
     ``name`` and ``digest`` (a hash of the weights) identify the network."""
 

@@ -118,7 +118,7 @@ class _Reader:
         name = name if isinstance(name, str) else getattr(function, "__name__", repr(function))
         if name == "linear":
             return index
-        if name in ("softmax", "sigmoid"):
+        if name in ("softmax", "log_softmax", "sigmoid"):
             if not is_output:
                 raise ValueError(f"activation {name!r} is read only on the model's output")
             self.output_kind = name
@@ -126,7 +126,7 @@ class _Reader:
         ops = {"relu": Relu(), "relu6": Clip(0.0, 6.0), "leaky_relu": LeakyRelu(0.2)}
         if name not in ops:
             raise ValueError(f"activation {name!r} is not piecewise linear (smug-opt reads relu, relu6, "
-                             "leaky_relu, linear, and softmax/sigmoid on the output)")
+                             "leaky_relu, linear, and softmax/log_softmax/sigmoid on the output)")
         return self._add(layer, ops[name], (index,), f"/{name}")
 
     def _channels(self, values: np.ndarray, index: int) -> np.ndarray:

@@ -122,9 +122,12 @@ def _clip(r: _Reader, name: str, inputs: list, attrs: dict) -> int:
     return r.add(name, op, (_tensor(inputs[0]),))
 
 
-def _window(r: _Reader, x: int, attrs: dict, kernel: tuple[int, int]
+def _window(r: _Reader, x: int, attrs: dict, kernel: tuple[int, int], *, ignored_pads: bool = False
             ) -> tuple[tuple[int, int], tuple[int, int, int, int], tuple[int, int]]:
-    """Strides, pads (top, left, bottom, right) and dilations of a 2-D Conv or pool."""
+    """Strides, pads (top, left, bottom, right) and dilations of a 2-D Conv or pool.
+    ``ceil_mode`` with windows past the input's edge is read where padding never counts
+    (``ignored_pads``: max pooling) as more padding at the bottom and right, a window that
+    would start in the padding dropped (PyTorch's and onnxruntime's rule)."""
     shape = r.shape(x)
     if len(shape) != 3 or len(kernel) != 2:
         raise ValueError(f"only 2-D windows on (C, H, W) inputs are read; the input has shape {shape}")
@@ -143,13 +146,21 @@ def _window(r: _Reader, x: int, attrs: dict, kernel: tuple[int, int]
     else:
         raise ValueError(f"auto_pad {auto_pad!r} is not an ONNX value")
     if attrs.get("ceil_mode", 0):
-        floor = [(n + a + b - (k - 1) * d - 1) // s + 1 for n, a, b, k, s, d in
+        extra = [_ceil_overhang(n, a, b, k, s, d) for n, a, b, k, s, d in
                  zip(shape[1:], pads_t[:2], pads_t[2:], kernel, strides, dilations, strict=True)]
-        ceil = [-(-(n + a + b - (k - 1) * d - 1) // s) + 1 for n, a, b, k, s, d in
-                zip(shape[1:], pads_t[:2], pads_t[2:], kernel, strides, dilations, strict=True)]
-        if floor != ceil:
-            raise ValueError("ceil_mode=1 with windows past the input's edge is not read")
+        if any(extra) and not ignored_pads:
+            raise ValueError("ceil_mode=1 with windows past the input's edge is read only in max pooling")
+        pads_t = (pads_t[0], pads_t[1], pads_t[2] + extra[0], pads_t[3] + extra[1])
     return strides, pads_t, dilations  # type: ignore[return-value]
+
+
+def _ceil_overhang(n: int, before: int, after: int, k: int, s: int, d: int) -> int:
+    """How far ``ceil_mode``'s last window reaches past the padded input of size ``n``."""
+    span = (k - 1) * d + 1
+    out = -(-(n + before + after - span) // s) + 1
+    if (out - 1) * s >= n + before:  # the last window would start in the end padding: dropped
+        out -= 1
+    return max((out - 1) * s + span - (n + before + after), 0)
 
 
 def _conv(r: _Reader, name: str, inputs: list, attrs: dict) -> int:
@@ -182,7 +193,7 @@ def _pool(kind: str):
             _, h, w = r.shape(x)
             return r.add(name, AvgPool((h, w), (1, 1)), (x,))
         kernel = tuple(attrs["kernel_shape"])
-        strides, pads, dilations = _window(r, x, attrs, kernel)
+        strides, pads, dilations = _window(r, x, attrs, kernel, ignored_pads=kind == "max")
         if dilations != (1, 1):
             raise ValueError(f"dilations {dilations} in pooling are not read")
         if kind == "max":

@@ -18,13 +18,16 @@ import numpy as np
 
 from smug_opt.bounded import load_onnx
 from smug_opt.network.builder import GraphBuilder
-from smug_opt.network.graph import Network, Reshape
+from smug_opt.network.graph import Network, OutputKind, Reshape
 from smug_opt.network.onnx_constants import FOLDABLE, fold
 from smug_opt.network.onnx_ops import TRANSLATE
 
 __all__ = ["SUPPORTED_OPS", "guess_layout", "read_onnx"]
 
-SUPPORTED_OPS = tuple(sorted({*TRANSLATE, *FOLDABLE, "Identity", "Dropout", "Softmax", "Sigmoid"}))
+_FINAL: dict[str, OutputKind] = {"Softmax": "softmax", "LogSoftmax": "log_softmax", "Sigmoid": "sigmoid"}
+"""Monotone operations read only as the network's last: what follows the class scores."""
+
+SUPPORTED_OPS = tuple(sorted({*TRANSLATE, *FOLDABLE, "Identity", "Dropout", *_FINAL}))
 """The ONNX operator types :func:`read_onnx` reads (those only in FOLDABLE: on constants)."""
 
 Value = int | np.ndarray  # a node index, or a constant
@@ -129,10 +132,10 @@ class _Reader:
             for out_name, value in zip(node.output, results, strict=False):
                 self.values[out_name] = value
             return
-        if op in ("Softmax", "Sigmoid"):
+        if op in _FINAL:
             if node.output[0] != self.graph.output[0].name:
                 raise ValueError(f"{op} is read only as the network's last operation")
-            self.output_kind = op.lower()
+            self.output_kind = _FINAL[op]
             self.values[node.output[0]] = _first(inputs, op)
             return
         if op in ("Identity", "Dropout"):

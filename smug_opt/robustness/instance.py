@@ -10,6 +10,7 @@ or ``sat`` and the counterexample as ``((X_0 v) ... (Y_0 v) ...)``).
 
 from __future__ import annotations
 
+import math
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, replace
@@ -82,7 +83,8 @@ def _onnxruntime(path: str) -> Callable[[np.ndarray], np.ndarray]:
 def check_compatible(model: InstanceModel, spec: VnnlibSpec) -> None:
     """Refuse a property whose sizes do not fit the model, or whose output rows are not
     pairwise comparisons when the model ends in softmax/sigmoid (the flat network gives the
-    scores before it, which only preserves comparisons)."""
+    scores before it, which only preserves comparisons), or do not sum to 0 after a
+    log-softmax (which shifts every score by one amount)."""
     n_in = int(np.prod(model.network.input_shape))
     if spec.num_inputs != n_in:
         raise ValueError(f"the property declares {spec.num_inputs} inputs X_i but {model.path} "
@@ -90,7 +92,14 @@ def check_compatible(model: InstanceModel, spec: VnnlibSpec) -> None:
     if spec.num_outputs != model.flat.num_outputs:
         raise ValueError(f"the property declares {spec.num_outputs} outputs Y_j but {model.path} "
                          f"gives {model.flat.num_outputs}")
-    if model.network.output != "logits":
+    if model.network.output == "log_softmax":
+        # log_softmax(z) = z - logsumexp(z)·1: a row whose coefficients sum to 0 (exactly: fsum)
+        # reads the same on z.
+        for d in spec.disjuncts:
+            if any(math.fsum(row) != 0.0 for row in d.matrix.tolist()):
+                raise ValueError(f"{model.path} ends in log_softmax: only output rows whose coefficients "
+                                 f"sum to 0 (comparisons of outputs, Y_i - Y_j <= c) are supported")
+    elif model.network.output != "logits":
         for d in spec.disjuncts:
             m = d.matrix
             pairwise = (np.count_nonzero(m, axis=1) == 2) & (m.sum(axis=1) == 0) & (d.rhs == 0)

@@ -115,6 +115,43 @@ def test_common_pytorch_idioms(digits):
     np.testing.assert_allclose(1 / (1 + np.exp(-net.forward(digits))), expected, rtol=0, atol=1e-9)
 
 
+def test_ceil_mode_max_pooling_and_a_final_log_softmax(digits):
+    """MaxPool2d(ceil_mode=True) whose last windows overhang the input (read as more end
+    padding that never wins; a window starting in the padding dropped, as torch does) and
+    F.log_softmax on the output (PyTorch's MNIST example): as torch computes them."""
+    from torch import nn
+    from torch.nn import functional as F
+
+    class Tutorial(nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            torch.manual_seed(2)
+            self.conv = nn.Conv2d(1, 4, 3)
+            self.pool = nn.MaxPool2d(3, stride=2, ceil_mode=True)   # 10 -> 5 (floor mode: 4)
+            self.pool2 = nn.MaxPool2d(2, stride=2, padding=1, ceil_mode=True)  # 5 -> 3: a 4th starts in padding
+            self.fc = nn.Linear(4 * 3 * 3, 10)
+
+        def forward(self, x):
+            x = self.pool2(self.pool(torch.relu(self.conv(x))))
+            return F.log_softmax(self.fc(torch.flatten(x, 1)), dim=1)
+
+    module = Tutorial().eval()
+    net = read_torch(module, (1, 12, 12))
+    assert net.output == "log_softmax" and [n.shape for n in net.nodes if isinstance(n.op, MaxPool)] == \
+        [(4, 5, 5), (4, 3, 3)]
+    scores = net.forward(digits)
+    log_probs = scores - np.log(np.exp(scores).sum(axis=1, keepdims=True))
+    np.testing.assert_allclose(log_probs, _torch64(module, digits), rtol=0, atol=1e-9)
+
+
+def test_ceil_mode_average_pooling_past_the_edge_is_refused():
+    from torch import nn
+
+    module = nn.Sequential(nn.Conv2d(1, 2, 3), nn.AvgPool2d(3, stride=2, ceil_mode=True)).eval()
+    with pytest.raises(ValueError, match="ceil_mode=1 with windows past the input's edge is read only in max"):
+        read_torch(module, (1, 12, 12))
+
+
 def test_broken_files_and_factories_are_one_error_each(tmp_path, monkeypatch, capfd):
     (tmp_path / "user_factories.py").write_text(
         "def number():\n    return 42\n\n"

@@ -18,9 +18,9 @@ pytest.importorskip("onnxruntime")
 SHARED = Path(__file__).resolve().parents[3] / "shared" / "nets" / "vnncomp2021" / "benchmarks"
 
 
-def _tiny_onnx(path: Path) -> None:
+def _tiny_onnx(path: Path, final: str | None = None) -> None:
     """2 inputs → Gemm 4 → Relu → Gemm 2 (float32): y0 - y1 = relu(x0 + x1) - relu(x0 - x1)
-    style, with known answers below."""
+    style, with known answers below; ``final``: an op type applied to the scores (LogSoftmax)."""
     from onnx import TensorProto, helper, numpy_helper
 
     W1 = np.array([[1.0, 1.0], [1.0, -1.0], [-1.0, 1.0], [-1.0, -1.0]], dtype=np.float32)
@@ -29,7 +29,9 @@ def _tiny_onnx(path: Path) -> None:
     b2 = np.array([0.0, 0.25], dtype=np.float32)
     nodes = [helper.make_node("Gemm", ["x", "W1", "b1"], ["h"], transB=1),
              helper.make_node("Relu", ["h"], ["r"]),
-             helper.make_node("Gemm", ["r", "W2", "b2"], ["y"], transB=1)]
+             helper.make_node("Gemm", ["r", "W2", "b2"], ["z" if final else "y"], transB=1)]
+    if final:
+        nodes.append(helper.make_node(final, ["z"], ["y"], axis=1))
     graph = helper.make_graph(
         nodes, "tiny", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 2])],
         [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 2])],
@@ -233,3 +235,15 @@ def test_property_of_several_input_boxes(tmp_path, capsys):
     values = dict(item.strip("() \n").split() for item in text[4:].split("\n") if item.strip())
     x = np.array([float(values["X_0"]), float(values["X_1"])])
     assert np.all(np.abs(x) <= 1) and _forward(x)[1] >= _forward(x)[0] + 0.5
+
+
+def test_log_softmax_output_takes_rows_summing_to_zero(tmp_path, capsys):
+    model = tmp_path / "tiny_log_softmax.onnx"
+    _tiny_onnx(model, final="LogSoftmax")
+    # log_softmax shifts both scores by one amount: y1 >= y0 + 0.5 reads as on the logits (sat).
+    _spec(tmp_path / "diff.vnnlib", (-1.0, -1.0), (1.0, 1.0), "(>= Y_1 (+ Y_0 0.5))")
+    assert main(["verify", str(model), str(tmp_path / "diff.vnnlib"), "--time-limit", "20"]) == 0
+    assert capsys.readouterr().out.strip() == "sat"
+    _spec(tmp_path / "level.vnnlib", (-1.0, -1.0), (1.0, 1.0), "(<= Y_0 -9)")
+    assert main(["verify", str(model), str(tmp_path / "level.vnnlib"), "--time-limit", "20"]) == 1
+    assert "ends in log_softmax: only output rows whose coefficients sum to 0" in capsys.readouterr().err
