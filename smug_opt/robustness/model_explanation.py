@@ -19,6 +19,7 @@ from smug_opt.network.graph import Network
 from smug_opt.robustness.check import AttackCheck, attack_check
 from smug_opt.robustness.explanation import RobustExplanation, robust_explanation
 from smug_opt.robustness.minimum import MinimumExplanation, minimum_explanation
+from smug_opt.robustness.work import Work
 
 __all__ = ["RobustResult", "explain_robust"]
 
@@ -116,7 +117,8 @@ def explain_robust(model: Any, x: np.ndarray, *, eps: float, minimum: bool = Fal
                    backend: str | BackendChoice = DEFAULT_BACKEND,
                    target: int | None = None, input_shape: tuple[int, ...] | None = None,
                    input_layout: str | None = None, input_range: tuple[float, float] | None = None,
-                   solve_options: Mapping[str, Any] | None = None, lean: bool = True) -> RobustResult:
+                   solve_options: Mapping[str, Any] | None = None, lean: bool = True,
+                   query_work: Work | None = None) -> RobustResult:
     """A verified explanation of ``model``'s prediction on ``x`` at ``eps`` (see
     :mod:`smug_opt.robustness.explanation`; with ``minimum``, also
     :mod:`smug_opt.robustness.minimum`, which gets the half of ``time_limit`` the
@@ -126,7 +128,10 @@ def explain_robust(model: Any, x: np.ndarray, *, eps: float, minimum: bool = Fal
     ``x``: the input as smug-opt shows it (channels last) or in the network's own shape.
     ``solve_options`` go to each :func:`smug_opt.solve` (default: in this process,
     ``isolate=False``: a worker per query cost 6 s under load); ``lean``: the traversal's
-    queries run :func:`~smug_opt.robustness.decide.decide`'s lean chain."""
+    queries run :func:`~smug_opt.robustness.decide.decide`'s lean chain; ``query_work``: the
+    traversal's queries end at this work instead of ``query_time``
+    (:class:`~smug_opt.robustness.work.Work`: the set does not depend on the load, unless the
+    time limit ends the traversal first)."""
     from smug_opt.models.base import top_tie
     from smug_opt.models.network_stem import read_network_stem
     from smug_opt.network.lower import lower
@@ -158,7 +163,7 @@ def explain_robust(model: Any, x: np.ndarray, *, eps: float, minimum: bool = Fal
     subset = robust_explanation(flat, preprocess, flat_x, eps=float(eps), valid_range=valid_range,
                                 label=label, query_time=query_time, backend=backend,
                                 time_limit=time_limit / 2 if minimum else time_limit,
-                                solve_options=options, lean=lean)
+                                solve_options=options, lean=lean, query_work=query_work)
     best = None
     if minimum:
         best = minimum_explanation(flat, preprocess, flat_x, subset, valid_range=valid_range,
@@ -166,7 +171,8 @@ def explain_robust(model: Any, x: np.ndarray, *, eps: float, minimum: bool = Fal
                                    query_time=query_time, backend=backend, solve_options=options)
     fixed = subset.fixed if best is None else best.fixed
     check = attack_check(flat, preprocess, flat_x, fixed, label, float(eps), valid_range)
-    settings = {"backend": str(backend), "time_limit": time_limit, "query_time": query_time}
+    settings = {"backend": str(backend), "time_limit": time_limit, "query_time": query_time,
+                "query_work": None if query_work is None else vars(query_work)}
     return RobustResult(network, flat_x, label, float(eps), valid_range, subset, best, check,
                         time.monotonic() - start, settings)
 

@@ -7,32 +7,10 @@ from __future__ import annotations
 import numpy as np
 import pytest
 import torch
-from flat_nets import exact_minimum, mlp
+from flat_nets import chain_of, covered, exact_minimum, mlp
 
-from smug_opt.bounds import Box, propagate
-from smug_opt.bounds.relu_chain import ChainBounds, ReluChain
 from smug_opt.deadline import Deadline
 from smug_opt.robustness.bab import branch_and_bound
-
-
-def _chain(net, lo, hi) -> ChainBounds:
-    fb = propagate(net, Box(lo, hi), method="crown")
-    relus = range((len(net.layers) - 2) // 2)
-    return ChainBounds.of(ReluChain.from_flat(net), lo, hi, [fb.lo[2 * i + 1] for i in relus],
-                          [fb.hi[2 * i + 1] for i in relus])
-
-
-def _covered(net, leaves, points: np.ndarray) -> np.ndarray:
-    """Per point, whether some leaf's splits hold at it (z >= 0 for +1, z <= 0 for -1)."""
-    values = net.forward(points)
-    pre = [values[2 * i + 1] for i in range(len(leaves.splits))]
-    inside = torch.ones(points.shape[0], leaves.count, dtype=torch.bool)
-    for z, s in zip(pre, leaves.splits, strict=True):
-        z = torch.from_numpy(z)[:, None, :]
-        s = s[None].to(torch.int64)
-        ok = ((s > 0) & (z >= 0)) | ((s < 0) & (z <= 0)) | (s == 0)
-        inside &= ok.all(dim=-1)
-    return inside.any(dim=-1).numpy()
 
 
 @pytest.mark.parametrize("seed", range(4))
@@ -49,11 +27,11 @@ def test_leaves_reused_over_other_boxes_give_the_exact_answer(seed):
         c[label], c[j] = 1.0, -1.0
         leaves = None
         for lo, hi in boxes:
-            cb = _chain(net, lo, hi)
+            cb = chain_of(net, lo, hi)
             if leaves is not None:
                 kept = leaves.for_box(cb)
                 points = lo + (hi - lo) * rng.random((2000, 2))
-                assert _covered(net, kept, points).all(), (seed, j)
+                assert covered(net, kept, points).all(), (seed, j)
             exact = exact_minimum(net, lo, hi, c)
             if abs(exact) < 1e-6:
                 continue
@@ -99,9 +77,9 @@ def test_kept_leaves_of_any_complete_tree_cover_a_smaller_box(seed):
     tree = _random_tree(rng, [6, 6], 14)
     x0 = rng.uniform(-1, 1, 2)
     lo, hi = x0 - 0.1, x0 + 0.1
-    kept = tree.for_box(_chain(net, lo, hi))
+    kept = tree.for_box(chain_of(net, lo, hi))
     assert kept.count < tree.count
-    assert _covered(net, kept, lo + (hi - lo) * rng.random((5000, 2))).all()
+    assert covered(net, kept, lo + (hi - lo) * rng.random((5000, 2))).all()
 
 
 class _AfterChecks(Deadline):
@@ -126,7 +104,7 @@ def test_a_search_cut_short_leaves_a_cover_that_finishes_the_proof(seed, radius)
     x0 = rng.uniform(-1, 1, 2)
     label = int(net.forward(x0[None])[-1][0].argmax())
     lo, hi = x0 - radius, x0 + radius
-    cb = _chain(net, lo, hi)
+    cb = chain_of(net, lo, hi)
     cut = 0
     for j in (j for j in range(3) if j != label):
         c = np.zeros(3)
@@ -136,7 +114,7 @@ def test_a_search_cut_short_leaves_a_cover_that_finishes_the_proof(seed, radius)
         if first.status != "unknown" or first.leaves is None:
             continue
         cut += 1
-        assert _covered(net, first.leaves, lo + (hi - lo) * rng.random((5000, 2))).all()
+        assert covered(net, first.leaves, lo + (hi - lo) * rng.random((5000, 2))).all()
         exact = exact_minimum(net, lo, hi, c)
         if abs(exact) < 1e-6:
             continue

@@ -1,0 +1,92 @@
+"""A query budget counted in work (smug_opt.robustness.work.Work): branch and bound stops at
+its domain count with a cover to continue from, and an explanation built with it is the same
+however the clock runs (a leaping clock cuts every wall-clock query instead)."""
+
+from __future__ import annotations
+
+import itertools
+import time
+
+import numpy as np
+import pytest
+from flat_nets import chain_of, covered, mlp
+
+from smug_opt.deadline import Deadline
+from smug_opt.network.flat import Preprocess
+from smug_opt.robustness.bab import Unfinished, branch_and_bound
+from smug_opt.robustness.explanation import robust_explanation
+from smug_opt.robustness.work import Work
+
+IN_PROCESS = {"isolate": False}
+
+
+def _leaping(monkeypatch: pytest.MonkeyPatch, leap: float) -> None:
+    """Every read of the monotonic clock jumps ``leap`` seconds further (a machine so loaded
+    that each step of a query takes that long)."""
+    real, reads = time.monotonic, itertools.count(1)
+    monkeypatch.setattr(time, "monotonic", lambda: real() + leap * next(reads))
+
+
+def _explain(seed: int, eps: float, **kw):
+    rng = np.random.default_rng(seed)
+    net = mlp(rng, [6, 16, 16, 3])
+    x = rng.uniform(0, 1, 6)
+    return robust_explanation(net, Preprocess(np.arange(6), np.ones(6), np.zeros(6)), x, eps=eps,
+                              batch=2, solve_options=IN_PROCESS, **kw)
+
+
+@pytest.mark.parametrize("seed, eps", [(0, 0.3), (5, 0.6)])
+def test_a_work_budget_gives_the_same_explanation_under_a_leaping_clock(seed, eps, monkeypatch):
+    """Same set, same counts, with the clock as it is and with every read a second later;
+    the same leaps change what a wall-clock query budget gives (so they do reach the queries)."""
+    work = Work(domains=64, milp_nodes=50)
+    calm = _explain(seed, eps, query_work=work)
+    assert calm.subset_minimal and calm.size < 6  # something is freed by a full query's proof
+    _leaping(monkeypatch, 1.0)
+    leaped = _explain(seed, eps, query_work=work)
+    assert np.array_equal(leaped.fixed, calm.fixed)
+    counts = [(r.necessary, r.undecided, r.queries) for r in (calm, leaped)]
+    assert counts[0] == counts[1]
+    timed = _explain(seed, eps, query_time=2.0)
+    assert timed.undecided > 0 and not np.array_equal(timed.fixed, calm.fixed)
+
+
+@pytest.mark.parametrize("seed", range(2))
+def test_branch_and_bound_stops_at_its_work_with_a_cover_that_finishes_the_proof(seed):
+    """At most ``work`` domains bounded, ``unknown`` for the work limit, and the search
+    continued from the open leaves answers as the whole search does (which
+    test_bab_leaves checks against the exact minimum)."""
+    rng = np.random.default_rng(seed)
+    net = mlp(rng, [2, 6, 6, 3])
+    x0 = rng.uniform(-1, 1, 2)
+    label = int(net.forward(x0[None])[-1][0].argmax())
+    lo, hi = x0 - 1.0, x0 + 1.0
+    cb = chain_of(net, lo, hi)
+    cut = 0
+    for j in (j for j in range(3) if j != label):
+        c = np.zeros(3)
+        c[label], c[j] = 1.0, -1.0
+        args = (cb, c[None], np.zeros(1), np.zeros(1, dtype=bool), Deadline.none())
+        whole = branch_and_bound(*args, root_steps=0)
+        if whole.domains <= 3:
+            continue
+        first = branch_and_bound(*args, root_steps=0, work=3)
+        assert first.domains <= 3 and first.status == "unknown"
+        assert first.unfinished is Unfinished.WORK_LIMIT and first.open_leaves is not None
+        cut += 1
+        assert covered(net, first.leaves, lo + (hi - lo) * rng.random((5000, 2))).all()
+        rest = branch_and_bound(*args, root_steps=0, start=first.open_leaves)
+        assert rest.status == whole.status
+    assert cut  # some search needs more than 3 domains
+
+
+def test_a_work_budget_is_counted_in_positive_integers_on_a_backend_with_a_node_limit():
+    with pytest.raises(ValueError, match="domains must be a positive integer"):
+        Work(domains=0, milp_nodes=10)
+    with pytest.raises(ValueError, match="milp_nodes must be a positive integer"):
+        Work(domains=10, milp_nodes=2.5)  # type: ignore[arg-type]
+    assert Work(8, 10).solver_extras("highs") == {"mip_max_nodes": 10}
+    with pytest.raises(ValueError, match="needs a backend with a node limit"):
+        Work(8, 10).solver_extras("z3")
+    with pytest.raises(ValueError, match="needs a backend with a node limit"):
+        _explain(0, 0.3, query_work=Work(8, 10), backend="highs,scip")
