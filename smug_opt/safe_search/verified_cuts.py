@@ -104,13 +104,15 @@ def proven_root_cuts(problem: Problem, seconds: float) -> list[Cut]:
 
 
 def highs_root_cuts(problem: Problem, seconds: float) -> list[Cut]:
-    """The cuts in HiGHS's cut pool after its MIP root on ``problem`` (strict rows as
-    non-strict), as ``coefs·x >= rhs`` (unverified: see :func:`verified_cuts`)."""
+    """The cuts over binaries only in HiGHS's cut pool after its MIP root on ``problem``
+    (strict rows as non-strict), as ``coefs·x >= rhs`` (unverified: see :func:`verified_cuts`,
+    whose :func:`row_minimum` takes every column of a cut to be binary)."""
     import highspy
 
     lp = problem_lp(problem)
-    lp.integrality_ = [highspy.HighsVarType.kInteger if b else highspy.HighsVarType.kContinuous
-                       for b in np.asarray(problem.binary, dtype=bool)]
+    binary = np.asarray(problem.binary, dtype=bool)
+    kinds = highspy.HighsVarType
+    lp.integrality_ = [kinds.kInteger if b else kinds.kContinuous for b in binary]
     with silenced_stdout():
         h: Any = highspy.Highs()
     options = {"output_flag": False, "threads": 1, "presolve": "off",  # cuts over the problem's own columns
@@ -129,7 +131,7 @@ def highs_root_cuts(problem: Problem, seconds: float) -> list[Cut]:
         lower, upper = np.array(out.cutpool_lower)[:count], np.array(out.cutpool_upper)[:count]
         for k in range(count):
             cols, coefs = index[start[k]:start[k + 1]].astype(np.int64), value[start[k]:start[k + 1]]
-            if cols.size and np.unique(cols).size == cols.size:
+            if cols.size and np.unique(cols).size == cols.size and binary[cols].all():
                 if np.isfinite(lower[k]) and lower[k] > -highspy.kHighsInf:
                     pool.append(Cut(cols, coefs.copy(), float(lower[k])))
                 if np.isfinite(upper[k]) and upper[k] < highspy.kHighsInf:
