@@ -58,7 +58,7 @@ class _Lowered:
     encoding: str
     opt: Any = None  # None: this level has no model (``skip`` says why)
     read: Callable[[Any], np.ndarray] | None = None  # z3 model -> problem values
-    bound: Callable[[], float | None] | None = None  # proven lower bound so far
+    bound: Callable[[bool], float | None] | None = None  # proven lower bound so far (given: a model is held)
     skip: str = ""
 
 
@@ -176,7 +176,7 @@ class Z3Backend(Backend):
                     x = read(m)
         objective = None if x is None else float(problem.objective @ x)
         try:
-            bound = model.bound()
+            bound = model.bound(x is not None)
         except _Unattained as inf:
             return RawResult(
                 Status.FEASIBLE if x is not None else Status.NO_SOLUTION, x, objective,
@@ -306,7 +306,7 @@ class _Writer:
                 self.opt.add(pb.make(z3.Z3_mk_pble, cols, coefs, hi))
 
     # ---------------------------------------------------------- objective
-    def soft_objective(self) -> Callable[[], float | None] | None:
+    def soft_objective(self) -> Callable[[bool], float | None] | None:
         """Weighted soft constraints (exact weights) for an objective on Bool variables
         only; None when the objective needs ``minimize``."""
         c = self.p.objective
@@ -323,15 +323,15 @@ class _Writer:
                 offset += w  # c·b = |c|·(1 - b) + c
             handle = self.opt.add_soft(literal, f"{abs(w).numerator}/{abs(w).denominator}")
         if handle is None:
-            return lambda: 0.0
+            return lambda has_model: 0.0
 
-        def bound() -> float | None:
+        def bound(has_model: bool) -> float | None:
             low = _number(self.z3, handle.lower())
             return None if low is None else _float_down(low + offset)
 
         return bound
 
-    def minimize(self) -> Callable[[], float | None]:
+    def minimize(self) -> Callable[[bool], float | None]:
         c = self.p.objective
         used = np.flatnonzero(c)
         if self.p.integral_objective and all(self.kind[j] == "int" for j in used.tolist()):
@@ -341,10 +341,14 @@ class _Writer:
             expr = self.linear(used, c[used])
         handle = self.opt.minimize(expr)
 
-        def bound() -> float | None:
+        def bound(has_model: bool) -> float | None:
             infinite, value, epsilon = (_number(self.z3, v) for v in handle.lower_values())
             if infinite != 0 or value is None or epsilon is None:
                 return None  # no finite lower bound (yet)
+            if not has_model and _number(self.z3, handle.upper_values()[0]) == 0:
+                # A finite best objective but no model: a check cancelled before z3 set up its
+                # objectives leaves lower = upper = 0 (seen with 1 ms limits): no bound.
+                return None
             if epsilon > 0:  # `value + epsilon`: the infimum ``value`` is not attained
                 raise _Unattained(value)
             return _float_down(value)

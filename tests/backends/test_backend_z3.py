@@ -119,3 +119,39 @@ def test_version_without_importing_the_solver() -> None:
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.startswith("z3 4") or out.stdout.startswith("z3 5")
     assert out.stdout.strip().endswith("False")
+
+
+def _campaign_40297() -> Problem:
+    """Adversarial campaign instance 40297 (continuous family): 10 binaries and t in [0, 4]
+    bound by strict rows; the infimum -5/4 is not attained."""
+    A = [[0.25, 0.75, 1, -1.25, 1.5, 0, 0.5, -0.25, -0.5, 1, 0.5],
+         [0.75, 0.75, -1, 0.5, 0, 0.25, -0.75, 0.25, 1, 0.75, -1],
+         [0.25, -0.5, 0.25, 0.5, -0.75, 0, -0.5, -1.5, 0.75, -0.75, float.fromhex("0x1.0624dd2f1a9fcp-10")],
+         [1, -1.75, 0, 1, 0.75, -0.75, -1.5, -0.25, 1, 0, float.fromhex("0x1.0624dd2f1a9fcp-10")]]
+    b = ProblemBuilder()
+    x = b.add_binaries(10)
+    t = b.add_continuous(1, 0.0, 4.0)
+    b.add_constraints(np.array(A), np.concatenate([x, t]), [">", ">=", "<=", ">"], [3.5, -2.125, -0.5, -2.0])
+    b.set_objective(np.concatenate([x, t]), [2, 1, 2, -1, 1, 2, 0, -2, 2, -1, 0.5])
+    return b.build()
+
+
+@pytest.mark.slow
+def test_a_check_cancelled_at_once_claims_no_bound() -> None:
+    """z3 cancelled within its first milliseconds can leave a ``minimize`` objective at
+    lower = upper = 0 with no model (before the fix, 4 in 200 such solves gave the bound 0.0
+    above the infimum -1.25; the campaign met it at load 10): that is no bound."""
+    from smug_opt_backends.z3_backend import Z3Backend
+
+    from smug_opt.backend import SolveOptions
+    from smug_opt.testing import exact_optimum as exact_infimum
+
+    problem = _campaign_40297()
+    infimum = exact_infimum(problem)
+    assert infimum.value == Fraction(-5, 4) and not infimum.attained
+    backend = Z3Backend()
+    for attempt in range(300):
+        options = SolveOptions(time_limit=(1 + attempt % 3) / 1000)
+        lowered = backend.lower(problem, options, 0)
+        raw = backend.optimize(lowered, problem, options, lambda x, objective: None)
+        assert raw.bound is None or raw.bound <= -1.25, (attempt, raw)
