@@ -13,6 +13,7 @@ live in :mod:`smug_opt.problem_arrays` (re-exported here).
 
 from __future__ import annotations
 
+import enum
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, fields, replace
 from typing import Any
@@ -189,11 +190,20 @@ class Problem:
         return replace(self, metadata={**self.metadata, **items})
 
 
+def _all_codes(values: np.ndarray, codes: type[enum.IntEnum]) -> bool:
+    """Whether every entry of ``values`` is one of ``codes`` (``np.isin``'s answer, without
+    its sorting: ~0.3 ms a call, half of validating a small problem)."""
+    ok = np.zeros(values.shape, dtype=bool)
+    for code in codes:
+        ok |= values == code
+    return bool(ok.all())
+
+
 def _validate(p: Problem) -> None:
     n = p.num_vars
     if p.lb.shape != (n,) or p.ub.shape != (n,) or p.objective.shape != (n,):
         raise ValueError("lb, ub and objective must each have one entry per variable")
-    if not np.all(np.isin(p.kinds, [VarKind.BINARY, VarKind.CONTINUOUS])):
+    if not _all_codes(p.kinds, VarKind):
         raise ValueError("kinds must be VarKind codes")
     bin_ = p.kinds == VarKind.BINARY
     if np.any(p.lb[bin_] != 0) or np.any(p.ub[bin_] != 1):
@@ -211,7 +221,7 @@ def _validate(p: Problem) -> None:
         raise ValueError(f"A has {p.A.shape[1]} columns but the problem has {n} variables")
     if p.senses.shape != (m,) or p.rhs.shape != (m,):
         raise ValueError(f"senses and rhs need one entry per row ({m})")
-    if not np.all(np.isin(p.senses, list(Sense))):
+    if not _all_codes(p.senses, Sense):
         raise ValueError("senses must be Sense codes")
     if not np.all(np.isfinite(p.rhs)):
         raise ValueError("rhs contains NaN or inf")

@@ -118,6 +118,8 @@ class _Work:
         self.rows = normal_rows(problem)
         n, m = problem.num_vars, problem.num_rows
         self.fixed = np.full(n, -1, dtype=np.int8)
+        self.stamp = np.full(n, -1, dtype=np.int64)
+        self.fixes = 0  # calls of _fix that fixed a cell
         self.removed = np.zeros(m, dtype=bool)
         self.cuts: list[tuple[np.ndarray, np.ndarray, int]] = []  # (cells, int coefs, bound)
         self.infeasible = ""
@@ -151,6 +153,8 @@ class _Work:
         new = cells[self.fixed[cells] == -1]
         if new.size:
             self.fixed[new] = value
+            self.stamp[new] = self.fixes  # when each cell was fixed: what propagate re-reads
+            self.fixes += 1
             self.stats["fixed_on" if value else "fixed_off"] += int(new.size)
         return bool(new.size)
 
@@ -177,10 +181,19 @@ class _Work:
         return bits, consistent
 
     def propagate(self) -> bool:
-        """Fix cells until nothing changes; False (with a reason) if a row cannot hold."""
+        """Fix cells until nothing changes; False (with a reason) if a row cannot hold.
+
+        A group or wide row none of whose cells was fixed since it was last read is
+        skipped: reading it again would fix nothing new (the same fixings, in the same
+        order, as reading every one every round)."""
+        seen_group = np.full(len(self.groups), -1, dtype=np.int64)
+        seen_wide = np.full(self.wide.size, -1, dtype=np.int64)
         for _ in range(_FIXPOINT_ROUNDS):
             changed = False
-            for group in self.groups:
+            for g, group in enumerate(self.groups):
+                if seen_group[g] >= 0 and self.stamp[group.cells].max() < seen_group[g]:
+                    continue
+                seen_group[g] = self.fixes
                 bits, consistent = self._live(group)
                 live = bits[group.table & consistent]
                 if live.shape[0] == 0:
@@ -189,8 +202,11 @@ class _Work:
                 if self.pieces.fixings:
                     changed |= self._fix(group.cells[np.all(live == 1, axis=0)], 1)
                     changed |= self._fix(group.cells[np.all(live == 0, axis=0)], 0)
-            for i in self.wide.tolist():
+            for w, i in enumerate(self.wide.tolist()):
                 cols, coefs = self.rows.row(i)
+                if seen_wide[w] >= 0 and self.stamp[cols].max() < seen_wide[w]:
+                    continue
+                seen_wide[w] = self.fixes
                 facts = knapsack(cols, coefs, self.rows.rhs[i], bool(self.rows.strict[i]),
                                  self.fixed)
                 if facts.count is None:
