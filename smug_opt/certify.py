@@ -37,7 +37,6 @@
 
 from __future__ import annotations
 
-import os
 import time
 from dataclasses import replace
 from fractions import Fraction
@@ -45,6 +44,14 @@ from typing import TYPE_CHECKING
 
 from smug_opt.backend import Status
 from smug_opt.certified_results import corrected, downgraded, finished, settled
+from smug_opt.certify_search import (
+    MAX_SEARCH_WORKERS,
+    optimum_search,
+    run_search,
+    safe_search,
+    search_result,
+    search_workers,
+)
 from smug_opt.deadline import Deadline
 from smug_opt.exact_enumeration import (
     ENUMERATION_BINARIES,
@@ -66,7 +73,6 @@ from smug_opt.verification import Verification, verify
 
 if TYPE_CHECKING:
     from smug_opt.safe_search.prove import Proof as SafeSearchProof
-    from smug_opt.safe_search.search import Settings
 
 __all__ = [
     "CLOSE_GAP", "DEFAULT_BACKSTOP_SECONDS", "DEFAULT_INFEASIBLE_LPS", "ENUMERATION_BINARIES",
@@ -102,9 +108,6 @@ asked. Measured after 1,500 LPs (benchmarks/certify/close_gap.md): 3.48 below on
 784-binary cnn-d0-c1-k100-g0.5 (the search closes it; z3 does not in 60 s), 0.15 on
 cnn-d0-c1-k100-g0.9 (closed by the search with HiGHS's cuts at its root); 4.55 and 5.72
 on cnn-d2-c1-k500-g0.0 and cnn-d1-c2-k500-g0.0, which z3 settles and the search does not."""
-
-MAX_SEARCH_WORKERS = 4
-"""At most this many processes share an unbudgeted safe search."""
 
 _ENUMERATION = "exact enumeration of every binary assignment"
 
@@ -145,9 +148,9 @@ def certify_within_budget(problem: Problem, result: SolveResult, deadline: Deadl
     if result.status is Status.INFEASIBLE:
         from smug_opt.safe_search.search import Settings
 
-        proof = _safe_search(problem, None, budget, Settings(max_lps=DEFAULT_INFEASIBLE_LPS))
+        proof = safe_search(problem, None, budget, Settings(max_lps=DEFAULT_INFEASIBLE_LPS))
         if proof is not None and proof.proven:
-            return _search_result(problem, result, proof, start)
+            return search_result(problem, result, proof, start)
         return finished(result, note="", start=start)
     if result.status is not Status.OPTIMAL or result.x is None or result.objective is None:
         return result
@@ -198,9 +201,10 @@ def certify(problem: Problem, result: SolveResult, *, ask: Step, deadline: Deadl
     # depth first (cheaper LPs; its open bound, read only after a budget, matters no more)
     unbudgeted = Settings(highs_cuts_after=0, workers=search_workers(), depth_first=True)
     known = incumbent if incumbent and incumbent.ok else None
-    budgeted = _safe_search(problem, known, deadline, Settings(max_lps=SEARCH_LPS) if exact.available()
-                            else Settings(workers=search_workers(), depth_first=True))
-    searched = result if budgeted is None else _search_result(problem, result, budgeted, start)
+    tree = optimum_search(problem, known)
+    budgeted = run_search(tree, deadline, Settings(max_lps=SEARCH_LPS) if exact.available()
+                    else Settings(workers=search_workers(), depth_first=True))
+    searched = result if budgeted is None else search_result(problem, result, budgeted, start)
     if searched.proof == "exact":
         return searched
     if not exact.available():
@@ -208,23 +212,27 @@ def certify(problem: Problem, result: SolveResult, *, ask: Step, deadline: Deadl
     if budgeted is None:
         return _Residual(problem, result, incumbent, exact, start).run()
     if known is not None and _close(problem, known, budgeted):
-        # the search's open bound nearly prunes: it goes on (every core), the exact backend after it
-        again = _safe_search(problem, known, deadline, unbudgeted)
+        # the search's open bound nearly prunes: it goes on from its open nodes (every core),
+        # the exact backend after it
+        again = run_search(tree, deadline, unbudgeted)
         if again is not None and again.proven:
-            return _search_result(problem, result, again, start)
-        searched = searched if again is None else _search_result(problem, result, again, start)
+            return search_result(problem, result, again, start)
+        searched = searched if again is None else search_result(problem, result, again, start)
         return _Residual(problem, searched, incumbent, exact, start).run()
     # the search stopped at its LP budget far from closing: the exact backend gets a share
-    # of what is left, then the search the rest, without a budget, from the best solution known by then
+    # of what is left, then the search the rest, without a budget: from its open nodes when
+    # the best solution known is still the incumbent, else afresh from the better one
     shared = ExactQuestions(problem, ask, deadline.share(RESIDUAL_SHARE))
     answered = _Residual(problem, searched, incumbent, shared, start).run()
     if answered.proof == "exact" or deadline.passed(0.05):
         return answered
-    best = None if answered.x is None else verify(problem, answered.x)
-    resumed = _safe_search(problem, best if best is not None and best.ok else None, deadline, unbudgeted)
+    found = None if answered.x is None else verify(problem, answered.x)
+    best = found if found is not None and found.ok else None
+    same = (best.objective == known.objective) if best is not None and known is not None else best is known
+    resumed = run_search(tree if same else optimum_search(problem, best), deadline, unbudgeted)
     if resumed is None or not resumed.proven:
         return answered
-    return _search_result(problem, result, resumed, start)
+    return search_result(problem, result, resumed, start)
 
 
 # ------------------------------------------------------------- the safe LP bound
@@ -262,42 +270,6 @@ def _proves_optimal(problem: Problem, bound: float, v: Fraction) -> bool:
 
 
 # -------------------------------------------------------------- the safe search
-def search_workers() -> int:
-    """The processes an unbudgeted safe search may use: the cores this process may run on,
-    at most :data:`MAX_SEARCH_WORKERS` (1 on a single core: the tree is split only where
-    two processes can run at once). Only the search's speed depends on it, never what a
-    finished search proves."""
-    try:
-        cores = len(os.sched_getaffinity(0))
-    except AttributeError:  # not on Linux
-        cores = os.cpu_count() or 1
-    return max(1, min(cores, MAX_SEARCH_WORKERS))
-
-
-def _safe_search(problem: Problem, incumbent: Verification | None, deadline: Deadline,
-                 settings: Settings | None = None) -> SafeSearchProof | None:
-    """:func:`~smug_opt.safe_search.prove.prove_optimum` from ``incumbent`` by ``deadline``
-    (problems without ReLUs); None when it did not run."""
-    from smug_opt.safe_search.prove import applies, prove_optimum
-
-    if not applies(problem) or deadline.passed(0.05):
-        return None
-    try:
-        return prove_optimum(problem, incumbent, deadline, settings)
-    except ImportError:  # no HiGHS here: the exact backend answers alone
-        return None
-
-
-def _search_result(problem: Problem, result: SolveResult, proof: SafeSearchProof,
-                   start: float) -> SolveResult:
-    """The claim settled by the safe search's ``proof`` (exact), or ``result`` with a note
-    saying why the search did not settle it."""
-    if not proof.proven:
-        return result.with_note(f"the safe search did not settle it ({proof.why}; {proof.summary()})")
-    return settled(problem, result, proof.best,
-                   f"a branch-and-bound with safe LP bounds ({proof.summary()})", start)
-
-
 def _close(problem: Problem, incumbent: Verification, proof: SafeSearchProof) -> bool:
     """Whether the budgeted search's lowest open bound is within :data:`CLOSE_GAP` of what
     prunes (``v - 1``; integral objectives only): a search that near its end goes on

@@ -20,6 +20,7 @@ among the workers; the deadline is shared.
 from __future__ import annotations
 
 import time
+from collections.abc import Sequence
 from dataclasses import dataclass, replace
 
 import numpy as np
@@ -38,7 +39,8 @@ from smug_opt.safe_search.search import (
 from smug_opt.spawn import Child, kill_group, spawn
 from smug_opt.verification import Verification, verify
 
-__all__ = ["OPEN_PER_WORKER", "search", "search_in_parallel", "search_share"]
+__all__ = ["OPEN_PER_WORKER", "Paused", "resume", "search", "search_in_parallel", "search_pausable",
+           "search_share"]
 
 OPEN_PER_WORKER = 16
 """Open nodes per worker at the split: more even shares for a longer first phase."""
@@ -87,22 +89,90 @@ def search_in_parallel(problem: Problem, incumbent: Verification | None, deadlin
                        settings: Settings) -> SearchOutcome:
     """:func:`search` with ``settings.workers`` processes, started (each importing smug_opt,
     ~1 s) while this process runs the first phase."""
-    workers = settings.workers
-    with _Workers(workers) as started:
+    with _Workers(settings.workers) as started:
         s = _Search(problem, incumbent, deadline, replace(settings, depth_first=False))
-        try:
-            open_nodes = s.run(until_open=OPEN_PER_WORKER * workers)
-        except _GaveUp as stop:
-            return s.outcome(False, str(stop))
-        if not open_nodes:
-            return s.outcome(True)
-        open_nodes.sort(key=lambda n: n.estimate)
-        share_settings = replace(settings, workers=1, cut_rounds=0, highs_cuts_after=-1,
-                                 max_nodes=max(settings.max_nodes - s.nodes, 0) // workers,
-                                 max_lps=max(settings.max_lps - s.lp.lps, 0) // workers)
-        shares = [_Share(problem, None if s.best is None else s.best.x, s.cuts, s.pc_sum, s.pc_count,
-                         share_settings, deadline, share) for share in _dealt(open_nodes, workers)]
-        return _combined(s, started.search(shares))
+        return _split(s, started, settings, ())
+
+
+def _split(s: _Search, started: _Workers, settings: Settings, start: Sequence[_Node]) -> SearchOutcome:
+    """``s`` run (from ``start``, or its root) until enough nodes are open, then those
+    nodes dealt out to the ``started`` workers."""
+    workers = settings.workers
+    try:
+        open_nodes = s.run(start=start, until_open=OPEN_PER_WORKER * workers)
+    except _GaveUp as stop:
+        return s.outcome(False, str(stop))
+    if not open_nodes:
+        return s.outcome(True)
+    open_nodes.sort(key=lambda n: n.estimate)
+    share_settings = replace(settings, workers=1, cut_rounds=0, highs_cuts_after=-1,
+                             max_nodes=max(settings.max_nodes - s.nodes, 0) // workers,
+                             max_lps=max(settings.max_lps - s.lp.lps, 0) // workers)
+    shares = [_Share(s.problem, None if s.best is None else s.best.x, s.cuts, s.pc_sum, s.pc_count,
+                     share_settings, s.deadline, share) for share in _dealt(open_nodes, workers)]
+    return _combined(s, started.search(shares))
+
+
+@dataclass(frozen=True)
+class Paused:
+    """A one-process search stopped by a limit, and its open nodes (every node it had not
+    closed: the queue and the node it was solving), from which :func:`resume` goes on."""
+
+    search: _Search
+    nodes: list[_Node]
+
+
+def search_pausable(problem: Problem, incumbent: Verification | None, deadline: Deadline,
+                    settings: Settings) -> tuple[SearchOutcome, Paused | None]:
+    """:func:`search`, and, when a one-process search stops at a limit with open nodes,
+    where :func:`resume` takes it up (so a search given more time does not solve its first
+    LPs again)."""
+    if settings.workers > 1:
+        return search_in_parallel(problem, incumbent, deadline, settings), None
+    s = _Search(problem, incumbent, deadline, settings)
+    try:
+        s.run()
+    except _GaveUp as stop:
+        return s.outcome(False, str(stop)), _paused(s)
+    return s.outcome(True), None
+
+
+def resume(paused: Paused, deadline: Deadline, settings: Settings) -> tuple[SearchOutcome, Paused | None]:
+    """The paused search continued from its open nodes with ``settings`` (its limits count
+    the work done before the pause) by ``deadline``; its incumbent, cuts and pseudo-costs
+    carry over. HiGHS's cuts join now when ``settings`` has them due and they are not in yet.
+    ``settings.workers`` above 1: the open nodes are split among that many processes.
+
+    Every node the search closed was closed rigorously against an incumbent at least as
+    good as the one it has now, so the open nodes are all that is left to decide."""
+    s = paused.search
+    h = s.settings.highs_cuts_after
+    cuts_in = 0 <= h < s.nodes
+    due = settings.highs_cuts_after
+    if not cuts_in and 0 <= due <= s.nodes:
+        s.add_highs_cuts()
+        cuts_in = True
+    s.settings = replace(settings, highs_cuts_after=-1 if cuts_in else due)
+    s.deadline = deadline
+    s.queue.clear()
+    s.current = None
+    nodes = sorted(paused.nodes, key=lambda n: -n.estimate)  # depth first: the lowest bound first
+    if settings.workers > 1:
+        with _Workers(settings.workers) as started:
+            s.settings = replace(s.settings, depth_first=False)
+            return _split(s, started, settings, nodes), None
+    try:
+        s.run(start=nodes)
+    except _GaveUp as stop:
+        return s.outcome(False, str(stop)), _paused(s)
+    return s.outcome(True), None
+
+
+def _paused(s: _Search) -> Paused | None:
+    """``s``, stopped by :class:`_GaveUp`, with its open nodes (None when it stopped before
+    its root was queued: nothing to go on from)."""
+    nodes = [node for _, _, node in s.queue] + ([s.current] if s.current is not None else [])
+    return Paused(s, nodes) if nodes else None
 
 
 def _dealt(nodes: list[_Node], workers: int) -> list[list[_Node]]:

@@ -18,11 +18,12 @@ import numpy as np
 from smug_opt.deadline import Deadline
 from smug_opt.exact import float_down
 from smug_opt.ir import Problem
-from smug_opt.safe_search.parallel import search
-from smug_opt.safe_search.search import Settings
+from smug_opt.safe_search.parallel import Paused, resume, search_pausable
+from smug_opt.safe_search.search import SearchOutcome, Settings
+from smug_opt.strengthen.outcome import Part
 from smug_opt.verification import Verification, verify
 
-__all__ = ["Proof", "applies", "prove_optimum"]
+__all__ = ["OptimumSearch", "Proof", "applies", "prove_optimum"]
 
 
 @dataclass(frozen=True)
@@ -64,42 +65,108 @@ def prove_optimum(problem: Problem, incumbent: Verification | None, deadline: De
     """The exact optimum of ``problem`` proven by the safe search by ``deadline``, or
     why not; ``incumbent`` (verified) is the solution to beat. ``settings``' node and LP
     limits bound the parts' searches together."""
-    from smug_opt.strengthen.reuse import strengthen_reused
+    return OptimumSearch(problem, incumbent, strengthened=strengthened).run(deadline, settings)
 
-    start = time.monotonic()
-    s = strengthen_reused(problem) if strengthened else None
-    if s is None or not s.applied:
-        o = search(problem, incumbent, deadline, settings)
-        return Proof(o.proven, o.best, o.nodes, o.lps, o.fixed_by_reduced_costs, 1, time.monotonic() - start,
-                     o.why, o.bound, o.closed_by_propagation, o.fixed_by_propagation)
-    nodes = lps = fixings = closed = narrowed = 0
-    solutions = []
-    optimum = s.offset
-    for position, part in enumerate(s.parts):
-        part_incumbent = None
-        if incumbent is not None:
-            x = np.concatenate([incumbent.x[part.columns], np.ones(part.carried.size)])
-            candidate = verify(part.problem, x)
-            part_incumbent = candidate if candidate.ok else None
-        o = search(part.problem, part_incumbent, deadline, _left(settings or Settings(), nodes, lps))
-        nodes, lps, fixings = nodes + o.nodes, lps + o.lps, fixings + o.fixed_by_reduced_costs
-        closed, narrowed = closed + o.closed_by_propagation, narrowed + o.fixed_by_propagation
-        if not o.proven or o.best is None:
-            why = o.why if not o.proven else "a part of the strengthened problem is infeasible"
-            last = position == len(s.parts) - 1  # the other parts' optima known: a bound on the whole
-            bound = float_down(optimum + Fraction(o.bound)) if last and o.bound is not None else None
-            return Proof(False, None, nodes, lps, fixings, len(s.parts), time.monotonic() - start, why,
-                         bound, closed, narrowed)
-        solutions.append(o.best.x)
-        optimum += o.best.objective
-    best = verify(problem, s.expand(solutions))
-    seconds = time.monotonic() - start
-    if not best.ok or best.objective != optimum:  # the map back disagrees: claim nothing
-        return Proof(False, None, nodes, lps, fixings, len(s.parts), seconds,
-                     f"the parts' optima ({float(optimum)!r}) do not give a solution of the problem "
-                     f"of that objective ({best.summary()}, objective {float(best.objective)!r})",
-                     None, closed, narrowed)
-    return Proof(True, best, nodes, lps, fixings, len(s.parts), seconds, "", None, closed, narrowed)
+
+class OptimumSearch:
+    """:func:`prove_optimum` that can be taken up again: a run stopped by a limit (say an
+    LP budget) keeps the parts it proved and the open nodes of the part it stopped in, and
+    the next :meth:`run` goes on from there instead of solving the same LPs again."""
+
+    def __init__(self, problem: Problem, incumbent: Verification | None, *,
+                 strengthened: bool = True) -> None:
+        from smug_opt.strengthen.reuse import strengthen_reused
+
+        self.problem, self.incumbent = problem, incumbent
+        self.strengthened = strengthen_reused(problem) if strengthened else None
+        self.position = 0  # the part searched now (the parts before it are proven)
+        self.optimum = Fraction(0) if self.strengthened is None else self.strengthened.offset
+        self.solutions: list[np.ndarray] = []
+        self.done = _Counts()  # the proven parts' work
+        self.paused: Paused | None = None
+        self.seconds = 0.0
+        self.finished: Proof | None = None  # the answer once the search ended (not by a limit)
+
+    def run(self, deadline: Deadline, settings: Settings | None = None) -> Proof:
+        """Go on by ``deadline`` with ``settings`` (their node and LP limits count every run's work)."""
+        if self.finished is not None:
+            return self.finished
+        start = time.monotonic()
+        settings = settings or Settings()
+        s = self.strengthened
+        if s is None or not s.applied:
+            o = self._search(self.problem, self.incumbent, deadline, settings)
+            proof = Proof(o.proven, o.best, o.nodes, o.lps, o.fixed_by_reduced_costs, 1,
+                          self._took(start), o.why, o.bound, o.closed_by_propagation, o.fixed_by_propagation)
+            return self._ended(proof, o.proven)
+        while self.position < len(s.parts):
+            part = s.parts[self.position]
+            o = self._search(part.problem, self._part_incumbent(part), deadline,
+                             _left(settings, self.done.nodes, self.done.lps))
+            total = self.done.plus(o)
+            if not o.proven or o.best is None:
+                why = o.why if not o.proven else "a part of the strengthened problem is infeasible"
+                last = self.position == len(s.parts) - 1  # the other parts known: a bound on the whole
+                bound = float_down(self.optimum + Fraction(o.bound)) if last and o.bound is not None else None
+                proof = Proof(False, None, total.nodes, total.lps, total.fixings, len(s.parts),
+                              self._took(start), why, bound, total.closed, total.narrowed)
+                return self._ended(proof, o.proven)
+            self.done, self.position = total, self.position + 1
+            self.solutions.append(o.best.x)
+            self.optimum += o.best.objective
+        best = verify(self.problem, s.expand(self.solutions))
+        d = self.done
+        if not best.ok or best.objective != self.optimum:  # the map back disagrees: claim nothing
+            return self._ended(Proof(False, None, d.nodes, d.lps, d.fixings, len(s.parts), self._took(start),
+                                     f"the parts' optima ({float(self.optimum)!r}) do not give a solution "
+                                     f"of the problem of that objective ({best.summary()}, objective "
+                                     f"{float(best.objective)!r})", None, d.closed, d.narrowed), True)
+        return self._ended(Proof(True, best, d.nodes, d.lps, d.fixings, len(s.parts), self._took(start), "",
+                                 None, d.closed, d.narrowed), True)
+
+    def _search(self, problem: Problem, incumbent: Verification | None, deadline: Deadline,
+                settings: Settings) -> SearchOutcome:
+        """The current part's search: taken up where it paused, else started."""
+        if self.paused is not None:
+            outcome, self.paused = resume(self.paused, deadline, settings)
+        else:
+            outcome, self.paused = search_pausable(problem, incumbent, deadline, settings)
+        return outcome
+
+    def _part_incumbent(self, part: Part) -> Verification | None:
+        """The incumbent's values on ``part``'s cells, when they satisfy it (verified exactly)."""
+        if self.incumbent is None:
+            return None
+        x = np.concatenate([self.incumbent.x[part.columns], np.ones(part.carried.size)])
+        candidate = verify(part.problem, x)
+        return candidate if candidate.ok else None
+
+    def _took(self, start: float) -> float:
+        self.seconds += time.monotonic() - start
+        return self.seconds
+
+    def _ended(self, proof: Proof, final: bool) -> Proof:
+        """``proof``, kept as the answer to every later :meth:`run` when ``final`` (a
+        search stopped by a limit is not: the next run goes on from its open nodes, or
+        searches the part afresh when it stopped before its root was queued)."""
+        if final:
+            self.finished = proof
+        return proof
+
+
+@dataclass(frozen=True)
+class _Counts:
+    """Work summed over searches."""
+
+    nodes: int = 0
+    lps: int = 0
+    fixings: int = 0
+    closed: int = 0
+    narrowed: int = 0
+
+    def plus(self, o: SearchOutcome) -> _Counts:
+        return _Counts(self.nodes + o.nodes, self.lps + o.lps, self.fixings + o.fixed_by_reduced_costs,
+                       self.closed + o.closed_by_propagation, self.narrowed + o.fixed_by_propagation)
 
 
 def _left(settings: Settings, nodes: int, lps: int) -> Settings:
