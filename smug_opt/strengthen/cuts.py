@@ -43,9 +43,13 @@ def lifted_cardinality(live: np.ndarray, base: np.ndarray, lift: np.ndarray
 def describes(cuts: list[tuple[np.ndarray, int]], consistent: np.ndarray) -> np.ndarray:
     """Which rows of the 0/1 pattern matrix ``consistent`` satisfy every cut."""
     ok = np.ones(consistent.shape[0], dtype=bool)
-    for coef, bound in cuts:
-        ok &= consistent.astype(np.int64) @ coef >= bound
-    return ok
+    if not cuts:
+        return ok
+    # small integers (|coef| <= the pattern's size): every sum exact in float64 (BLAS, not
+    # numpy's integer matmul)
+    coefs = np.array([coef for coef, _ in cuts], dtype=np.float64)
+    bounds = np.array([bound for _, bound in cuts], dtype=np.float64)
+    return ok & np.all(consistent.astype(np.float64) @ coefs.T >= bounds, axis=1)
 
 
 def clause(pattern: np.ndarray, free: np.ndarray) -> tuple[np.ndarray, int]:

@@ -30,6 +30,7 @@ gives (:class:`Pieces`, :class:`Part`, :class:`Strengthened`) is in
 
 from __future__ import annotations
 
+import functools
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -173,12 +174,14 @@ class _Work:
     def _live(self, group: _Group) -> tuple[np.ndarray, np.ndarray]:
         """The pattern matrix of the group's support and which patterns are allowed and
         consistent with the fixings."""
-        bits = pattern_bits(group.cells.size)
+        size = group.cells.size
+        bits = pattern_bits(size)
         state = self.fixed[group.cells]
         if np.all(state == -1):
             return bits, np.ones(bits.shape[0], dtype=bool)
-        consistent = np.all((state[None, :] == -1) | (bits == state[None, :]), axis=1)
-        return bits, consistent
+        weight = 1 << np.arange(size)  # pattern p sets position k to bit k of p
+        mask, on = int(weight[state != -1].sum()), int(weight[state == 1].sum())
+        return bits, (_patterns(size) & mask) == on
 
     def propagate(self) -> bool:
         """Fix cells until nothing changes; False (with a reason) if a row cannot hold.
@@ -346,6 +349,14 @@ class _Work:
         parts = split_parts(self.problem, self.fixed, kept, self.cuts, labels, row_label, cut_label)
         parts.sort(key=lambda p: p.problem.A.nnz)
         return parts
+
+
+@functools.cache
+def _patterns(size: int) -> np.ndarray:
+    """The pattern numbers ``0 .. 2**size - 1`` (read-only)."""
+    patterns = np.arange(2**size)
+    patterns.setflags(write=False)
+    return patterns
 
 
 def _label(labels: np.ndarray, cols: np.ndarray) -> int:
