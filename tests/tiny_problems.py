@@ -63,3 +63,18 @@ def two_cell_relu() -> Problem:
     b.add_constraints(np.array([[1.0]]), y, ">", 0.7)
     b.set_objective(m, 1.0)
     return b.build()
+
+
+def campaign_40297() -> Problem:
+    """Adversarial campaign instance 40297 (continuous family): 10 binaries and t in [0, 4]
+    bound by strict rows; the infimum -5/4 is not attained."""
+    A = [[0.25, 0.75, 1, -1.25, 1.5, 0, 0.5, -0.25, -0.5, 1, 0.5],
+         [0.75, 0.75, -1, 0.5, 0, 0.25, -0.75, 0.25, 1, 0.75, -1],
+         [0.25, -0.5, 0.25, 0.5, -0.75, 0, -0.5, -1.5, 0.75, -0.75, float.fromhex("0x1.0624dd2f1a9fcp-10")],
+         [1, -1.75, 0, 1, 0.75, -0.75, -1.5, -0.25, 1, 0, float.fromhex("0x1.0624dd2f1a9fcp-10")]]
+    b = ProblemBuilder()
+    x = b.add_binaries(10)
+    t = b.add_continuous(1, 0.0, 4.0)
+    b.add_constraints(np.array(A), np.concatenate([x, t]), [">", ">=", "<=", ">"], [3.5, -2.125, -0.5, -2.0])
+    b.set_objective(np.concatenate([x, t]), [2, 1, 2, -1, 1, 2, 0, -2, 2, -1, 0.5])
+    return b.build()

@@ -10,7 +10,7 @@ from fractions import Fraction
 
 import numpy as np
 import pytest
-from tiny_problems import exact_optimum, tiny_net
+from tiny_problems import campaign_40297, exact_optimum, tiny_net
 
 from smug_opt import Problem, Status, solve, verify
 from smug_opt.registry import backend_class
@@ -146,3 +146,21 @@ def test_inclusion_presolve_wrong_optimum_is_avoided():
     result = solve(problem, "cpsat", time_limit=60)
     assert reference.status is Status.OPTIMAL and result.status is Status.OPTIMAL
     assert result.objective == reference.objective == 26.0
+
+
+@pytest.mark.slow
+def test_a_solve_stopped_before_loading_claims_no_bound() -> None:
+    """CP-SAT stopped before it loads the model answers UNKNOWN with every response field at
+    its default, ``best_objective_bound`` 0.0 included: above this problem's infimum -1.25
+    (found at 1-20 ms limits on campaign instances; before the fix the backend reported it)."""
+    from smug_opt_backends.cpsat_backend import CpSatBackend
+
+    from smug_opt.backend import SolveOptions
+
+    problem = campaign_40297()
+    backend = CpSatBackend()
+    for attempt in range(200):
+        options = SolveOptions(time_limit=(1 + attempt % 4) / 4000)
+        lowered = backend.lower(problem, options, 0)
+        raw = backend.optimize(lowered, problem, options, lambda x, objective: None)
+        assert raw.bound is None or raw.bound <= -1.25, (attempt, raw)

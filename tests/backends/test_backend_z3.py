@@ -10,7 +10,7 @@ from fractions import Fraction
 
 import numpy as np
 import pytest
-from tiny_problems import exact_optimum, tiny_net
+from tiny_problems import campaign_40297, exact_optimum, tiny_net
 
 from smug_opt import Problem, ProblemBuilder, Status, solve, verify
 from smug_opt.registry import backend_class
@@ -121,21 +121,6 @@ def test_version_without_importing_the_solver() -> None:
     assert out.stdout.strip().endswith("False")
 
 
-def _campaign_40297() -> Problem:
-    """Adversarial campaign instance 40297 (continuous family): 10 binaries and t in [0, 4]
-    bound by strict rows; the infimum -5/4 is not attained."""
-    A = [[0.25, 0.75, 1, -1.25, 1.5, 0, 0.5, -0.25, -0.5, 1, 0.5],
-         [0.75, 0.75, -1, 0.5, 0, 0.25, -0.75, 0.25, 1, 0.75, -1],
-         [0.25, -0.5, 0.25, 0.5, -0.75, 0, -0.5, -1.5, 0.75, -0.75, float.fromhex("0x1.0624dd2f1a9fcp-10")],
-         [1, -1.75, 0, 1, 0.75, -0.75, -1.5, -0.25, 1, 0, float.fromhex("0x1.0624dd2f1a9fcp-10")]]
-    b = ProblemBuilder()
-    x = b.add_binaries(10)
-    t = b.add_continuous(1, 0.0, 4.0)
-    b.add_constraints(np.array(A), np.concatenate([x, t]), [">", ">=", "<=", ">"], [3.5, -2.125, -0.5, -2.0])
-    b.set_objective(np.concatenate([x, t]), [2, 1, 2, -1, 1, 2, 0, -2, 2, -1, 0.5])
-    return b.build()
-
-
 @pytest.mark.slow
 def test_a_check_cancelled_at_once_claims_no_bound() -> None:
     """z3 cancelled within its first milliseconds can leave a ``minimize`` objective at
@@ -146,7 +131,7 @@ def test_a_check_cancelled_at_once_claims_no_bound() -> None:
     from smug_opt.backend import SolveOptions
     from smug_opt.testing import exact_optimum as exact_infimum
 
-    problem = _campaign_40297()
+    problem = campaign_40297()
     infimum = exact_infimum(problem)
     assert infimum.value == Fraction(-5, 4) and not infimum.attained
     backend = Z3Backend()
