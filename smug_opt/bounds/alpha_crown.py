@@ -59,12 +59,12 @@ def _optimise(bounds: ChainBounds, top: int, C: torch.Tensor, rhs: torch.Tensor,
     best_params = [p.clone() for p in params]
     best = torch.full((params[0].shape[0], C.shape[-2]), -torch.inf, dtype=torch.float32)
     index = torch.arange(best.shape[0])  # the domains still optimised (the others are closed)
-    part_splits, part_C = splits, C
+    part_splits, part_C, part_bounds = splits, C, bounds
     for step in range(steps + 1):
         last = step == steps or (deadline is not None and deadline.passed())
         current = opt.params
         with torch.set_grad_enabled(not last):
-            bound = bounds.estimate(top, part_C, rhs, current[:n_alpha],
+            bound = part_bounds.estimate(top, part_C, rhs, current[:n_alpha],
                                     None if betas is None else current[n_alpha:], part_splits)
         value = bound.detach()
         improved = value > best[index]
@@ -86,6 +86,7 @@ def _optimise(bounds: ChainBounds, top: int, C: torch.Tensor, rhs: torch.Tensor,
             opt.narrow(keep)
             part_splits = None if splits is None else [t[index] for t in splits]
             part_C = C if C.dim() == 2 else C[index]
+            part_bounds = bounds.select(index)
     best_params = [p.to(torch.float64) for p in best_params]  # in [0, 1] and >= 0: valid as they are
     best_alphas, best_betas = best_params[:n_alpha], (None if betas is None else best_params[n_alpha:])
     with torch.no_grad():
@@ -136,6 +137,7 @@ def tighten(bounds: ChainBounds, *, steps: int = 20, deadline: Deadline | None =
     :data:`TIGHTEN_ENTRIES`)."""
     lo, hi = list(bounds.lo), list(bounds.hi)
     current = bounds
+    slopes: dict[int, tuple[torch.Tensor, list[torch.Tensor]]] = {}
     widest = bounds.x_lo.numel()
     for i in range(1, len(lo)):
         widest = max(widest, lo[i - 1].numel())
@@ -149,11 +151,13 @@ def tighten(bounds: ChainBounds, *, steps: int = 20, deadline: Deadline | None =
         C[torch.arange(k), rows] = 1.0
         C[k + torch.arange(k), rows] = -1.0
         alphas = [current.initial_alpha(j, 1, 2 * k) for j in range(i)]
-        found = optimise(current, i, C, torch.zeros(2 * k, dtype=torch.float64), steps=steps,
-                         alphas=alphas, deadline=deadline).bound[0]
+        optimised = optimise(current, i, C, torch.zeros(2 * k, dtype=torch.float64), steps=steps,
+                             alphas=alphas, deadline=deadline)
+        found = optimised.bound[0]
+        slopes[i] = (rows, [a.detach() for a in optimised.alphas])
         lo[i] = lo[i].clone()
         hi[i] = hi[i].clone()
         lo[i][rows] = torch.maximum(lo[i][rows], found[:k])
         hi[i][rows] = torch.minimum(hi[i][rows], -found[k:])
-        current = ChainBounds(bounds.chain, bounds.x_lo, bounds.x_hi, tuple(lo), tuple(hi))
+        current = ChainBounds(bounds.chain, bounds.x_lo, bounds.x_hi, tuple(lo), tuple(hi), slopes=slopes)
     return current

@@ -83,13 +83,22 @@ class ReluChain:
 @dataclass(frozen=True, eq=False)
 class ChainBounds:
     """A chain over the box ``[x_lo, x_hi]`` with rigorous intervals ``[lo[i], hi[i]]`` of
-    the input of ReLU layer ``i`` over the box (see the module docstring)."""
+    the input of ReLU layer ``i`` over the box (see the module docstring): ``(n_i,)`` for
+    the whole box, or ``(B, 1, n_i)`` per domain of a batch (:meth:`per_domain`: each
+    domain's own, on its subdomain only; the error allowances then take the magnitudes of
+    ``root``'s, which hold on every subdomain)."""
 
     chain: ReluChain
     x_lo: torch.Tensor
     x_hi: torch.Tensor
     lo: tuple[torch.Tensor, ...]
     hi: tuple[torch.Tensor, ...]
+    root: ChainBounds | None = None
+    slopes: dict[int, tuple[torch.Tensor, list[torch.Tensor]]] = field(default_factory=dict)
+    """Per ReLU layer ``k`` whose intervals α-CROWN tightened
+    (:func:`~smug_opt.bounds.alpha_crown.tighten`): the neurons it bounded (``u`` of them) and
+    the lower slopes ``(1, 2u, n_j)`` of each layer ``j < k`` that gave their lower bounds
+    (rows ``:u``) and upper ones (rows ``u:``), a warm start for re-bounding them."""
     # fixed per box and bounds, set by __post_init__
     _chord: tuple[list[torch.Tensor], list[torch.Tensor]] = field(init=False, repr=False)
     _mags: list[torch.Tensor] = field(init=False, repr=False)
@@ -120,17 +129,22 @@ class ChainBounds:
             chord_s.append(torch.from_numpy(np.where(unstable, s, 0.0)))
             chord_t.append(torch.from_numpy(np.where(unstable, b, 0.0)))
         object.__setattr__(self, "_chord", (chord_s, chord_t))
-        m_in = torch.maximum(self.x_lo.abs(), self.x_hi.abs())
-        mags = [m_in] + [torch.clamp(hi, min=0.0) for hi in self.hi]  # each linear layer's input
-        linear_err = []
-        for W, b, m in zip(self.chain.weights, self.chain.biases, mags, strict=True):
-            linear_err.append(matmul(m, W.abs().T) + b.abs())
-        object.__setattr__(self, "_mags", mags)
-        object.__setattr__(self, "_linear_err", linear_err)
-        object.__setattr__(self, "_tiny", [TINY * (W.numel() + m.numel()) * float(m.max())
-                                           for W, m in zip(self.chain.weights, mags, strict=True)])
-        pre = [torch.maximum(lo.abs(), hi.abs()) for lo, hi in zip(self.lo, self.hi, strict=True)]
-        object.__setattr__(self, "_pre_mags", pre)
+        if self.root is not None:  # per domain: the whole box's magnitudes bound the domains'
+            for name in ("_mags", "_linear_err", "_tiny", "_pre_mags"):
+                object.__setattr__(self, name, getattr(self.root, name))
+        else:
+            m_in = torch.maximum(self.x_lo.abs(), self.x_hi.abs())
+            mags = [m_in] + [torch.clamp(hi, min=0.0) for hi in self.hi]  # each linear layer's input
+            linear_err = []
+            for W, b, m in zip(self.chain.weights, self.chain.biases, mags, strict=True):
+                linear_err.append(matmul(m, W.abs().T) + b.abs())
+            object.__setattr__(self, "_mags", mags)
+            object.__setattr__(self, "_linear_err", linear_err)
+            object.__setattr__(self, "_tiny", [TINY * (W.numel() + m.numel()) * float(m.max())
+                                               for W, m in zip(self.chain.weights, mags, strict=True)])
+            object.__setattr__(self, "_pre_mags", [torch.maximum(lo.abs(), hi.abs())
+                                                   for lo, hi in zip(self.lo, self.hi, strict=True)])
+        pre = self._pre_mags
         single = lambda ts: [t.to(torch.float32) for t in ts]  # noqa: E731
         object.__setattr__(self, "_float32", {
             "weights": single(self.chain.weights), "biases": single(self.chain.biases),
@@ -140,9 +154,45 @@ class ChainBounds:
         object.__setattr__(self, "_relu_err", [torch.clamp(s, min=1.0) * m + t
                                                for s, t, m in zip(chord_s, chord_t, pre, strict=True)])
 
+    @property
+    def batched(self) -> bool:
+        """Whether the intervals are per domain (:meth:`per_domain`)."""
+        return self.root is not None
+
+    def per_domain(self, lo: list[torch.Tensor], hi: list[torch.Tensor]) -> ChainBounds:
+        """The chain with intervals ``(B, n_i)`` per domain of a batch, each valid on its
+        domain (a subdomain of this box) and within this one's."""
+        root = self.root or self
+        return ChainBounds(self.chain, self.x_lo, self.x_hi, tuple(t.unsqueeze(1) for t in lo),
+                           tuple(t.unsqueeze(1) for t in hi), root)
+
+    def select(self, index: torch.Tensor) -> ChainBounds:
+        """The domains ``index`` of a batch (``self`` when the intervals are the box's)."""
+        if self.root is None:
+            return self
+        new = object.__new__(ChainBounds)  # the per-domain fields indexed, not recomputed
+        pick = lambda ts: [t[index] for t in ts]  # noqa: E731
+        fields = {"chain": self.chain, "x_lo": self.x_lo, "x_hi": self.x_hi, "lo": tuple(pick(self.lo)),
+                  "hi": tuple(pick(self.hi)), "root": self.root, "slopes": self.slopes,
+                  "_chord": (pick(self._chord[0]), pick(self._chord[1])), "_mags": self._mags,
+                  "_linear_err": self._linear_err, "_tiny": self._tiny, "_pre_mags": self._pre_mags,
+                  "_relu_err": pick(self._relu_err),
+                  "_float32": {**self._float32, **{name: pick(self._float32[name])
+                                                   for name in ("lo", "hi", "slope", "intercept")}}}
+        for name, value in fields.items():
+            object.__setattr__(new, name, value)
+        return new
+
+    def interval(self, i: int) -> tuple[torch.Tensor, torch.Tensor]:
+        """ReLU layer ``i``'s input interval: ``(n_i,)``, or ``(B, n_i)`` per domain."""
+        if self.root is None:
+            return self.lo[i], self.hi[i]
+        return self.lo[i].squeeze(1), self.hi[i].squeeze(1)
+
     def unstable(self, i: int) -> torch.Tensor:
-        """Which neurons of ReLU layer ``i`` straddle 0 over the box."""
-        return (self.lo[i] < 0) & (self.hi[i] > 0)
+        """Which neurons of ReLU layer ``i`` straddle 0 (``(B, n_i)`` per domain)."""
+        lo, hi = self.interval(i)
+        return (lo < 0) & (hi > 0)
 
     def initial_alpha(self, i: int, batch: int, rows: int) -> torch.Tensor:
         """CROWN's lower slopes for ReLU layer ``i``: 1 where the interval is mostly positive."""
@@ -197,7 +247,9 @@ class ChainBounds:
             t_hi = torch.where(free, t_chord[i], 0.0 * ones)
             pos, neg = lam.clamp(min=0.0), lam.clamp(max=0.0)
             const = const + (neg * t_hi).sum(-1)
-            err = err + _slack(2 * lam.shape[-1] + 2, lam.abs() @ self._relu_err[i])
+            relu_err = self._relu_err[i]
+            err = err + _slack(2 * lam.shape[-1] + 2, lam.abs() @ relu_err if relu_err.dim() == 1
+                               else (lam.abs() * relu_err).sum(-1))
             err = err + 2.0 * UNIT_ROUNDOFF * const.abs()
             tiny += (2 * lam.shape[-1] + 4) * TINY
             lam = pos * a_lo + neg * a_hi

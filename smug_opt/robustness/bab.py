@@ -40,6 +40,7 @@ import numpy as np
 import torch
 
 from smug_opt.bounds.alpha_crown import optimise
+from smug_opt.bounds.refine import refine
 from smug_opt.bounds.relu_chain import ChainBounds
 from smug_opt.deadline import Deadline
 from smug_opt.robustness.bab_domains import Domains, Stack
@@ -142,7 +143,7 @@ def _refuted(bound: torch.Tensor, strict: torch.Tensor) -> torch.Tensor:
 def branch_and_bound(bounds: ChainBounds, matrix: np.ndarray, rhs: np.ndarray, strict: np.ndarray,
                      deadline: Deadline, *, batch: int = BATCH, root_steps: int = ROOT_STEPS,
                      steps: int | None = None, start: Leaves | None = None,
-                     work: int | None = None) -> BabResult:
+                     work: int | None = None, refine_layers: int | None = 0) -> BabResult:
     """Decide whether some input of ``bounds``' box has chain outputs ``y`` with
     ``matrix·y <= rhs`` (``<`` on the ``strict`` rows), by branch and bound (``root_steps``:
     α-CROWN's steps on the root domain, before any split; ``steps``: on each new domain,
@@ -150,16 +151,21 @@ def branch_and_bound(bounds: ChainBounds, matrix: np.ndarray, rhs: np.ndarray, s
     ``start``: domains bounded instead of the root: the leaves of an earlier ``unsat`` tree
     of the same disjunct over another box, or the :attr:`~BabResult.open_leaves` of a search
     of this box cut by its time limit; ``work``: domains bounded at most, a limit that does
-    not depend on the clock: the search then ends as at the time limit, with its leaves)."""
+    not depend on the clock: the search then ends as at the time limit, with its leaves;
+    ``refine_layers``: how many layers above each new split have their intervals re-bounded
+    per domain (:func:`~smug_opt.bounds.refine.refine`; 0: none, the box's serve every
+    domain; None: all))."""
     with one_thread():
         return _branch_and_bound(bounds, matrix, rhs, strict, deadline, batch, root_steps,
-                                 default_steps(bounds) if steps is None else steps, start, work)
+                                 default_steps(bounds) if steps is None else steps, start, work,
+                                 refine_layers)
 
 
 def _branch_and_bound(bounds: ChainBounds, matrix: np.ndarray, rhs: np.ndarray, strict: np.ndarray,
                       deadline: Deadline, batch: int, root_steps: int, steps: int,
-                      warm: Leaves | None, work: int | None) -> BabResult:
+                      warm: Leaves | None, work: int | None, refine_layers: int | None) -> BabResult:
     start = time.monotonic()
+    refining = refine_layers is None or refine_layers > 0
     top = len(bounds.chain.weights) - 1
     C = torch.from_numpy(np.array(matrix, dtype=np.float64))
     d = torch.from_numpy(np.array(rhs, dtype=np.float64))
@@ -188,11 +194,17 @@ def _branch_and_bound(bounds: ChainBounds, matrix: np.ndarray, rhs: np.ndarray, 
             closed.append(([t[keep] for t in s], [t[keep].to(torch.float32) for t in a],
                            [t[keep].to(torch.float32) for t in b]))
 
-    def bound_batch(s, a, b, n_steps: int) -> BabResult | None:
-        """Bound the domains ``s`` (warm α ``a``, β ``b``): close the refuted, try the
-        others' corners and descents, push the rest; a candidate, if one reaches the disjunct."""
+    def bound_batch(s, a, b, n_steps: int, parents: Domains | None = None) -> BabResult | None:
+        """Bound the domains ``s`` (warm α ``a``, β ``b``; children of ``parents``, if
+        given): close the refuted, try the others' corners and descents, push the rest; a
+        candidate, if one reaches the disjunct."""
         nonlocal count
-        found = optimise(bounds, top, C, d, steps=n_steps, alphas=a, betas=b, splits=s,
+        on = bounds
+        if refining and parents is not None:  # each child's intervals re-bounded above its split
+            inherited = parents.child_intervals()
+            start_from = bounds if inherited is None else bounds.per_domain(*inherited)
+            on = refine(start_from, s, parents.choice[0].repeat(2), layers=refine_layers)
+        found = optimise(on, top, C, d, steps=n_steps, alphas=a, betas=b, splits=s,
                          stop_above=torch.zeros(R, dtype=torch.float64), deadline=deadline)
         count += s[0].shape[0]
         refuted = _refuted(found.bound, strict_t)
@@ -203,7 +215,8 @@ def _branch_and_bound(bounds: ChainBounds, matrix: np.ndarray, rhs: np.ndarray, 
         subset = [t[keep] for t in s]
         open_alphas = [t[keep] for t in found.alphas]
         open_betas = None if found.betas is None else [t[keep] for t in found.betas]
-        corners = bounds.minimiser(top, C, open_alphas, open_betas, subset)
+        on = on.select(keep)
+        corners = on.minimiser(top, C, open_alphas, open_betas, subset)
         every = corners.reshape(-1, corners.shape[-1])  # (domains x rows, n_in)
         hit = torch.nonzero(reaches(every)).flatten()
         if hit.numel():
@@ -215,7 +228,7 @@ def _branch_and_bound(bounds: ChainBounds, matrix: np.ndarray, rhs: np.ndarray, 
         if x is not None:
             return done("candidate", count, x=x)
         stack.push(subset, open_alphas, [t[keep] for t in b] if open_betas is None else open_betas,
-                   open_bound, [t[keep] for t in found.coefficients])
+                   open_bound, [t[keep] for t in found.coefficients], on)
         return None
 
     warm = None if warm is None else warm.for_box(bounds)
@@ -249,7 +262,7 @@ def _branch_and_bound(bounds: ChainBounds, matrix: np.ndarray, rhs: np.ndarray, 
             parents = parents.subset(~linear)
             if parents.choice[0].numel() == 0:
                 continue
-        candidate = bound_batch(*parents.children(), steps)
+        candidate = bound_batch(*parents.children(), steps, parents)
         if candidate is not None:
             return candidate
     if stuck:
@@ -302,7 +315,8 @@ def _linear_region_points(bounds: ChainBounds, domains: Domains, matrix: np.ndar
         for i, (W, bias) in enumerate(zip(bounds.chain.weights[:-1], bounds.chain.biases[:-1], strict=True)):
             zA, zc = np.asarray(W.numpy() @ A), np.asarray(W.numpy() @ c) + bias.numpy()
             split = domains.splits[i][b].numpy()
-            on = (bounds.lo[i].numpy() >= 0) | (split > 0)
+            lo = bounds.lo[i] if domains.intervals is None else domains.intervals[0][i][b]
+            on = (lo.numpy() >= 0) | (split > 0)
             sign = np.where(split > 0, -1.0, np.where(split < 0, 1.0, 0.0))  # active: -z <= 0
             fixed = sign != 0
             rows.append(sign[fixed, None] * zA[fixed])

@@ -15,15 +15,22 @@ CANDIDATES = 4
 
 
 class Domains:
-    """A batch of domains with their warm-start α, β and the neuron each will split on."""
+    """A batch of domains with their warm-start α, β, the neuron each will split on, and
+    (with per-domain intervals, :mod:`~smug_opt.bounds.refine`) each one's ReLU input
+    intervals ``(B, n_i)`` per layer, else None."""
 
-    def __init__(self, splits, alphas, betas, choice) -> None:
+    def __init__(self, splits, alphas, betas, choice, intervals=None) -> None:
         self.splits, self.alphas, self.betas, self.choice = splits, alphas, betas, choice
+        self.intervals: tuple[list[torch.Tensor], list[torch.Tensor]] | None = intervals
 
     def subset(self, keep: torch.Tensor | slice) -> Domains:
         """The domains ``keep`` selects (a mask or a slice)."""
+        intervals = self.intervals
+        if intervals is not None:
+            intervals = ([t[keep] for t in intervals[0]], [t[keep] for t in intervals[1]])
         return Domains([s[keep] for s in self.splits], [a[keep] for a in self.alphas],
-                        [b[keep] for b in self.betas], (self.choice[0][keep], self.choice[1][keep]))
+                        [b[keep] for b in self.betas], (self.choice[0][keep], self.choice[1][keep]),
+                        intervals)
 
     def children(self) -> tuple[list[torch.Tensor], list[torch.Tensor], list[torch.Tensor]]:
         """Two children per domain (the chosen neuron active, inactive); every domain has
@@ -35,6 +42,13 @@ class Domains:
         alphas = [torch.cat([a, a]).to(torch.float64) for a in self.alphas]
         betas = [torch.cat([b, b]).to(torch.float64) for b in self.betas]
         return splits, alphas, betas
+
+    def child_intervals(self) -> tuple[list[torch.Tensor], list[torch.Tensor]] | None:
+        """The parents' intervals for :meth:`children` (valid on each child), or None."""
+        if self.intervals is None:
+            return None
+        lo, hi = self.intervals
+        return [torch.cat([t, t]) for t in lo], [torch.cat([t, t]) for t in hi]
 
 
 class Stack:
@@ -49,12 +63,18 @@ class Stack:
     def size(self) -> int:
         return sum(self.counts)
 
-    def push(self, splits, alphas, betas, bound, coefficients) -> None:
+    def push(self, splits, alphas, betas, bound, coefficients, bounds: ChainBounds | None = None) -> None:
+        """Open domains (``bounds``: their per-domain intervals, if any; else the box's)."""
+        bounds = bounds or self.bounds
         alphas = [a.to(torch.float32) for a in alphas]
         betas = [b.to(torch.float32) for b in betas]
-        choice = _choose_splits(self.bounds, splits, alphas, betas, bound, coefficients, self.C, self.d,
+        choice = _choose_splits(bounds, splits, alphas, betas, bound, coefficients, self.C, self.d,
                                CANDIDATES)
-        self.items.append(Domains(splits, alphas, betas, choice))
+        intervals = None
+        if bounds.batched:
+            sides = [bounds.interval(i) for i in range(len(splits))]
+            intervals = ([lo for lo, _ in sides], [hi for _, hi in sides])
+        self.items.append(Domains(splits, alphas, betas, choice, intervals))
         self.counts.append(splits[0].shape[0])
 
     def domains(self) -> list[tuple[list[torch.Tensor], list[torch.Tensor], list[torch.Tensor]]]:
@@ -96,7 +116,7 @@ def _scores(bounds: ChainBounds, splits, alphas, bound, coefficients) -> list[to
     scores = []
     for i, lam_all in enumerate(coefficients):
         lam = lam_all[picks, row]
-        lo, hi = bounds.lo[i], bounds.hi[i]
+        lo, hi = bounds.interval(i)
         free = bounds.unstable(i) & (splits[i] == 0)
         intercept = torch.where(free, -lo * hi / (hi - lo), torch.zeros_like(lo))
         alpha = alphas[i][picks, row].to(torch.float64).clamp(0.0, 1.0)
@@ -128,8 +148,9 @@ def _choose_splits(bounds: ChainBounds, splits, alphas, betas, bound, coefficien
         sign = torch.tensor([1, -1], dtype=torch.int8).repeat(n * k)
         trial_splits = _with_splits(splits, rows, trial_layer, trial_neuron, sign)
         with torch.no_grad():
-            child = bounds.estimate(len(bounds.chain.weights) - 1, C, d, [a[rows] for a in alphas],
-                                    [b[rows] for b in betas], trial_splits)
+            child = bounds.select(rows).estimate(len(bounds.chain.weights) - 1, C, d,
+                                                 [a[rows] for a in alphas], [b[rows] for b in betas],
+                                                 trial_splits)
         worse = child.max(dim=-1).values.reshape(n, k, 2).min(dim=-1).values
         worse = torch.where(usable, worse, torch.full_like(worse, -torch.inf))
         pick = worse.argmax(dim=-1, keepdim=True)  # ties: the first, the largest score
