@@ -79,10 +79,12 @@ def _chain_case(seed: int, sizes: list[int], radius: float):
     return net, lo, hi, cb, int(net.forward(x0[None])[-1][0].argmax())
 
 
+@pytest.mark.parametrize("refine_layers", [0, None])
 @pytest.mark.parametrize("seed", range(2))
-def test_filtered_branching_on_three_layers_matches_the_exact_minimum(seed, monkeypatch):
-    """More candidates than unstable neurons (some not usable) on a 3-hidden-layer net: every
-    answer agrees with the minimum over all 2^9 activation patterns."""
+def test_filtered_branching_on_three_layers_matches_the_exact_minimum(seed, refine_layers, monkeypatch):
+    """More candidates than unstable neurons (some not usable) on a 3-hidden-layer net, with
+    and without every layer above a split re-bounded per domain: every answer agrees with
+    the minimum over all 2^9 activation patterns."""
     monkeypatch.setattr(bab_domains, "CANDIDATES", 16)
     net, lo, hi, cb, label = _chain_case(seed, [2, 3, 3, 3, 3], 0.6)
     for j in (j for j in range(3) if j != label):
@@ -92,7 +94,7 @@ def test_filtered_branching_on_three_layers_matches_the_exact_minimum(seed, monk
         if abs(exact) < 1e-6:
             continue
         result = branch_and_bound(cb, c[None], np.zeros(1), np.zeros(1, dtype=bool), Deadline.after(30),
-                                  batch=3, root_steps=0)
+                                  batch=3, root_steps=0, refine_layers=refine_layers)
         assert result.status == ("unsat" if exact > 0 else "candidate"), (seed, j, exact, result)
         if exact < 0:
             assert c @ net.forward(result.x[None])[-1][0] <= 0
@@ -187,23 +189,3 @@ def test_two_row_disjuncts_match_the_exact_answer(seed):
     if exact < 0:
         assert np.all(C @ net.forward(result.x[None])[-1][0] <= 0)
 
-
-@pytest.mark.parametrize("seed", range(4))
-def test_answers_with_per_domain_intervals_match_the_exact_minimum(seed):
-    """Branch and bound with every layer above a split re-bounded per domain
-    (``refine_layers=None``) on three ReLU layers: the exact answer."""
-    net, lo, hi, cb, label = _chain_case(seed, [2, 3, 3, 3, 3], 0.6)
-    for j in range(3):
-        if j == label:
-            continue
-        c = np.zeros(3)
-        c[label], c[j] = 1.0, -1.0
-        exact = exact_minimum(net, lo, hi, c)
-        if abs(exact) < 1e-6:
-            continue
-        result = branch_and_bound(cb, c[None], np.zeros(1), np.zeros(1, dtype=bool), Deadline.after(30),
-                                  batch=2, root_steps=0, refine_layers=None)
-        assert result.status == ("unsat" if exact > 0 else "candidate"), (seed, j, exact, result)
-        if exact <= 0:
-            y = net.forward(result.x[None])[-1][0]
-            assert c @ y <= 0 and np.all((lo <= result.x) & (result.x <= hi))
