@@ -204,6 +204,8 @@ def _branch_and_bound(bounds: ChainBounds, matrix: np.ndarray, rhs: np.ndarray, 
             inherited = parents.child_intervals()
             start_from = bounds if inherited is None else bounds.per_domain(*inherited)
             on = refine(start_from, s, parents.choice[0].repeat(2), layers=refine_layers)
+        elif refining and any(bool(torch.any(t != 0)) for t in s):  # a start's leaves: all their splits
+            on = refine(bounds, s, torch.zeros(s[0].shape[0], dtype=torch.long), layers=refine_layers)
         found = optimise(on, top, C, d, steps=n_steps, alphas=a, betas=b, splits=s,
                          stop_above=torch.zeros(R, dtype=torch.float64), deadline=deadline)
         count += s[0].shape[0]

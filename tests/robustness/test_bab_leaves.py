@@ -122,4 +122,7 @@ def test_a_search_cut_short_leaves_a_cover_that_finishes_the_proof(seed, radius)
         assert second.status == ("unsat" if exact > 0 else "candidate"), (seed, j, exact, second)
         rest = branch_and_bound(*args, Deadline.after(60), batch=1, root_steps=0, start=first.open_leaves)
         assert rest.status == second.status, (seed, j, exact, rest)  # the closed ones hold no point
+        refined = branch_and_bound(*args, Deadline.after(60), batch=1, root_steps=0, start=first.open_leaves,
+                                   refine_layers=None)  # the start's intervals re-bounded under its splits
+        assert refined.status == second.status, (seed, j, exact, refined)
     assert cut >= 1
