@@ -34,6 +34,9 @@ VARIANTS = {
     "HiGHS cuts at the root, 2 workers": Settings(highs_cuts_after=0, workers=2),
     "HiGHS cuts at the root, 2 workers, depth first":
         Settings(highs_cuts_after=0, workers=2, depth_first=True),
+    "HiGHS cuts at the root, depth first": Settings(highs_cuts_after=0, depth_first=True),
+    "HiGHS cuts at the root (5 rounds), depth first":
+        Settings(highs_cuts_after=0, highs_cut_rounds=5, depth_first=True),
 }
 
 

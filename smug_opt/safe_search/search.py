@@ -98,6 +98,12 @@ class Settings:
     """After this many nodes (a search this long is a hard one), HiGHS's root cuts, each
     proven by a single row (:mod:`smug_opt.safe_search.verified_cuts`), join the LP once
     (negative: never)."""
+    highs_cut_rounds: int = 1
+    """Rounds of HiGHS's root when its cuts join, each on the cuts before it as rows
+    (:func:`~smug_opt.safe_search.verified_cuts.proven_root_cuts`). One: on the headline
+    instance's part five rounds took the tree from 25,537 to 13,953 nodes (one process,
+    depth first) but cost as many CPU seconds as they saved (~4 s a round), all before the
+    tree is split among workers (benchmarks/certify/headline_search_cnn-d0-c1-k100-g0.5.md)."""
     depth_first: bool = False
     """Open nodes taken last in first out instead of best bound first: cheaper LPs, but the
     lowest open bound rises later (a search stopped early reports a lower one)."""
@@ -279,10 +285,11 @@ class _Search:
             self.add_cuts(cuts)
 
     def add_highs_cuts(self) -> None:
-        """HiGHS's root cuts on the problem, those a single row proves (the rest dropped)."""
+        """HiGHS's root cuts on the problem (its rounds), those a single row proves (the rest dropped)."""
         left = self.deadline.seconds_left(0.0)
         try:
-            cuts = proven_root_cuts(self.problem, math.inf if left is None else left)
+            cuts = proven_root_cuts(self.problem, math.inf if left is None else left,
+                                    self.settings.highs_cut_rounds)
         except (ImportError, AttributeError):  # a HiGHS without the cut-pool callback
             return
         self.add_cuts(cuts)

@@ -6,6 +6,10 @@ by callback (:func:`highs_root_cuts`). HiGHS's word is never taken: a cut ``π·
 enters the search's LP only with the right-hand side :func:`row_minimum` proves, a rigorous
 lower bound on ``min π·x`` over the binary points satisfying a single row of the problem.
 
+**Rounds** (:func:`proven_root_cuts`): HiGHS's root again on the problem with the cuts
+proven so far as rows separates more cuts on top of them (the headline instance's part:
+98 proven cuts and a root bound of 43.56 after one round, 179 and 43.69 after five).
+
 :func:`row_minimum` enumerates the row's columns in the cut's support (meet in the middle:
 two halves of at most :data:`MAX_SHARED` / 2 each), sets the row's other columns to their
 best value for the row and the cut's other columns to their best value for ``π``; every
@@ -15,10 +19,12 @@ float64 sum is taken with a bound on its rounding error, the row's test relaxed 
 
 from __future__ import annotations
 
+import time
 import weakref
 from typing import Any
 
 import numpy as np
+import scipy.sparse as sp
 
 from smug_opt.console import silenced_stdout
 from smug_opt.exact import dot_error_bound
@@ -32,6 +38,7 @@ __all__ = ["MAX_SHARED", "highs_root_cuts", "proven_root_cuts", "row_minimum", "
 MAX_SHARED = 24
 """A cut is checked against a row only where they share at most this many columns (the
 enumeration is 2 × 2^(shared/2) points)."""
+
 
 def row_minimum(row: KnapsackRow, cols: np.ndarray, coefs: np.ndarray) -> float | None:
     """A rigorous lower bound on ``min Σ coefs·x[cols]`` over binary ``x`` satisfying ``row``
@@ -85,22 +92,51 @@ def verified_cuts(candidates: list[Cut], rows: list[KnapsackRow], tolerance: flo
     return kept
 
 
-_last: tuple[weakref.ref[Problem], list[Cut]] | None = None
+_last: tuple[weakref.ref[Problem], int, list[Cut]] | None = None
 
 
-def proven_root_cuts(problem: Problem, seconds: float) -> list[Cut]:
-    """HiGHS's root cuts on ``problem`` that a single row proves (:func:`verified_cuts` of
-    :func:`highs_root_cuts`), computed once for the same problem asked twice in a row:
-    certification's budgeted search takes them, and the longer search after it on the same
-    part of the same strengthening takes them again (~2 s of HiGHS's MIP root on the
-    headline instance). A :class:`~smug_opt.ir.Problem` is not changed after it is built."""
+def proven_root_cuts(problem: Problem, seconds: float, rounds: int = 1) -> list[Cut]:
+    """Up to ``rounds`` rounds of HiGHS's root cuts on ``problem`` with the cuts proven so far
+    as rows, each round's kept where a single row of ``problem`` proves it
+    (:func:`verified_cuts`); the rounds stop early once one proves no new cut or ``seconds``
+    have passed. Computed once for the same problem asked twice in a
+    row: certification's budgeted search takes them, and the longer search after it on the
+    same part of the same strengthening takes them again. A :class:`~smug_opt.ir.Problem` is
+    not changed after it is built."""
     global _last
     last = _last
-    if last is not None and last[0]() is problem:
-        return last[1]
-    cuts = verified_cuts(highs_root_cuts(problem, seconds), knapsack_rows(problem))
-    _last = (weakref.ref(problem), cuts)
+    if last is not None and last[0]() is problem and last[1] == rounds:
+        return last[2]
+    deadline = time.monotonic() + seconds
+    rows = knapsack_rows(problem)
+    cuts: list[Cut] = []
+    known: set[tuple[bytes, bytes]] = set()
+    for _ in range(rounds):
+        left = deadline - time.monotonic()
+        if left <= 0:
+            break
+        pool = highs_root_cuts(_with_rows(problem, cuts), left)
+        new = [c for c in verified_cuts(pool, rows) if _key(c) not in known]
+        if not new:
+            break
+        known.update(_key(c) for c in new)
+        cuts += new
+    _last = (weakref.ref(problem), rounds, cuts)
     return cuts
+
+
+def _key(cut: Cut) -> tuple[bytes, bytes]:
+    return cut.cols.tobytes(), cut.coefs.tobytes()
+
+
+def _with_rows(problem: Problem, cuts: list[Cut]) -> Problem:
+    """``problem`` with ``cuts`` as ``>=`` rows (itself without any)."""
+    if not cuts:
+        return problem
+    indptr = np.cumsum([0] + [c.cols.size for c in cuts])
+    block = sp.csr_matrix((np.concatenate([c.coefs for c in cuts]), np.concatenate([c.cols for c in cuts]),
+                           indptr), shape=(len(cuts), problem.num_vars))
+    return problem.with_constraints(block, [">="] * len(cuts), np.array([c.rhs for c in cuts]))
 
 
 def highs_root_cuts(problem: Problem, seconds: float) -> list[Cut]:
