@@ -102,8 +102,9 @@ class Settings:
     """Rounds of HiGHS's root when its cuts join, each on the cuts before it as rows
     (:func:`~smug_opt.safe_search.verified_cuts.proven_root_cuts`). One: on the headline
     instance's part five rounds took the tree from 25,537 to 13,953 nodes (one process,
-    depth first) but cost as many CPU seconds as they saved (~4 s a round), all before the
-    tree is split among workers (benchmarks/certify/headline_search_cnn-d0-c1-k100-g0.5.md)."""
+    depth first) but cost nearly the CPU seconds they saved (~4 s a round: 54.6 against 57.6
+    in all), and all before the tree is split among workers
+    (benchmarks/certify/headline_search_cnn-d0-c1-k100-g0.5.md)."""
     depth_first: bool = False
     """Open nodes taken last in first out instead of best bound first: cheaper LPs, but the
     lowest open bound rises later (a search stopped early reports a lower one)."""
