@@ -19,8 +19,10 @@ for a counterexample (float64 forward pass of the chain); the caller confirms it
 A domain with every unstable ReLU split (the chain is affine on it) that the bounds leave
 open has its LP's optimum tried as a counterexample; if that fails it stays open (the
 answer can no longer be ``unsat``) while the search goes on among the others.
-The intervals of the layers below stay those of the whole box (valid on every subdomain);
-the split neurons' own are the split's half.
+The intervals of the layers below stay those of the whole box (valid on every subdomain;
+the split neurons' own are the split's half), or with ``refine_layers`` each child's are
+re-bounded above its split (:mod:`~smug_opt.bounds.refine`; off by default: on ``mnistfc``
+256x4 prop_0_0.03 disjunct 7, 1,979 domains in 15.2 CPU s against 3,395 in 13.4 s).
 
 An ``unsat`` answer returns the closed leaves of its tree (:class:`Leaves`; a search cut by
 the time limit, its closed and open ones): split decisions do not depend on the box, so
