@@ -92,7 +92,7 @@ class Rc2Backend(Backend):
     requires: ClassVar[tuple[str, ...]] = ("pysat",)
     pip_extra: ClassVar[str] = "maxsat"
     capabilities: ClassVar[Capabilities] = Capabilities(strict_inequalities=True, incumbents=True,
-                                                        exact=True)
+                                                        exact=True, binary_only=True)
     options: ClassVar[Mapping[str, str]] = MappingProxyType({
         "solver": "python-sat SAT solver name (default 'cd19': CaDiCaL 1.9.5; 'g4': Glucose 4)",
         "adapt": "detect and use at-most-one groups of soft clauses (default True)",

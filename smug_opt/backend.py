@@ -66,6 +66,7 @@ class Capabilities:
     incumbents: bool = False  # reports improving solutions while it runs
     exact: bool = False  # solutions are exact by construction (still verified)
     lp: bool = False  # provides an LP solver for the core's bound LPs (Backend.lp_solver)
+    binary_only: bool = False  # takes only problems whose every variable is binary (refuses others)
 
     def declares(self, capability: Capability) -> bool:
         """Whether the flag ``capability`` names is set."""
@@ -82,6 +83,7 @@ class Capability(str, enum.Enum):
     INCUMBENTS = "incumbents"
     EXACT = "exact"
     LP = "lp"
+    BINARY_ONLY = "binary_only"
 
     def __str__(self) -> str:
         return self.value

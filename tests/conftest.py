@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from smug_opt import registry
+from smug_opt import Problem, registry
 
 TOY_SOURCE = Path(__file__).parent / "toy_plugin"
 TOY_DISTRIBUTION = "smug-opt-toy-backend"
@@ -80,6 +80,14 @@ def scipy_plugin(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     installed for the session; yields the honest backend's name."""
     for _ in _installed(SCIPY_SOURCE, SCIPY_DISTRIBUTION, tmp_path_factory):
         yield "scipy-milp"
+
+
+def skip_unless_accepts(name: str, problem: Problem) -> None:
+    """Skip the calling test when backend ``name`` declares ``binary_only`` (it refuses
+    continuous variables, so it cannot be held to an answer) and ``problem`` has some."""
+    if registry.backend_class(name, check_available=False).capabilities.binary_only \
+            and not problem.binary.all():
+        pytest.skip(f"backend {name!r} takes 0/1 problems only; this one has continuous variables")
 
 
 def skip_unless_usable(name: str) -> None:

@@ -22,7 +22,8 @@ def _supports(info: BackendInfo) -> str:
     if caps is None:
         return "-"
     flags = [("strict", caps.strict_inequalities), ("relu", caps.relu),
-             ("incumbents", caps.incumbents), ("exact", caps.exact), ("lp", caps.lp)]
+             ("incumbents", caps.incumbents), ("exact", caps.exact), ("lp", caps.lp),
+             ("binary-only", caps.binary_only)]
     return ",".join(name for name, on in flags if on) or "-"
 
 

@@ -10,6 +10,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from conftest import skip_unless_accepts
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -115,6 +116,7 @@ def test_every_backends_claims_are_certified_and_checked(backend: str, tmp_path:
     """Each backend's OPTIMAL on small stress-case encodings (ReLU networks, with and without
     declared bounds) gets a certificate the checker accepts with the brute-forced optimum."""
     for k, problem in enumerate([relu_network(1), relu_network(2, gamma=0.9), _declared(5)]):
+        skip_unless_accepts(backend, problem)
         result = solve(problem, backend, time_limit=30, certify=False)
         truth = brute_force(problem)
         assert result.status.name == "OPTIMAL" and truth.feasible, (backend, k, result.status)
