@@ -33,8 +33,8 @@ from smug_opt.strengthen.presolve import Part, Pieces, Strengthened
 from smug_opt.strengthen.reuse import strengthen_and_remember
 from smug_opt.verification import Verification, snap_binaries, verify
 
-__all__ = ["PART_RACE", "PART_Z3_EXTRAS", "SEARCHED_PARTNER", "SMALL_PART_Z3_EXTRAS", "is_large",
-           "part_choice", "part_extras", "searched", "solve_strengthened"]
+__all__ = ["PART_RACE", "PART_Z3_EXTRAS", "SEARCHED_PARTNERS", "SMALL_PART_Z3_EXTRAS", "is_large",
+           "part_choice", "part_extras", "searched", "searched_partners", "solve_strengthened"]
 
 MIN_RETRY_SECONDS = 0.5
 """Time left below which the second pass does not start another part."""
@@ -102,12 +102,23 @@ def searched(part: Part, choice: BackendChoice, extras: Mapping[str, Any] | None
         return False
     from smug_opt.portfolio import unaccepted_extras
 
-    return not unaccepted_extras((SEARCHED_PARTNER,), extras or {})
+    return not unaccepted_extras(searched_partners(), extras or {})
 
 
-SEARCHED_PARTNER = "z3"
-"""What the neighbourhood search races on a large part: z3's cores give the bound there,
-HiGHS's solutions are the search's start."""
+SEARCHED_PARTNERS = ("z3", "rc2")
+"""What the neighbourhood search races on a large part (those usable here; z3 always is where
+the search is): their cores give the bound there, HiGHS's solutions are the search's start.
+z3's cores stall 7 below the optimum of DenseNet121's stem part, which RC2 proves; RC2 does
+not finish `china`'s 536-cell part, which z3 proves (benchmarks/bias_free_stems/README.md,
+"RC2 beside z3")."""
+
+
+def searched_partners() -> tuple[str, ...]:
+    """The backends of :data:`SEARCHED_PARTNERS` usable here, in order."""
+    from smug_opt.registry import available_backends
+
+    usable = set(available_backends())
+    return tuple(name for name in SEARCHED_PARTNERS if name in usable)
 
 
 def _solve_part(part: Part, steps: tuple[Step, Step], choice: BackendChoice, deadline: Deadline,
@@ -124,15 +135,16 @@ def _solve_part(part: Part, steps: tuple[Step, Step], choice: BackendChoice, dea
 
 def _solve_searched(problem: Problem, solve_part: Step, deadline: Deadline,
                     start: np.ndarray | None) -> SolveResult:
-    """z3 on ``problem`` with the neighbourhood search beside it; the better solution wins,
-    and meets z3's bound to prove the part."""
+    """The race of :func:`searched_partners` on ``problem`` with the neighbourhood search
+    beside it; the better solution wins, and meets the race's bound to prove the part."""
     from smug_opt.registry import backend_class
 
+    partners = searched_partners()
     with search.NeighbourhoodSearch(problem, deadline, start) as running:
-        result = solve_part(problem, BackendChoice(ChoiceKind.RACE, (SEARCHED_PARTNER,)), deadline, start)
+        result = solve_part(problem, BackendChoice(ChoiceKind.RACE, partners), deadline, start)
         found, windows = running.stop()
     return _with_found(problem, result, found, windows,
-                       exact_bound=backend_class(SEARCHED_PARTNER).capabilities.exact)
+                       exact_bound=all(backend_class(name).capabilities.exact for name in partners))
 
 
 def _with_found(problem: Problem, result: SolveResult, found: Verification | None, windows: int,

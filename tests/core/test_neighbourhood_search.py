@@ -154,24 +154,27 @@ def test_only_large_parts_of_the_part_race_are_searched(monkeypatch: pytest.Monk
 def test_a_part_is_searched_exactly_when_a_race_of_the_partner_takes_the_extras(
         monkeypatch: pytest.MonkeyPatch) -> None:
     """``searched`` asks the race's own rule (:func:`smug_opt.portfolio.unaccepted_extras`):
-    a large part is searched exactly when racing z3 alone would not refuse the extras."""
+    a large part is searched exactly when racing its partners (z3, and RC2 where usable)
+    would not refuse the extras."""
     from smug_opt.portfolio import _check_race_extras, unaccepted_extras
-    from smug_opt.strengthen.solve_parts import PART_RACE, SEARCHED_PARTNER, searched
+    from smug_opt.strengthen.solve_parts import PART_RACE, searched, searched_partners
 
     skip_unless_usable("z3")
     monkeypatch.setattr(search, "usable", lambda: True)
     part = strengthen(_chain(40, 4)).parts[0]
     monkeypatch.setattr(search, "MIN_CELLS", 1)
     race = BackendChoice(ChoiceKind.RACE, PART_RACE)
+    partners = searched_partners()
+    assert partners[0] == "z3"
     for extras in ({}, {"maxres.max_core_size": 1000}, {"presolve": "off"},
-                   {"rlimit": 5, "mip_rel_gap": 0.1}):
-        refused = unaccepted_extras((SEARCHED_PARTNER,), extras)
+                   {"rlimit": 5, "mip_rel_gap": 0.1}, {"trim": 2}):
+        refused = unaccepted_extras(partners, extras)
         assert searched(part, race, extras) is not refused
         if refused:
             with pytest.raises(ValueError, match="accepts the option"):
-                _check_race_extras([SEARCHED_PARTNER], extras)
+                _check_race_extras(list(partners), extras)
         else:
-            _check_race_extras([SEARCHED_PARTNER], extras)
+            _check_race_extras(list(partners), extras)
     assert unaccepted_extras(("z3", "highs"), {"presolve": "off", "zzz": 1}) == ["zzz"]
 
 
