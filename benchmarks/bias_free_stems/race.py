@@ -16,7 +16,9 @@ with HiGHS + z3 on every part: the rule before
 cores as found on every part: the rule before
 :data:`~smug_opt.strengthen.solve_parts.SMALL_PART_Z3_EXTRAS`), ``found-window-cores``
 (``auto`` with the search's windows solved by z3 keeping its cores as found: the rule before
-``core.minimize`` in :data:`~smug_opt.strengthen.neighbourhood_search.WINDOW_Z3_EXTRAS`) or
+``core.minimize`` in :data:`~smug_opt.strengthen.neighbourhood_search.WINDOW_Z3_EXTRAS`),
+``no-rc2`` (``auto`` with z3 alone beside the search on the large parts: the rule before
+:data:`~smug_opt.strengthen.solve_parts.SEARCHED_PARTNERS` held RC2) or
 backends joined by ``+``
 (raced: ``highs+z3`` is ``backend="highs,z3"``).
 The problems come from the bench cache (built once, as ``smug-opt bench run`` builds them);
@@ -34,12 +36,17 @@ from pathlib import Path
 
 
 def _problems(suite: str, names: list[str]) -> dict:
-    """The suite's problems by name (built into the bench cache once, as ``bench run`` does)."""
-    from smug_opt.bench.suites import load_suite
+    """The suite's problems by name: from the bench cache where they are built, else built into
+    it once, as ``bench run`` does (which builds the whole suite)."""
+    from smug_opt.bench.suites import load_suite, suite_dir
     from smug_opt.problem_file import load_problem
 
-    instances = {i.name: i for i in load_suite(suite)}
-    return {name: load_problem(instances[name].problem_path) for name in names}
+    manifest = suite_dir(suite) / "manifest.json"
+    built = json.loads(manifest.read_text())["instances"] if manifest.is_file() else {}
+    paths = {name: suite_dir(suite) / built[name]["file"] for name in names if name in built}
+    if len(paths) < len(names) or not all(path.is_file() for path in paths.values()):
+        paths = {i.name: i.problem_path for i in load_suite(suite)}
+    return {name: load_problem(paths[name]) for name in names}
 
 
 def _parts(problem) -> list[dict]:
@@ -56,7 +63,9 @@ def _solve(problem, setting: str, time_limit: float):
 
     rule, z3_extras, bundle = solve_parts.part_choice, solve_parts.PART_Z3_EXTRAS, bundles.BUNDLE_WEIGHT
     small_extras, window_extras = solve_parts.SMALL_PART_Z3_EXTRAS, neighbourhood_search.WINDOW_Z3_EXTRAS
-    least = neighbourhood_search.MIN_CELLS
+    least, partners = neighbourhood_search.MIN_CELLS, solve_parts.SEARCHED_PARTNERS
+    if setting == "no-rc2":
+        solve_parts.SEARCHED_PARTNERS = ("z3",)
     if setting == "size-rule":
         solve_parts.part_choice = lambda choice: choice
     if setting == "z3-defaults":
@@ -71,12 +80,13 @@ def _solve(problem, setting: str, time_limit: float):
         neighbourhood_search.WINDOW_Z3_EXTRAS = {k: v for k, v in window_extras.items()
                                                  if k != "core.minimize"}
     try:
-        rules = ("size-rule", "z3-defaults", "unbundled", "no-search", "found-cores", "found-window-cores")
+        rules = ("size-rule", "z3-defaults", "unbundled", "no-search", "found-cores", "found-window-cores",
+                 "no-rc2")
         backend = "auto" if setting in rules else setting.replace("+", ",")
         return solve(problem, backend, time_limit=time_limit, strengthen=True)
     finally:
         solve_parts.part_choice, solve_parts.PART_Z3_EXTRAS, bundles.BUNDLE_WEIGHT = rule, z3_extras, bundle
-        neighbourhood_search.MIN_CELLS = least
+        neighbourhood_search.MIN_CELLS, solve_parts.SEARCHED_PARTNERS = least, partners
         solve_parts.SMALL_PART_Z3_EXTRAS, neighbourhood_search.WINDOW_Z3_EXTRAS = small_extras, window_extras
 
 
@@ -101,14 +111,14 @@ def _cpu_seconds() -> float:
 def table(rows: list[dict]) -> str:
     """The results side by side: one line per instance and setting."""
     lines = ["| instance | setting | status | objective | bound | gap | seconds | CPU s | load "
-             "| largest parts (cells/rows) |", "|---|---|---|---|---|---|---|---|---|---|"]
+             "| proof | largest parts (cells/rows) |", "|---|---|---|---|---|---|---|---|---|---|---|"]
     for r in sorted(rows, key=lambda r: r["instance"]):
         gap = "–" if r["gap"] is None else f"{100 * r['gap']:.1f} %"
         objective = "–" if r["objective"] is None else f"{r['objective']:.0f}"
         parts = ", ".join(f"{p['cells']}/{p['rows']}" for p in r["largest_parts"])
         lines.append(f"| {r['instance']} | {r['setting']} | {r['status']} | {objective} "
                      f"| {r['bound']:.0f} | {gap} | {r['seconds']} | {r.get('cpu_seconds', '–')} "
-                     f"| {r['load']} | {parts} |")
+                     f"| {r['load']} | {r.get('proof') or '–'} | {parts} |")
     return "\n".join(lines)
 
 
@@ -135,7 +145,8 @@ def main() -> None:
             row = {"instance": name, "setting": setting, "status": r.status.name, "objective": r.objective,
                    "bound": r.bound, "gap": r.gap, "seconds": round(time.perf_counter() - t, 1),
                    "cpu_seconds": round(_cpu_seconds() - cpu, 1),
-                   "load": round(load, 1), "parts": len(parts), "largest_parts": parts[:3]}
+                   "load": round(load, 1), "proof": r.proof.value if r.proof else None,
+                   "parts": len(parts), "largest_parts": parts[:3]}
             print(json.dumps(row), flush=True)
             with results.open("a") as f:
                 f.write(json.dumps(row) + "\n")
