@@ -18,7 +18,8 @@ cores as found on every part: the rule before
 (``auto`` with the search's windows solved by z3 keeping its cores as found: the rule before
 ``core.minimize`` in :data:`~smug_opt.strengthen.neighbourhood_search.WINDOW_Z3_EXTRAS`),
 ``no-rc2`` (``auto`` with z3 alone beside the search on the large parts: the rule before
-:data:`~smug_opt.strengthen.solve_parts.SEARCHED_PARTNERS` held RC2) or
+:data:`~smug_opt.strengthen.solve_parts.SEARCHED_PARTNERS` held RC2), ``no-z3`` (``auto`` with
+RC2 alone beside the search there) or
 backends joined by ``+``
 (raced: ``highs+z3`` is ``backend="highs,z3"``).
 The problems come from the bench cache (built once, as ``smug-opt bench run`` builds them);
@@ -64,8 +65,8 @@ def _solve(problem, setting: str, time_limit: float):
     rule, z3_extras, bundle = solve_parts.part_choice, solve_parts.PART_Z3_EXTRAS, bundles.BUNDLE_WEIGHT
     small_extras, window_extras = solve_parts.SMALL_PART_Z3_EXTRAS, neighbourhood_search.WINDOW_Z3_EXTRAS
     least, partners = neighbourhood_search.MIN_CELLS, solve_parts.SEARCHED_PARTNERS
-    if setting == "no-rc2":
-        solve_parts.SEARCHED_PARTNERS = ("z3",)
+    if setting in ("no-rc2", "no-z3"):
+        solve_parts.SEARCHED_PARTNERS = ("z3",) if setting == "no-rc2" else ("rc2",)
     if setting == "size-rule":
         solve_parts.part_choice = lambda choice: choice
     if setting == "z3-defaults":
@@ -81,7 +82,7 @@ def _solve(problem, setting: str, time_limit: float):
                                                  if k != "core.minimize"}
     try:
         rules = ("size-rule", "z3-defaults", "unbundled", "no-search", "found-cores", "found-window-cores",
-                 "no-rc2")
+                 "no-rc2", "no-z3")
         backend = "auto" if setting in rules else setting.replace("+", ",")
         return solve(problem, backend, time_limit=time_limit, strengthen=True)
     finally:
