@@ -1,7 +1,8 @@
 """Early stops: one backend at limits of 0.5-20 ms on the campaign's instances, in this
-process (``isolate=False``: the limit reaches the solver as given). A solver stopped before
-it has set its bounds up must claim nothing: no bound above the exact optimum, no
-INFEASIBLE on a feasible instance, no solution on an infeasible one.
+process (``isolate=False``: the limit reaches the solver as given), judged as the campaign
+judges (``judge.py``): a solver stopped before it has set its bounds up must claim nothing
+(no bound above the exact optimum, no INFEASIBLE on a feasible instance, no solution on an
+infeasible one, no OPTIMAL above the optimum).
 
     python benchmarks/campaign/early_stops.py --backend cpsat --start 40000 --count 150
 
@@ -16,6 +17,7 @@ import collections
 import sys
 
 from campaign import instance  # this folder is on sys.path when the script runs
+from judge import judge
 
 import smug_opt
 from smug_opt.testing import exact_optimum
@@ -28,6 +30,7 @@ def main() -> int:
     p.add_argument("--backend", required=True)
     p.add_argument("--start", type=int, default=40_000)
     p.add_argument("--count", type=int, default=150)
+    p.add_argument("--certify", action="store_true", help="certify=True on every solve")
     args = p.parse_args()
     statuses: collections.Counter[tuple[str, bool]] = collections.Counter()
     wrong = []
@@ -38,16 +41,11 @@ def main() -> int:
         except ValueError:  # beyond the brute force (two continuous variables, say)
             continue
         for limit in LIMITS:
-            r = smug_opt.solve(problem, args.backend, time_limit=limit, isolate=False)
+            r = smug_opt.solve(problem, args.backend, time_limit=limit, isolate=False, certify=args.certify)
             statuses[(r.status.name, r.bound is not None)] += 1
-            if best.value is None:
-                if r.x is not None:
-                    wrong.append((i, family, limit, r.status.name, "a solution on an infeasible instance"))
-            elif r.status is smug_opt.Status.INFEASIBLE:
-                wrong.append((i, family, limit, "INFEASIBLE on a feasible instance"))
-            elif r.bound is not None and r.bound > best.value:
-                above = f"bound {r.bound!r} above {float(best.value)!r}"
-                wrong.append((i, family, limit, r.status.name, above))
+            verdict = judge(problem, best, r)
+            if verdict.kind == "wrong":
+                wrong.append((i, family, limit, r.status.name, r.proof, verdict.why))
     solves = sum(statuses.values())
     print(f"{args.backend}: {solves} solves on instances {args.start}-{args.start + args.count - 1}, "
           f"{len(wrong)} wrong; (status, bound given): {dict(sorted(statuses.items()))}")
