@@ -19,7 +19,8 @@ cores as found on every part: the rule before
 ``core.minimize`` in :data:`~smug_opt.strengthen.neighbourhood_search.WINDOW_Z3_EXTRAS`),
 ``no-rc2`` (``auto`` with z3 alone beside the search on the large parts: the rule before
 :data:`~smug_opt.strengthen.solve_parts.SEARCHED_PARTNERS` held RC2), ``no-z3`` (``auto`` with
-RC2 alone beside the search there) or
+RC2 alone beside the search there, and z3 without its core batches: the large parts' z3 option
+would otherwise keep them from the search, which races only what takes its extras) or
 backends joined by ``+``
 (raced: ``highs+z3`` is ``backend="highs,z3"``).
 The problems come from the bench cache (built once, as ``smug-opt bench run`` builds them);
@@ -67,6 +68,8 @@ def _solve(problem, setting: str, time_limit: float):
     least, partners = neighbourhood_search.MIN_CELLS, solve_parts.SEARCHED_PARTNERS
     if setting in ("no-rc2", "no-z3"):
         solve_parts.SEARCHED_PARTNERS = ("z3",) if setting == "no-rc2" else ("rc2",)
+    if setting == "no-z3":
+        solve_parts.PART_Z3_EXTRAS = {}
     if setting == "size-rule":
         solve_parts.part_choice = lambda choice: choice
     if setting == "z3-defaults":
