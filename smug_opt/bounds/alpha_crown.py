@@ -125,6 +125,10 @@ class _Adam:
                 p.clamp_(low, high)
 
 
+SLOPES_KEPT = 2**20
+"""A layer's optimised slopes are kept (:attr:`ChainBounds.slopes`) only up to this many
+(8 MiB; ``mnistfc`` 256x6's last layer: 655,360); larger layers are re-bounded per domain
+with CROWN's slopes."""
 TIGHTEN_ENTRIES = 2**22
 """A layer is tightened only while its rows times the widest layer below stay under this
 many coefficients (a CNN's layers keep their CROWN intervals: 2 rows per unstable neuron
@@ -134,7 +138,8 @@ over 23,328-wide layers would take gigabytes)."""
 def tighten(bounds: ChainBounds, *, steps: int = 20, deadline: Deadline | None = None) -> ChainBounds:
     """Tighter rigorous intervals of every ReLU layer's input (after the first, whose
     interval over the box is exact up to rounding): α-CROWN on its unstable neurons (see
-    :data:`TIGHTEN_ENTRIES`)."""
+    :data:`TIGHTEN_ENTRIES`); each layer's slopes are kept as :attr:`ChainBounds.slopes`
+    (see :data:`SLOPES_KEPT`)."""
     lo, hi = list(bounds.lo), list(bounds.hi)
     current = bounds
     slopes: dict[int, tuple[torch.Tensor, list[torch.Tensor]]] = {}
@@ -154,7 +159,8 @@ def tighten(bounds: ChainBounds, *, steps: int = 20, deadline: Deadline | None =
         optimised = optimise(current, i, C, torch.zeros(2 * k, dtype=torch.float64), steps=steps,
                              alphas=alphas, deadline=deadline)
         found = optimised.bound[0]
-        slopes[i] = (rows, [a.detach() for a in optimised.alphas])
+        if sum(a.numel() for a in optimised.alphas) <= SLOPES_KEPT:
+            slopes[i] = (rows, [a.detach() for a in optimised.alphas])
         lo[i] = lo[i].clone()
         hi[i] = hi[i].clone()
         lo[i][rows] = torch.maximum(lo[i][rows], found[:k])
