@@ -135,8 +135,11 @@ class _Reader:
         if op in _FINAL:
             if node.output[0] != self.graph.output[0].name:
                 raise ValueError(f"{op} is read only as the network's last operation")
+            source = _first(inputs, op)
+            if op != "Sigmoid" and isinstance(source, int):
+                _check_class_axis(op, attrs, self.shape(source), _opset(self.model))
             self.output_kind = _FINAL[op]
-            self.values[node.output[0]] = _first(inputs, op)
+            self.values[node.output[0]] = source
             return
         if op in ("Identity", "Dropout"):
             self.values[node.output[0]] = _first(inputs, op)
@@ -149,6 +152,26 @@ class _Reader:
 
     def shape(self, value: int) -> tuple[int, ...]:
         return self.builder.shape(value)
+
+
+def _opset(model: Any) -> int:
+    """The model's version of the default ONNX domain."""
+    return max((o.version for o in model.opset_import if o.domain in ("", "ai.onnx")), default=1)
+
+
+def _check_class_axis(op: str, attrs: dict, shape: tuple[int, ...], opset: int) -> None:
+    """Refuse a final (Log)Softmax that does not normalise over the class scores (the axes of
+    the per-example ``shape`` of size > 1) alone: over the batch axis, say, its outputs are
+    not the scores shifted or rescaled, and comparisons of the scores do not carry over."""
+    rank = len(shape) + 1
+    axis = int(attrs.get("axis", -1 if opset >= 13 else 1))
+    axis = axis + rank if axis < 0 else axis
+    reduced = {axis} if opset >= 13 else set(range(axis, rank))
+    if 0 in reduced or not reduced <= set(range(rank)) or any(
+            size > 1 and i + 1 not in reduced for i, size in enumerate(shape)):
+        raise ValueError(f"{op} over axis {attrs.get('axis')} of scores of shape (batch, "
+                         f"{', '.join(map(str, shape))}) (opset {opset}) does not normalise over the "
+                         "class scores alone, so it is not read")
 
 
 def _first(inputs: list[Value | None], op: str) -> Value:

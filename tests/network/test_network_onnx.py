@@ -220,6 +220,27 @@ def test_unsupported_operator_is_one_error_naming_the_node():
         read_onnx(model)
 
 
+@pytest.mark.parametrize("op", ["Softmax", "LogSoftmax"])
+@pytest.mark.parametrize(("axis", "opset", "shape", "read"), [
+    (None, 13, [1, 4], True), (1, 11, [1, 4], True), (-1, 13, [1, 4], True), (1, 13, [1, 4, 1], True),
+    (0, 13, [1, 4], False), (0, 11, [1, 4], False), (-1, 13, [1, 4, 1], False)])
+def test_a_final_softmax_is_read_only_over_the_class_scores(op, axis, opset, shape, read):
+    """Over the batch axis (or a unit one) a final (Log)Softmax's outputs are constant: 0 or 1
+    at batch size 1, whatever the scores; comparisons of the scores say nothing about them
+    (verify answered unsat to ``Y_1 >= Y_0``, which every input meets)."""
+    attrs = {} if axis is None else {"axis": axis}
+    nodes = [helper.make_node("Reshape", ["x", "shape"], ["scores"], name="scores"),
+             helper.make_node(op, ["scores"], ["out"], name="final", **attrs)]
+    model = _model(nodes, [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 4])], shape,
+                   {"shape": shape}, opset)
+    if read:
+        assert read_onnx(model).output == ("softmax" if op == "Softmax" else "log_softmax")
+    else:
+        with pytest.raises(ValueError, match=rf"ONNX node 'final' \({op}\): {op} over axis .* does not "
+                                             "normalise over the class scores alone"):
+            read_onnx(model)
+
+
 def test_nonlinear_product_of_tensors_names_the_node():
     nodes = [helper.make_node("Mul", ["x", "x"], ["out"], name="square")]
     model = _model(nodes, [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 4])], [1, 4], {}, 13)
