@@ -100,7 +100,10 @@ def _keras_stem(arch: str, source: str, *, k: int, cell: int, gamma: float) -> P
     x = preprocess(photo(source), KERAS_STEMS[arch])
     grid = adapter.mask_grid(cell, x.shape)
     x = adapter.model_input(x)
-    neurons = top_k_neurons(integrated_gradients(adapter, x), k)
+    # The first top score's class, as np.argmax gives it: random weights can tie every class
+    # (MobileNetV2 under Keras 3.15: all 1,000 at 0.001), and this workload needs a target anyway.
+    target = int(np.argmax(adapter.predict(x[None])[0]))
+    neurons = top_k_neurons(integrated_gradients(adapter, x, target=target), k)
     return build_problem(adapter.affine, adapter.affine_input(x), neurons, gamma=gamma, grid=grid)
 
 

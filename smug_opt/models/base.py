@@ -47,7 +47,15 @@ def top_tie(scores: np.ndarray) -> str | None:
     when one class has it alone. A tie predicts no class."""
     scores = np.asarray(scores).reshape(-1)
     top = np.flatnonzero(scores == scores.max())
-    return None if top.size == 1 else f"classes {', '.join(map(str, top))} at {scores.max():g}"
+    if top.size == 1:
+        return None
+    listed = ", ".join(map(str, top[:_TIES_LISTED]))
+    more = f", ... ({top.size} classes)" if top.size > _TIES_LISTED else ""
+    return f"classes {listed}{more} at {scores.max():g}"
+
+
+_TIES_LISTED = 8
+"""A tie's message names at most this many classes (a random-weight network can tie all 1,000)."""
 
 
 @enum.unique

@@ -282,3 +282,12 @@ def test_a_tied_prediction_is_refused_not_explained_as_class_0():
         explain(network, x, k=2)
     with pytest.raises(ValueError, match=r"tie for the top class \(classes 0, 1, 2 at 0\): no prediction"):
         explain_robust(network, x, eps=0.1)
+
+
+def test_a_tie_of_many_classes_is_named_briefly():
+    """A random-weight ImageNet network can tie all 1,000 classes: the message lists 8."""
+    from smug_opt.models.base import top_tie
+
+    assert top_tie(np.full(1000, 0.001)) == "classes 0, 1, 2, 3, 4, 5, 6, 7, ... (1000 classes) at 0.001"
+    assert top_tie(np.array([0.5, 0.2, 0.5])) == "classes 0, 2 at 0.5"
+    assert top_tie(np.array([0.1, 0.7, 0.2])) is None
