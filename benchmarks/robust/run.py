@@ -72,7 +72,7 @@ def explain_images(label: str, spec: str, todo: list, args: argparse.Namespace, 
         record = {"net": label, "image": name, "true_label": truth, "load": os.getloadavg()[0],
                   "lean": not args.no_lean, "reuse": not args.no_reuse,
                   "bound_order": not args.no_bound_order, "proof_reuse": not args.no_proof_reuse,
-                  "chunk_query_time": args.chunk_query_time,
+                  "chunk_query_time": args.chunk_query_time, "bound_reuse": not args.no_bound_reuse,
                   "query_work": None if args.query_work is None else vars(args.query_work),
                   "cpu_seconds": round(time.process_time() - cpu, 2),
                   **result.record()}
@@ -146,12 +146,14 @@ def main() -> int:
                    help="ablation: the values the bounds leave go in gradient order, not by bound cost")
     p.add_argument("--no-proof-reuse", action="store_true",
                    help="ablation: branch and bound starts from the root, not the last proof's leaves")
+    p.add_argument("--no-bound-reuse", action="store_true",
+                   help="ablation: every query's CROWN intervals from scratch (not from an earlier query's)")
     p.add_argument("--chunk-query-time", type=float, default=None,
                    help="ablation: seconds for a query freeing several values (default: the traversal's own)")
     p.add_argument("--out", type=Path, default=REPO / "benchmarks" / "robust" / "out")
     p.add_argument("--table-only", action="store_true", help="print the table of --out's records only")
     args = p.parse_args()
-    if args.no_reuse or args.no_bound_order or args.no_proof_reuse:  # ablation: the traversal's keywords
+    if args.no_reuse or args.no_bound_order or args.no_proof_reuse or args.no_bound_reuse:  # ablations
         import functools
 
         import smug_opt.robustness.model_explanation as explained
@@ -159,7 +161,8 @@ def main() -> int:
         explained.robust_explanation = functools.partial(explained.robust_explanation,
                                                          reuse_counterexamples=not args.no_reuse,
                                                          order_by_bounds=not args.no_bound_order,
-                                                         reuse_proofs=not args.no_proof_reuse)
+                                                         reuse_proofs=not args.no_proof_reuse,
+                                                         reuse_bounds=not args.no_bound_reuse)
     if args.chunk_query_time is not None:  # the traversal's constant, set for an ablation run
         import smug_opt.robustness.explanation as traversal
 

@@ -34,6 +34,7 @@ from dataclasses import dataclass
 import numpy as np
 import scipy.sparse as sp
 
+from smug_opt.bounds.cone import reached
 from smug_opt.bounds.domain import Box, Domain, Masks
 from smug_opt.bounds.relaxation import elementwise, is_unstable, maxpool_choice
 from smug_opt.bounds.rounding import ACCUMULATED, down, slack, up
@@ -94,7 +95,8 @@ class FlatBounds:
 
 def propagate(network: FlatNetwork, domain: Domain, *, method: str = "crown",
               prior: tuple[dict[int, np.ndarray], dict[int, np.ndarray]] | None = None,
-              settled: frozenset[int] = frozenset(), sparse_rows: bool = False) -> FlatBounds:
+              settled: frozenset[int] = frozenset(), sparse_rows: bool = False,
+              reuse: FlatBounds | None = None) -> FlatBounds:
     """Bounds on every layer of ``network`` over ``domain`` (:class:`Box` or :class:`Masks`
     on its input): ``method`` ``"interval"`` or ``"crown"`` (back-substitution, never looser).
 
@@ -103,7 +105,11 @@ def propagate(network: FlatNetwork, domain: Domain, *, method: str = "crown",
     the results then hold wherever the prior ones do. ``settled``: layers whose prior
     interval is taken as it is (already back-substituted: not again). ``sparse_rows``: the
     back-substitution carries its coefficients as sparse rows (for layers whose neurons read
-    few others, as convolutions and pooling tournaments: far fewer products than dense rows)."""
+    few others, as convolutions and pooling tournaments: far fewer products than dense rows).
+    ``reuse``: bounds of the same network over another :class:`Box`; the neurons that no
+    input where the two boxes differ reaches (:func:`~smug_opt.bounds.cone.reached`) take
+    over their intervals (over both boxes they take the same values), only the others are
+    computed."""
     if method not in METHODS:
         raise ValueError(f"bounds method must be one of {', '.join(METHODS)}, got {method!r}")
     if not isinstance(domain, (Box, Masks)):
@@ -118,18 +124,29 @@ def propagate(network: FlatNetwork, domain: Domain, *, method: str = "crown",
     refine = _rows_to_refine(network) if method == "crown" else {}
     matrices = _Matrices(domain.support)
     walk = _BackSubstitution(network, domain, lo, hi, matrices, sparse_rows=sparse_rows)
+    kept = None if reuse is None else _unreached(network, domain, reuse)
     for k in range(1, len(layers)):
         lo[k], hi[k] = _interval(layers[k], lo, hi, matrices)
+        if kept is not None and reuse is not None:
+            lo[k], hi[k] = np.where(kept[k], reuse.lo[k], lo[k]), np.where(kept[k], reuse.hi[k], hi[k])
         if prior is not None and k in prior[0]:
             lo[k], hi[k] = np.maximum(lo[k], prior[0][k]), np.minimum(hi[k], prior[1][k])
         rows = None if k in settled else refine.get(k)
         if rows is not None:
-            selected = np.flatnonzero(rows(lo[k], hi[k]))
+            selected = np.flatnonzero(rows(lo[k], hi[k]) if kept is None else rows(lo[k], hi[k]) & ~kept[k])
             if selected.size:
                 l_new, h_new = walk.bounds(k, selected)
                 lo[k][selected] = np.maximum(lo[k][selected], l_new)
                 hi[k][selected] = np.minimum(hi[k][selected], h_new)
     return FlatBounds(network, domain, tuple(lo), tuple(hi), method, time.perf_counter() - t0)
+
+
+def _unreached(network: FlatNetwork, domain: Domain, reuse: FlatBounds) -> list[np.ndarray]:
+    """Per layer, the neurons whose intervals ``reuse`` (over another box) gives for ``domain``."""
+    if reuse.network is not network or not (isinstance(domain, Box) and isinstance(reuse.domain, Box)):
+        raise ValueError("bounds are reused only from the same network over another Box")
+    old = reuse.domain
+    return [~m for m in reached(network, (old.lo != domain.lo) | (old.hi != domain.hi))]
 
 
 RowChoice = Callable[[np.ndarray, np.ndarray], np.ndarray]

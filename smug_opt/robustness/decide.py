@@ -245,6 +245,8 @@ def decide(query: RobustnessQuery, *, time_limit: float | None = 60.0,
     solves: list[dict[str, Any]] = list(bab_log)
     unsolved: list[str] = []
     left = [k for k in open_ if decided[k] == "open"]
+    if work is not None and not work.milp_nodes and left:
+        return verdict("unknown", message="work spent (no MILP in the budget)", solves=tuple(solves))
     for position, k in enumerate(left):
         if deadline.passed(0.5):
             return verdict("unknown", message="time limit", solves=tuple(solves))

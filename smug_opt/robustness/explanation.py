@@ -28,6 +28,7 @@ from smug_opt.network.flat import FlatNetwork, Preprocess
 from smug_opt.robustness.attack import flat_gradient
 from smug_opt.robustness.bab import Leaves
 from smug_opt.robustness.bound_freeing import bound_round, by_bound_cost
+from smug_opt.robustness.bounds_memo import BoundsMemo
 from smug_opt.robustness.decide import decide
 from smug_opt.robustness.necessity import necessary_by_attack
 from smug_opt.robustness.query import RobustnessQuery
@@ -105,7 +106,7 @@ def robust_explanation(net: FlatNetwork, preprocess: Preprocess, x: np.ndarray, 
                        time_limit: float | None = None, solve_options: Mapping[str, Any] | None = None,
                        lean: bool = True, reuse_counterexamples: bool = True,
                        order_by_bounds: bool = True, reuse_proofs: bool = True,
-                       query_work: Work | None = None) -> RobustExplanation:
+                       query_work: Work | None = None, reuse_bounds: bool = True) -> RobustExplanation:
     """The explanation of ``net``'s label on ``x`` (model input units, flat) at ``eps``.
 
     Three passes, cheapest first: (1) in order of increasing sensitivity, chunks of
@@ -132,7 +133,10 @@ def robust_explanation(net: FlatNetwork, preprocess: Preprocess, x: np.ndarray, 
     chain (the batched attack has already looked for counterexamples); ``query_work``: each
     query's budget in work instead of ``query_time`` (:class:`~smug_opt.robustness.work.Work`;
     a chunk's, :data:`CHUNK_WORK_SHARE` times smaller): the set then does not depend on
-    the machine's load, unless ``time_limit`` ends the traversal first."""
+    the machine's load, unless ``time_limit`` ends the traversal first. With ``reuse_bounds``,
+    each query's CROWN intervals start from an earlier query's
+    (:class:`~smug_opt.robustness.bounds_memo.BoundsMemo`): only the neurons the values
+    where their boxes differ reach are computed again."""
     start = time.monotonic()
     deadline = None if time_limit is None else start + time_limit
     x = np.asarray(x, dtype=np.float64).reshape(-1)
@@ -150,6 +154,7 @@ def robust_explanation(net: FlatNetwork, preprocess: Preprocess, x: np.ndarray, 
     proofs: set[str] = set()
     counterexamples: list[np.ndarray] = []
     proof_leaves: dict[int, Leaves] | None = {} if reuse_proofs else None
+    memo = BoundsMemo() if reuse_bounds else None
 
     def out_of_time() -> bool:
         return deadline is not None and time.monotonic() >= deadline
@@ -157,7 +162,8 @@ def robust_explanation(net: FlatNetwork, preprocess: Preprocess, x: np.ndarray, 
     def query_for(extra: np.ndarray) -> RobustnessQuery:
         freed = free.copy()
         freed[extra] = True
-        return RobustnessQuery(net, preprocess, np.where(freed, low, x), np.where(freed, high, x), region)
+        return RobustnessQuery(net, preprocess, np.where(freed, low, x), np.where(freed, high, x), region,
+                               memo=memo)
 
     def bounds_free(pool: np.ndarray, left: list[int]) -> None:
         nonlocal queries
@@ -185,7 +191,7 @@ def robust_explanation(net: FlatNetwork, preprocess: Preprocess, x: np.ndarray, 
             budget = None
             if extra.size > 1:
                 work = Work(max(1, work.domains // CHUNK_WORK_SHARE),
-                            max(1, work.milp_nodes // CHUNK_WORK_SHARE))
+                            -(-work.milp_nodes // CHUNK_WORK_SHARE))  # 0 stays 0
         left = None if deadline is None else deadline - time.monotonic()
         limits = [t for t in (budget, left) if t is not None]
         remaining = min(limits) if limits else None

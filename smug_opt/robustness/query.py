@@ -33,6 +33,7 @@ from smug_opt.encode.network_milp import Expression, NetworkEncoding, encode_lay
 from smug_opt.exact import dot_error_bound
 from smug_opt.ir import Problem, ProblemBuilder
 from smug_opt.network.flat import FlatNetwork, Preprocess
+from smug_opt.robustness.bounds_memo import BoundsMemo
 from smug_opt.vnnlib import Conjunct, VnnlibSpec
 
 __all__ = ["RobustnessQuery"]
@@ -57,7 +58,9 @@ def _chain_of(net: FlatNetwork) -> tuple[FlatNetwork, ReluChain | None]:
 @dataclass(frozen=True, eq=False)
 class RobustnessQuery:
     """Is there an input ``x`` with ``lo <= x <= hi`` (model input units, flat in the
-    model's layout) whose class scores lie in one of ``disjuncts``?"""
+    model's layout) whose class scores lie in one of ``disjuncts``? ``memo``: bounds found
+    by other queries on the same network (an explanation's), to recompute only what this
+    box changes."""
 
     net: FlatNetwork
     preprocess: Preprocess
@@ -65,6 +68,7 @@ class RobustnessQuery:
     hi: np.ndarray
     disjuncts: tuple[Conjunct, ...]
     name: str = "query"
+    memo: BoundsMemo | None = None
 
     def __post_init__(self) -> None:
         lo = np.asarray(self.lo, dtype=np.float64).reshape(-1)
@@ -123,7 +127,15 @@ class RobustnessQuery:
     @cached_property
     def bounds(self) -> FlatBounds:
         """Rigorous bounds on every layer over the affine box (CROWN)."""
-        return propagate(self.net, self.affine_box, method="crown")
+        return self._propagate("crown", self.net, {})
+
+    def _propagate(self, kind: str, net: FlatNetwork, options: dict) -> FlatBounds:
+        """CROWN's bounds on ``net`` over the affine box, from the memo's nearest (``kind``) if any."""
+        box = self.affine_box
+        if self.memo is None:
+            return propagate(net, box, method="crown", **options)
+        return self.memo.find(kind, net, box, lambda reuse: propagate(net, box, method="crown", reuse=reuse,
+                                                                      **options))
 
     def chain_bounds(self, deadline: Deadline | None = None) -> ChainBounds | None:
         """For a chain of linear layers and ReLUs (:class:`~smug_opt.bounds.relu_chain.ReluChain`),
@@ -142,9 +154,9 @@ class RobustnessQuery:
                 else:  # the rewrite's: this query's on the layers it shares, CROWN (sparse rows) on
                     rewrite = pools_as_relus(self.net)  # the tournaments (whose passed values are >= 0)
                     assert rewrite is not None
-                    fb = propagate(net, box, method="crown", sparse_rows=True,
-                                   settled=frozenset(rewrite.same),
-                                   prior=rewrite.prior_with(self.bounds.lo, self.bounds.hi))
+                    fb = self._propagate("pool rewrite", net, {
+                        "sparse_rows": True, "settled": frozenset(rewrite.same),
+                        "prior": rewrite.prior_with(self.bounds.lo, self.bounds.hi)})
                 found = tighten(ChainBounds.of(chain, box.lo, box.hi, [fb.lo[2 * i + 1] for i in relus],
                                                [fb.hi[2 * i + 1] for i in relus]), deadline=deadline)
             self.__dict__["_chain_bounds"] = found

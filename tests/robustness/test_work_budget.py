@@ -13,8 +13,9 @@ from flat_nets import chain_of, covered, mlp
 
 from smug_opt.deadline import Deadline
 from smug_opt.network.flat import Preprocess
+from smug_opt.robustness import RobustnessQuery, decide
 from smug_opt.robustness.bab import Unfinished, branch_and_bound
-from smug_opt.robustness.explanation import robust_explanation
+from smug_opt.robustness.explanation import label_changes, robust_explanation
 from smug_opt.robustness.work import Work
 
 IN_PROCESS = {"isolate": False}
@@ -80,12 +81,27 @@ def test_branch_and_bound_stops_at_its_work_with_a_cover_that_finishes_the_proof
     assert cut  # some search needs more than 3 domains
 
 
-def test_a_work_budget_is_counted_in_positive_integers_on_a_backend_with_a_node_limit():
-    with pytest.raises(ValueError, match="domains must be a positive integer"):
+def test_without_milp_nodes_a_query_branch_and_bound_leaves_open_stays_unknown():
+    rng = np.random.default_rng(0)
+    net = mlp(rng, [2, 6, 6, 3])
+    x0 = rng.uniform(-1, 1, 2)
+    label = int(net.forward(x0[None])[-1][0].argmax())
+    query = RobustnessQuery(net, Preprocess(np.arange(2), np.ones(2), np.zeros(2)), x0 - 1.0, x0 + 1.0,
+                            label_changes(3, label))
+    solved = [s["solver"] for s in decide(query, lean=True, time_limit=None, work=Work(1, 50),
+                                          solve_options=IN_PROCESS).solves]
+    assert "bab" in solved and set(solved) - {"bab"}  # branch and bound ran out; the MILP ran
+    left = decide(query, lean=True, time_limit=None, work=Work(1, 0), solve_options=IN_PROCESS)
+    assert left.answer == "unknown" and {s["solver"] for s in left.solves} == {"bab"}
+
+
+def test_a_work_budget_is_counted_in_integers_on_a_backend_with_a_node_limit():
+    with pytest.raises(ValueError, match="domains must be an integer >= 1"):
         Work(domains=0, milp_nodes=10)
-    with pytest.raises(ValueError, match="milp_nodes must be a positive integer"):
+    with pytest.raises(ValueError, match="milp_nodes must be an integer >= 0"):
         Work(domains=10, milp_nodes=2.5)  # type: ignore[arg-type]
     assert Work(8, 10).solver_extras("highs") == {"mip_max_nodes": 10}
+    assert Work(8, 0).solver_extras("z3") == {}  # no MILP: any backend
     with pytest.raises(ValueError, match="needs a backend with a node limit"):
         Work(8, 10).solver_extras("z3")
     with pytest.raises(ValueError, match="needs a backend with a node limit"):
