@@ -162,3 +162,19 @@ def covered(net: FlatNetwork, leaves: Leaves, points: np.ndarray) -> np.ndarray:
         ok = ((s > 0) & (z >= 0)) | ((s < 0) & (z <= 0)) | (s == 0)
         inside &= ok.all(dim=-1)
     return inside.any(dim=-1).numpy()
+
+
+def pool_cnn(rng: np.random.Generator, dense: int = 0) -> FlatNetwork:
+    """(1, 5, 5) input → conv 3×3 (2 ch) → relu → maxpool (2×2 windows plus a padded or
+    repeated entry: 5 inputs, an odd tournament) → [linear ``dense`` → relu] → linear 3."""
+    layers = [FlatLayer("input", (), 25),
+              linear(0, conv_matrix(rng, 1, 5, 2, 3) * 2.0, rng.normal(size=18) * 0.3),
+              FlatLayer("relu", (1,), 18),
+              FlatLayer("maxpool", (2,), 8, windows=pool_windows(2, 3))]
+    width = 8
+    if dense:
+        layers += [linear(3, rng.normal(size=(dense, 8)) / 2, rng.normal(size=dense) * 0.3),
+                   FlatLayer("relu", (4,), dense)]
+        width = dense
+    layers.append(linear(len(layers) - 1, rng.normal(size=(3, width)) / 2, rng.normal(size=3) * 0.3))
+    return FlatNetwork(tuple(layers), (1, 5, 5))

@@ -76,12 +76,44 @@ def explain_images(label: str, spec: str, todo: list, args: argparse.Namespace, 
                   "query_work": None if args.query_work is None else vars(args.query_work),
                   "cpu_seconds": round(time.process_time() - cpu, 2),
                   **result.record()}
+        if args.exact_check:
+            record["exact_check"] = exact_check(result, args.exact_check, args.exact_time)
         with open(args.out / "results.jsonl", "a") as f:
             f.write(json.dumps(record) + "\n")
         bound = record["minimum"]["lower_bound"] if "minimum" in record else "-"
         print(f"{label} {name}: size {record['size']} (subset-minimal {record['subset_minimal']['size']}, "
               f"bound {bound}), {record['seconds']:.1f}s, check "
-              f"{'passed' if record['check']['passed'] else 'FAILED'}", file=sys.stderr, flush=True)
+              f"{'passed' if record['check']['passed'] else 'FAILED'}"
+              f"{', exact ' + record['exact_check']['verdict'] if 'exact_check' in record else ''}",
+              file=sys.stderr, flush=True)
+
+
+def exact_check(result, backend: str, seconds: float) -> dict:
+    """The returned set's robustness query asked again, every disjunct's MILP (the original
+    network's encoding) on ``backend`` with ``seconds`` each: ``passed`` when every one is
+    INFEASIBLE, ``broken`` when one has a solution, ``undecided`` otherwise."""
+    from smug_opt.network.lower import lower
+    from smug_opt.robustness.check import explanation_box
+    from smug_opt.robustness.explanation import label_changes
+    from smug_opt.robustness.query import RobustnessQuery
+    from smug_opt.solving import solve
+
+    preprocess, flat = lower(result.network)
+    lo, hi = explanation_box(result.x, result.fixed, result.eps, result.valid_range)
+    query = RobustnessQuery(flat, preprocess, lo, hi, label_changes(flat.num_outputs, result.label))
+    started, statuses = time.monotonic(), []
+    for k in range(len(query.disjuncts)):
+        if query.refuted()[k]:
+            statuses.append("BOUNDS")
+            continue
+        solved = solve(query.problem(k), backend, time_limit=seconds)
+        statuses.append(solved.status.name)
+        if solved.has_solution:
+            break
+    verdict = ("passed" if all(s in ("INFEASIBLE", "BOUNDS") for s in statuses)
+               else "broken" if any(s in ("OPTIMAL", "FEASIBLE") for s in statuses) else "undecided")
+    return {"backend": backend, "verdict": verdict, "statuses": statuses,
+            "seconds": round(time.monotonic() - started, 2)}
 
 
 def _counterexample_png(x: np.ndarray, path: Path) -> None:
@@ -150,6 +182,9 @@ def main() -> int:
                    help="ablation: every query's CROWN intervals from scratch (not from an earlier query's)")
     p.add_argument("--chunk-query-time", type=float, default=None,
                    help="ablation: seconds for a query freeing several values (default: the traversal's own)")
+    p.add_argument("--exact-check", metavar="BACKEND", default=None,
+                   help="also ask each returned set's query on BACKEND (e.g. scip): a MILP per disjunct")
+    p.add_argument("--exact-time", type=float, default=60.0, help="seconds per disjunct of --exact-check")
     p.add_argument("--out", type=Path, default=REPO / "benchmarks" / "robust" / "out")
     p.add_argument("--table-only", action="store_true", help="print the table of --out's records only")
     args = p.parse_args()

@@ -8,12 +8,11 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from flat_nets import conv_matrix, every_kind, linear, pool_windows
+from flat_nets import every_kind, pool_cnn
 
 from smug_opt.bounds import Box, propagate
 from smug_opt.bounds.cone import reached
 from smug_opt.bounds.pool_relus import pools_as_relus
-from smug_opt.network.flat import FlatLayer, FlatNetwork
 
 
 def _boxes(rng: np.random.Generator, x: np.ndarray, count: int) -> list[Box]:
@@ -25,18 +24,6 @@ def _boxes(rng: np.random.Generator, x: np.ndarray, count: int) -> list[Box]:
         free[flip] = ~free[flip]
         boxes.append(Box(np.where(free, x - 0.4, x), np.where(free, x + 0.4, x)))
     return boxes
-
-
-def _pool_cnn(rng: np.random.Generator) -> FlatNetwork:
-    """(1, 6, 6) → conv 3×3 (2 ch) → relu → maxpool (2×2, stride 1) → linear 6 → relu → linear 3."""
-    layers = [FlatLayer("input", (), 36),
-              linear(0, conv_matrix(rng, 1, 6, 2, 3) * 2.0, rng.normal(size=32) * 0.3),
-              FlatLayer("relu", (1,), 32),
-              FlatLayer("maxpool", (2,), 18, windows=pool_windows(2, 4)),
-              linear(3, rng.normal(size=(6, 18)) / 2, rng.normal(size=6) * 0.3),
-              FlatLayer("relu", (4,), 6),
-              linear(5, rng.normal(size=(3, 6)) / 2, rng.normal(size=3) * 0.3)]
-    return FlatNetwork(tuple(layers), (1, 6, 6))
 
 
 @pytest.mark.parametrize("seed", range(3))
@@ -63,9 +50,9 @@ def test_bounds_from_earlier_ones_equal_bounds_from_scratch(seed, kind):
     if kind == "every kind":
         net, options, x = every_kind(rng), {}, rng.uniform(-1, 1, 50)
     else:
-        rewrite = pools_as_relus(_pool_cnn(rng))
+        rewrite = pools_as_relus(pool_cnn(rng, dense=4))
         assert rewrite is not None
-        net, x = rewrite.net, rng.uniform(0, 1, 36)
+        net, x = rewrite.net, rng.uniform(0, 1, 25)
         options = {"sparse_rows": True, "settled": frozenset(rewrite.same)}
     earlier, kept = None, 0
     for box in _boxes(rng, x, 12):

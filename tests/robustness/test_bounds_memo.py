@@ -6,8 +6,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from flat_nets import mlp
-from test_pool_branching import IDENTITY, pool_cnn
+from flat_nets import mlp, pool_cnn
 
 from smug_opt.network.flat import Preprocess
 from smug_opt.robustness.bounds_memo import BoundsMemo
@@ -25,7 +24,7 @@ def test_reused_bounds_build_the_same_explanation(kind, seed, monkeypatch):
         net, pre, eps = mlp(rng, [6, 16, 16, 3]), Preprocess(np.arange(6), np.ones(6), np.zeros(6)), 0.3
         x = rng.uniform(0, 1, 6)
     else:
-        net, pre, eps = pool_cnn(rng, dense=4), IDENTITY, 0.3
+        net, pre, eps = pool_cnn(rng, dense=4), Preprocess(np.arange(25), np.ones(25), np.zeros(25)), 0.3
         x = rng.uniform(0, 1, 25)
     found = robust_explanation(net, pre, x, eps=eps, batch=4, query_work=WORK, reuse_bounds=False,
                                solve_options={"isolate": False})

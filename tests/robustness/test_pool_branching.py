@@ -9,32 +9,16 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from flat_nets import conv_matrix, every_kind, exact_forward, linear, pool_windows
+from flat_nets import every_kind, exact_forward, pool_cnn
 
 from smug_opt.bounds import Box, propagate
 from smug_opt.bounds.pool_relus import pools_as_relus
-from smug_opt.network.flat import FlatLayer, FlatNetwork, Preprocess
+from smug_opt.network.flat import Preprocess
 from smug_opt.robustness import RobustnessQuery, decide
 from smug_opt.robustness.explanation import label_changes, robust_explanation
 from smug_opt.solving import solve
 
 OTHER_BACKEND = "scip"
-
-
-def pool_cnn(rng: np.random.Generator, dense: int = 0) -> FlatNetwork:
-    """(1, 5, 5) input → conv 3×3 (2 ch) → relu → maxpool (2×2 windows plus a padded or
-    repeated entry: 5 inputs, an odd tournament) → [linear ``dense`` → relu] → linear 3."""
-    layers = [FlatLayer("input", (), 25),
-              linear(0, conv_matrix(rng, 1, 5, 2, 3) * 2.0, rng.normal(size=18) * 0.3),
-              FlatLayer("relu", (1,), 18),
-              FlatLayer("maxpool", (2,), 8, windows=pool_windows(2, 3))]
-    width = 8
-    if dense:
-        layers += [linear(3, rng.normal(size=(dense, 8)) / 2, rng.normal(size=dense) * 0.3),
-                   FlatLayer("relu", (4,), dense)]
-        width = dense
-    layers.append(linear(len(layers) - 1, rng.normal(size=(3, width)) / 2, rng.normal(size=3) * 0.3))
-    return FlatNetwork(tuple(layers), (1, 5, 5))
 
 
 IDENTITY = Preprocess(np.arange(25), np.ones(25), np.zeros(25))
