@@ -20,9 +20,11 @@
   fixing; it finds the exact optimum (or proves infeasibility) from the incumbent on,
   within :data:`SEARCH_LPS` LPs when an exact backend can take over. Past them, a search
   whose lowest open bound is within :data:`CLOSE_GAP` of pruning (integral objective) goes
-  on, split among :func:`search_workers` processes, until the deadline (the exact backend
-  gets what it leaves); any other gets :data:`RESIDUAL_SHARE` of the time left for the exact backend
-  first, then the search resumes without a budget (on every core).
+  on from its open nodes (:mod:`smug_opt.certify_search`), split among :func:`search_workers`
+  processes, until the deadline (the exact backend gets what it leaves); any other gets
+  :data:`RESIDUAL_SHARE` of the time left for the exact backend first, then the search goes
+  on without a budget (on every core; from its open nodes unless the exact backend found a
+  better solution).
 * Otherwise the **exact backend** (its own isolated worker, like any solve) answers the
   residual question for the incumbent's exact objective ``v``: "is there a solution with
   ``c·x < v``" (``v`` written exactly, as a sum of float64 terms); for INFEASIBLE, "is
@@ -72,10 +74,12 @@ from smug_opt.step import Step
 from smug_opt.verification import Verification, verify
 
 if TYPE_CHECKING:
+    from smug_opt.safe_search.prove import OptimumSearch
     from smug_opt.safe_search.prove import Proof as SafeSearchProof
+    from smug_opt.safe_search.search import Settings
 
 __all__ = [
-    "CLOSE_GAP", "DEFAULT_BACKSTOP_SECONDS", "DEFAULT_INFEASIBLE_LPS", "ENUMERATION_BINARIES",
+    "ALONE_LPS", "CLOSE_GAP", "DEFAULT_BACKSTOP_SECONDS", "DEFAULT_INFEASIBLE_LPS", "ENUMERATION_BINARIES",
     "ENUMERATION_RELU_BINARIES", "EXACT_CAPABILITIES", "LP_SHARE", "MAX_SEARCH_WORKERS",
     "RESIDUAL_SHARE", "SEARCH_LPS", "certify", "certify_within_budget", "exact_backend",
     "exact_options", "objective_below", "search_workers", "worth_certifying",
@@ -108,6 +112,13 @@ asked. Measured after 1,500 LPs (benchmarks/certify/close_gap.md): 3.48 below on
 784-binary cnn-d0-c1-k100-g0.5 (the search closes it; z3 does not in 60 s), 0.15 on
 cnn-d0-c1-k100-g0.9 (closed by the search with HiGHS's cuts at its root); 4.55 and 5.72
 on cnn-d2-c1-k500-g0.0 and cnn-d1-c2-k500-g0.0, which z3 settles and the search does not."""
+
+ALONE_LPS = 500
+"""A search that goes on past its budget first runs this many LPs more in this process
+before it is split among :func:`search_workers` processes: the workers' start costs ~1.3
+CPU s each, what ~500 first-layer LPs cost, and most searches near their end close sooner
+(cnn-d0-c1-k100-g0.9: 82 LPs more; 2.65 CPU s and 6.1 s of wall time with two workers,
+0.13 and 0.39 s in this process, at load 8; benchmarks/certify/certified_all_suites.md)."""
 
 _ENUMERATION = "exact enumeration of every binary assignment"
 
@@ -214,7 +225,7 @@ def certify(problem: Problem, result: SolveResult, *, ask: Step, deadline: Deadl
     if known is not None and _close(problem, known, budgeted):
         # the search's open bound nearly prunes: it goes on from its open nodes (every core),
         # the exact backend after it
-        again = run_search(tree, deadline, unbudgeted)
+        again = _go_on(tree, deadline, unbudgeted, budgeted.lps)
         if again is not None and again.proven:
             return search_result(problem, result, again, start)
         searched = searched if again is None else search_result(problem, result, again, start)
@@ -229,7 +240,8 @@ def certify(problem: Problem, result: SolveResult, *, ask: Step, deadline: Deadl
     found = None if answered.x is None else verify(problem, answered.x)
     best = found if found is not None and found.ok else None
     same = (best.objective == known.objective) if best is not None and known is not None else best is known
-    resumed = run_search(tree if same else optimum_search(problem, best), deadline, unbudgeted)
+    resumed = (_go_on(tree, deadline, unbudgeted, budgeted.lps) if same
+               else _go_on(optimum_search(problem, best), deadline, unbudgeted, 0))
     if resumed is None or not resumed.proven:
         return answered
     return search_result(problem, result, resumed, start)
@@ -270,6 +282,19 @@ def _proves_optimal(problem: Problem, bound: float, v: Fraction) -> bool:
 
 
 # -------------------------------------------------------------- the safe search
+def _go_on(tree: OptimumSearch | None, deadline: Deadline, settings: Settings, lps: int
+           ) -> SafeSearchProof | None:
+    """``tree`` (``lps`` LPs solved so far) run on with ``settings`` (no budget): first in
+    this process for :data:`ALONE_LPS` more LPs, then, when it has not ended, split among
+    ``settings.workers`` processes from where it stopped."""
+    if settings.workers == 1 or tree is None:
+        return run_search(tree, deadline, settings)
+    alone = run_search(tree, deadline, replace(settings, workers=1, max_lps=lps + ALONE_LPS))
+    if alone is None or alone.proven or tree.finished is not None:
+        return alone
+    return run_search(tree, deadline, settings) or alone
+
+
 def _close(problem: Problem, incumbent: Verification, proof: SafeSearchProof) -> bool:
     """Whether the budgeted search's lowest open bound is within :data:`CLOSE_GAP` of what
     prunes (``v - 1``; integral objectives only): a search that near its end goes on

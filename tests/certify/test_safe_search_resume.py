@@ -102,18 +102,42 @@ def test_a_paused_search_is_split_among_workers_when_it_goes_on_s() -> None:
     assert proof.best.objective == fresh.best.objective and verify(p, proof.best.x).ok
 
 
-def test_certify_goes_on_from_the_open_nodes_of_its_budgeted_search(monkeypatch) -> None:
-    """Past ``SEARCH_LPS`` a search near its end goes on (every core) from where it stopped:
-    the LPs it reports are those of one search, not the budget's plus a fresh search's."""
+@pytest.mark.parametrize("workers", [1, 2])
+def test_certify_goes_on_from_the_open_nodes_of_its_budgeted_search(monkeypatch, workers: int) -> None:
+    """Past ``SEARCH_LPS`` a search near its end goes on from where it stopped (with two
+    cores: alone for ``ALONE_LPS`` more LPs first, enough here, so no worker starts): the
+    LPs it reports are those of one search, not the budget's plus a fresh search's."""
     import smug_opt.certify as certify_module
 
     p = _covering(2, 12, 30)
     fresh = prove_optimum(p, verify(p, solve(p, "highs", time_limit=30, certify=False).x), Deadline.after(60))
     assert fresh.proven and fresh.lps > 100
     monkeypatch.setattr(certify_module, "SEARCH_LPS", 60)
-    monkeypatch.setattr(certify_module, "search_workers", lambda: 1)
+    monkeypatch.setattr(certify_module, "search_workers", lambda: workers)
+    monkeypatch.setattr("smug_opt.safe_search.parallel._Workers.__init__", _no_workers)
     r = solve(p, "highs", time_limit=60, certify=True)
     assert r.status is Status.OPTIMAL and r.proof == "exact", r.message
     assert "branch-and-bound with safe LP bounds" in r.message
     lps = int(r.message.split(" LPs")[0].rsplit(" ", 1)[1])
     assert lps < fresh.lps + 60, r.message
+
+
+def _no_workers(self, count: int) -> None:
+    raise AssertionError("no worker should start")
+
+
+@pytest.mark.slow
+def test_certify_splits_a_search_that_goes_on_past_its_lps_alone_s(monkeypatch) -> None:
+    """Not closed within ``ALONE_LPS`` more LPs, the search goes on split among two
+    processes from where it stopped, and proves the optimum."""
+    import smug_opt.certify as certify_module
+
+    p = _covering(2, 12, 30)
+    monkeypatch.setattr(certify_module, "SEARCH_LPS", 60)
+    monkeypatch.setattr(certify_module, "ALONE_LPS", 5)
+    monkeypatch.setattr(certify_module, "search_workers", lambda: 2)
+    r = solve(p, "highs", time_limit=120, certify=True)
+    assert r.status is Status.OPTIMAL and r.proof == "exact", r.message
+    assert "branch-and-bound with safe LP bounds" in r.message
+    fresh = prove_optimum(p, None, Deadline.after(120))
+    assert fresh.proven and fresh.best is not None and verify(p, r.x).objective == fresh.best.objective
