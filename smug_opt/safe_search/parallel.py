@@ -149,11 +149,11 @@ def resume(paused: Paused, deadline: Deadline, settings: Settings) -> tuple[Sear
     h = s.settings.highs_cuts_after
     cuts_in = 0 <= h < s.nodes
     due = settings.highs_cuts_after
-    if not cuts_in and 0 <= due <= s.nodes:
-        s.add_highs_cuts()
-        cuts_in = True
-    s.settings = replace(settings, highs_cuts_after=-1 if cuts_in else due)
+    now = not cuts_in and 0 <= due <= s.nodes
+    s.settings = replace(settings, highs_cuts_after=-1 if cuts_in or now else due)
     s.deadline = deadline
+    if now:  # with the new settings' rounds and deadline
+        s.add_highs_cuts()
     s.queue.clear()
     s.current = None
     nodes = sorted(paused.nodes, key=lambda n: -n.estimate)  # depth first: the lowest bound first
