@@ -4,16 +4,20 @@ from __future__ import annotations
 
 import importlib
 import importlib.metadata
+import json
+import os
 import re
 import shutil
 import subprocess
 import sys
+import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
 from smug_opt import Problem, registry
+from smug_opt.filelock import exclusive_lock
 
 TOY_SOURCE = Path(__file__).parent / "toy_plugin"
 TOY_DISTRIBUTION = "smug-opt-toy-backend"
@@ -47,24 +51,44 @@ def _pip(*args: str) -> None:
         raise RuntimeError(f"pip {' '.join(args)} failed:\n{done.stdout}\n{done.stderr}")
 
 
+def _shared_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A directory this session's processes share: the base temp of the session, or under
+    pytest-xdist the parent of the workers' base temps."""
+    base = tmp_path_factory.getbasetemp()
+    return base.parent if os.environ.get("PYTEST_XDIST_WORKER") else base
+
+
 def _installed(source: Path, distribution: str, tmp_path_factory: pytest.TempPathFactory) -> Iterator[bool]:
     """Install the plugin package at ``source`` with pip (from a copy, so the source tree
     stays clean), refresh the registry, and uninstall at the end if this session installed
-    it: its misbehaving backends must not linger in anyone's environment."""
-    installed_here = not _is_current(source, distribution)
-    if installed_here:
-        copy = tmp_path_factory.mktemp("plugin") / source.name
-        shutil.copytree(source, copy)
-        _pip("install", "--no-deps", "--no-build-isolation", str(copy))
-        importlib.invalidate_caches()
+    it: its misbehaving backends must not linger in anyone's environment. Under pytest-xdist
+    the workers count their users in a file under a lock: the first installs, the last
+    uninstalls (one worker's teardown never pulls the plugin from under another)."""
+    shared = _shared_dir(tmp_path_factory)
+    users = shared / f"{distribution}.users.json"
+    with exclusive_lock(shared / f"{distribution}.lock"):
+        state = json.loads(users.read_text()) if users.is_file() else {"users": 0, "installed_here": False}
+        if state["users"] == 0:
+            state["installed_here"] = not _is_current(source, distribution)
+            if state["installed_here"]:
+                copy = Path(tempfile.mkdtemp(dir=shared)) / source.name
+                shutil.copytree(source, copy)
+                _pip("install", "--no-deps", "--no-build-isolation", str(copy))
+        state["users"] += 1
+        users.write_text(json.dumps(state))
+    importlib.invalidate_caches()
     registry.refresh()
-    yield installed_here
-    if installed_here:
-        from smug_opt.workers import shutdown_workers
+    yield state["installed_here"]
+    with exclusive_lock(shared / f"{distribution}.lock"):
+        state = json.loads(users.read_text())
+        state["users"] -= 1
+        users.write_text(json.dumps(state))
+        if state["users"] == 0 and state["installed_here"]:
+            from smug_opt.workers import shutdown_workers
 
-        shutdown_workers()
-        _pip("uninstall", "-y", distribution)
-        registry.refresh()
+            shutdown_workers()
+            _pip("uninstall", "-y", distribution)
+            registry.refresh()
 
 
 @pytest.fixture(scope="session")
