@@ -30,14 +30,18 @@ import sys
 from collections.abc import Callable, Sequence
 from fractions import Fraction
 
-__all__ = ["MAX_COVERS", "MAX_NODES", "Encoder", "EncodingTooLarge", "at_least_rows", "integer_weights",
-           "minimal_covers"]
+__all__ = ["MAX_COVERS", "MAX_NODES", "POLL_NODES", "Encoder", "EncodingTooLarge", "at_least_rows",
+           "integer_weights", "minimal_covers"]
 
 MAX_COVERS = 64
 """Minimal covers a row may have to be written as clauses (else a BDD)."""
 
 MAX_NODES = 2_000_000
 """BDD nodes (one variable, two clauses each) the encoding of one problem may create."""
+
+POLL_NODES = 4096
+"""BDD nodes built between two polls of the encoder's ``expired`` (one row's BDD can take
+minutes: 93 s for the 2,000,000 nodes of an 80-column knapsack row)."""
 
 TRUE, FALSE = 0, -1
 """The BDD's terminals (node variables are positive)."""
@@ -130,8 +134,8 @@ def minimal_covers(weights: list[int], bound: int) -> list[list[int]] | None:
 
 class Encoder:
     """Clauses for ``>=`` rows (:func:`at_least_rows`); new variables numbered from
-    ``first_free``. ``expired`` is polled between rows: True stops the encoding with
-    :class:`TimeoutError`."""
+    ``first_free``. ``expired`` is polled between rows and every :data:`POLL_NODES` BDD
+    nodes: True stops the encoding with :class:`TimeoutError`."""
 
     def __init__(self, first_free: int, expired: Callable[[], bool] = lambda: False) -> None:
         self.top = first_free - 1
@@ -197,6 +201,8 @@ class Encoder:
         """A node ``v``: ``v → high`` and ``v → lit ∨ low`` (``high`` is never FALSE and
         ``low`` never TRUE where the two differ: the row is monotone)."""
         self.nodes += 1
+        if self.nodes % POLL_NODES == 0 and self.expired():
+            raise TimeoutError("the time limit passed while the rows were encoded")
         if self.nodes > MAX_NODES:
             raise EncodingTooLarge(f"row {row} passes the budget of {MAX_NODES:,} BDD nodes for "
                                    "an exact encoding")

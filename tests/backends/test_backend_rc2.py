@@ -128,6 +128,19 @@ def test_refuses_a_row_past_the_node_budget(monkeypatch: pytest.MonkeyPatch) -> 
     assert r.status is Status.ERROR and "budget of 3 BDD nodes" in r.message
 
 
+def test_the_time_limit_stops_a_long_bdd_in_process() -> None:
+    """One row's BDD takes as long as it takes to build (an 80-column knapsack row: 93 s to
+    its 2,000,000-node budget); in process nothing kills it, so the encoder polls the clock."""
+    import time
+
+    rng = np.random.default_rng(0)
+    w = rng.uniform(1, 1000, 80)
+    p = Problem.from_arrays([w.tolist()], ">=", float(w.sum() / 2), objective=rng.uniform(1, 10, 80))
+    began = time.monotonic()
+    r = solve(p, "rc2", time_limit=1.0, isolate=False)
+    assert r.status is Status.NO_SOLUTION and time.monotonic() - began < 5.0
+
+
 def test_a_row_no_assignment_meets_is_infeasible() -> None:
     p = Problem.from_arrays([[1.0, 1.0], [1.0, 0.0]], [">", "<"], [1.0, 0.0])
     assert solve(p, "rc2", time_limit=20).status is Status.INFEASIBLE
