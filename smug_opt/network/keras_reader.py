@@ -188,6 +188,10 @@ class _Reader:
         if kind == "Softmax":
             if not is_output:
                 raise ValueError("a Softmax layer is read only on the model's output")
+            axes = {a % (len(shape) + 1) for a in np.atleast_1d(layer.axis).tolist()}
+            if axes != {len(shape)}:  # over the batch axis its outputs are constant (1 at batch size 1)
+                raise ValueError(f"a Softmax layer over axis {layer.axis} of scores of shape (batch, "
+                                 f"{', '.join(map(str, shape))}) is not read: only over the class scores")
             self.output_kind = "softmax"
             return x
         if kind == "LeakyReLU":

@@ -101,6 +101,22 @@ def test_unsupported_layer_names_it():
         read_keras(model)
 
 
+@pytest.mark.parametrize(("axis", "read"), [(-1, True), (1, True), (0, False)])
+def test_a_final_softmax_layer_is_read_only_over_the_class_scores(axis, read):
+    """Softmax over the batch axis gives 1 at batch size 1 whatever the scores: comparisons of
+    the scores say nothing about it."""
+    from smug_opt.models._keras import import_keras
+
+    keras = import_keras()
+    model = keras.Sequential([keras.Input((2,)), keras.layers.Dense(3, activation="relu"),
+                              keras.layers.Dense(2), keras.layers.Softmax(axis=axis, name="final")])
+    if read:
+        assert read_keras(model).output == "softmax"
+    else:
+        with pytest.raises(ValueError, match="Softmax 'final': a Softmax layer over axis 0 .* is not read"):
+            read_keras(model)
+
+
 def test_load_model_reads_a_saved_keras_file(tmp_path, digits):
     model = _every_layer_model()
     path = tmp_path / "every.keras"
