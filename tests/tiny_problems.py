@@ -78,3 +78,16 @@ def campaign_40297() -> Problem:
     b.add_constraints(np.array(A), np.concatenate([x, t]), [">", ">=", "<=", ">"], [3.5, -2.125, -0.5, -2.0])
     b.set_objective(np.concatenate([x, t]), [2, 1, 2, -1, 1, 2, 0, -2, 2, -1, 0.5])
     return b.build()
+
+
+def early_stop_results(backend, problem: Problem, limits: list[float]):
+    """A backend's raw answers (lowered at level 0, in this process) at each time limit of
+    ``limits``: a solver stopped before it set its bounds up must claim none."""
+    from smug_opt.backend import SolveOptions
+
+    results = []
+    for limit in limits:
+        options = SolveOptions(time_limit=limit)
+        results.append(backend.optimize(backend.lower(problem, options, 0), problem, options,
+                                        lambda x, objective: None))
+    return results

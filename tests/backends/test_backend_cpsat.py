@@ -10,7 +10,7 @@ from fractions import Fraction
 
 import numpy as np
 import pytest
-from tiny_problems import campaign_40297, exact_optimum, tiny_net
+from tiny_problems import campaign_40297, early_stop_results, exact_optimum, tiny_net
 
 from smug_opt import Problem, Status, solve, verify
 from smug_opt.registry import backend_class
@@ -155,12 +155,6 @@ def test_a_solve_stopped_before_loading_claims_no_bound() -> None:
     (found at 1-20 ms limits on campaign instances; before the fix the backend reported it)."""
     from smug_opt_backends.cpsat_backend import CpSatBackend
 
-    from smug_opt.backend import SolveOptions
-
-    problem = campaign_40297()
-    backend = CpSatBackend()
-    for attempt in range(200):
-        options = SolveOptions(time_limit=(1 + attempt % 4) / 4000)
-        lowered = backend.lower(problem, options, 0)
-        raw = backend.optimize(lowered, problem, options, lambda x, objective: None)
-        assert raw.bound is None or raw.bound <= -1.25, (attempt, raw)
+    limits = [(1 + attempt % 4) / 4000 for attempt in range(200)]
+    for limit, raw in zip(limits, early_stop_results(CpSatBackend(), campaign_40297(), limits), strict=True):
+        assert raw.bound is None or raw.bound <= -1.25, (limit, raw)

@@ -10,7 +10,7 @@ from fractions import Fraction
 
 import numpy as np
 import pytest
-from tiny_problems import campaign_40297, exact_optimum, tiny_net
+from tiny_problems import campaign_40297, early_stop_results, exact_optimum, tiny_net
 
 from smug_opt import Problem, ProblemBuilder, Status, solve, verify
 from smug_opt.registry import backend_class
@@ -128,15 +128,11 @@ def test_a_check_cancelled_at_once_claims_no_bound() -> None:
     above the infimum -1.25; the campaign met it at load 10): that is no bound."""
     from smug_opt_backends.z3_backend import Z3Backend
 
-    from smug_opt.backend import SolveOptions
     from smug_opt.testing import exact_optimum as exact_infimum
 
     problem = campaign_40297()
     infimum = exact_infimum(problem)
     assert infimum.value == Fraction(-5, 4) and not infimum.attained
-    backend = Z3Backend()
-    for attempt in range(300):
-        options = SolveOptions(time_limit=(1 + attempt % 3) / 1000)
-        lowered = backend.lower(problem, options, 0)
-        raw = backend.optimize(lowered, problem, options, lambda x, objective: None)
-        assert raw.bound is None or raw.bound <= -1.25, (attempt, raw)
+    limits = [(1 + attempt % 3) / 1000 for attempt in range(300)]
+    for limit, raw in zip(limits, early_stop_results(Z3Backend(), problem, limits), strict=True):
+        assert raw.bound is None or raw.bound <= -1.25, (limit, raw)
