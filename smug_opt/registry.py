@@ -152,9 +152,10 @@ def available_backends() -> list[str]:
 
 def backend_declaring(purpose: str, *capabilities: str) -> type[Backend]:
     """The first usable backend, by name, that declares every one of ``capabilities``
-    (:class:`~smug_opt.backend.Capabilities` fields): how the core finds a solver for
-    ``purpose`` without naming one. Raises :class:`BackendUnavailableError` saying what
-    ``purpose`` needs and what would provide it."""
+    (:class:`~smug_opt.backend.Capabilities` fields) and takes any problem (one declaring
+    ``binary_only`` is passed over: the core's questions carry continuous variables): how
+    the core finds a solver for ``purpose`` without naming one. Raises
+    :class:`BackendUnavailableError` saying what ``purpose`` needs and what would provide it."""
     unknown = set(capabilities) - {f.name for f in fields(Capabilities)}
     if unknown:
         raise ValueError(f"unknown capabilities {sorted(unknown)}; Capabilities declares "
@@ -165,7 +166,7 @@ def backend_declaring(purpose: str, *capabilities: str) -> type[Backend]:
             cls = _load(name)
         except BackendUnavailableError:
             continue
-        if all(getattr(cls.capabilities, c) for c in capabilities):
+        if all(getattr(cls.capabilities, c) for c in capabilities) and not cls.capabilities.binary_only:
             reason = cls.unavailable_reason()
             if reason is None:
                 return cls
