@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import itertools
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -238,7 +239,8 @@ class _Reader:
 
     def cases(self) -> tuple[Case, ...]:
         n_in = _count(self.declared["X"], "X")
-        lo, hi = _box(n_in, self.bounds)
+        lo, hi = _cut(np.full(n_in, -np.inf), np.full(n_in, np.inf), self.bounds)
+        _check_nonempty(lo, hi)
         if not self.asserts:
             raise VnnlibError("no output constraint (the unsafe region is missing)")
         region = [_Clause()]
@@ -252,7 +254,8 @@ class _Reader:
                 line = min(b[3] for b in clause.bounds)
                 raise VnnlibError(f"line {line}: a disjunct constrains no output (the unsafe region "
                                   f"of its input box is missing)")
-            case_lo, case_hi = _box(n_in, clause.bounds, lo, hi)
+            case_lo, case_hi = _cut(lo, hi, clause.bounds)
+            _check_bounded(case_lo, case_hi)
             if np.any(case_lo > case_hi):
                 continue  # an empty box: no input is in this disjunct
             key = case_lo.tobytes() + case_hi.tobytes()
@@ -262,29 +265,27 @@ class _Reader:
         return tuple(Case(case_lo, case_hi, tuple(rows)) for case_lo, case_hi, rows in boxes.values())
 
 
-def _box(n_in: int, bounds: list[Bound] | tuple[Bound, ...], lo: np.ndarray | None = None,
-         hi: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
-    """The box the ``bounds`` cut from ``lo``..``hi`` (everything where not given); the
-    top-level box (``lo`` not given) must be non-empty and, once cut, bounded."""
-    top = lo is None
-    lo = np.full(n_in, -np.inf) if lo is None else lo.copy()
-    hi = np.full(n_in, np.inf) if hi is None else hi.copy()
-    for index, low, high, line in bounds:
-        if index >= n_in:
-            raise VnnlibError(f"line {line}: X_{index} is not declared")
+def _cut(lo: np.ndarray, hi: np.ndarray, bounds: Sequence[Bound]) -> tuple[np.ndarray, np.ndarray]:
+    """The box ``bounds`` cut from ``lo``..``hi`` (a new pair of arrays)."""
+    lo, hi = lo.copy(), hi.copy()
+    for index, low, high, _ in bounds:
         lo[index] = max(lo[index], low)
         hi[index] = min(hi[index], high)
-    if top:
-        empty = np.flatnonzero(lo > hi)
-        if empty.size:
-            raise VnnlibError(f"input X_{empty[0]} has lower bound {float(lo[empty[0]])!r} above its upper "
-                              f"bound {float(hi[empty[0]])!r} (an empty box)")
-    else:
-        unbounded = np.flatnonzero(~(np.isfinite(lo) & np.isfinite(hi)))
-        if unbounded.size:
-            raise VnnlibError(f"input X_{unbounded[0]} has no finite lower and upper bound "
-                              f"({unbounded.size} input(s) unbounded)")
     return lo, hi
+
+
+def _check_nonempty(lo: np.ndarray, hi: np.ndarray) -> None:
+    empty = np.flatnonzero(lo > hi)
+    if empty.size:
+        raise VnnlibError(f"input X_{empty[0]} has lower bound {float(lo[empty[0]])!r} above its upper "
+                          f"bound {float(hi[empty[0]])!r} (an empty box)")
+
+
+def _check_bounded(lo: np.ndarray, hi: np.ndarray) -> None:
+    unbounded = np.flatnonzero(~(np.isfinite(lo) & np.isfinite(hi)))
+    if unbounded.size:
+        raise VnnlibError(f"input X_{unbounded[0]} has no finite lower and upper bound "
+                          f"({unbounded.size} input(s) unbounded)")
 
 
 def _input_bound(coefs: dict[tuple[str, int], float], const: float, relation: str, line: int) -> Bound:
