@@ -49,12 +49,26 @@ class Conjunct:
 @dataclass(frozen=True, eq=False)
 class VnnlibSpec:
     """An input box ``lo <= x <= hi`` (flat, model input order) and the unsafe region:
-    outputs satisfying any one of ``disjuncts``."""
+    outputs satisfying any one of ``disjuncts``.
+
+    ``lo``/``hi`` bound the float64 inputs in the box; ``closed_lo``/``closed_hi``, where
+    given, its closure over the reals (:attr:`closure`). They differ where a bound is strict: ``x < v``
+    holds for the floats ``x <= below(v)`` and has the closure ``x <= v``. Bounds are
+    computed over the closure, so an ``unsat`` covers every real input; a counterexample
+    is a float64 point of ``lo``..``hi``."""
 
     lo: np.ndarray
     hi: np.ndarray
     disjuncts: tuple[Conjunct, ...]
     num_outputs: int
+    closed_lo: np.ndarray | None = None
+    closed_hi: np.ndarray | None = None
+
+    @property
+    def closure(self) -> tuple[np.ndarray, np.ndarray]:
+        """The box's closure over the reals (``lo``, ``hi`` where no bound is strict)."""
+        return (self.lo if self.closed_lo is None else self.closed_lo,
+                self.hi if self.closed_hi is None else self.closed_hi)
 
     @property
     def num_inputs(self) -> int:
@@ -142,9 +156,11 @@ def parse_vnnlib(text: str, *, source: str | Path | None = None) -> VnnlibSpec:
 
 
 def _spec(case: Case, n_out: int) -> VnnlibSpec:
+    strict = not (np.array_equal(case.lo, case.closed_lo) and np.array_equal(case.hi, case.closed_hi))
     return VnnlibSpec(lo=_frozen(case.lo), hi=_frozen(case.hi),
                       disjuncts=tuple(_conjunct(rows, n_out) for rows in case.disjuncts),
-                      num_outputs=n_out)
+                      num_outputs=n_out, closed_lo=_frozen(case.closed_lo) if strict else None,
+                      closed_hi=_frozen(case.closed_hi) if strict else None)
 
 
 def _conjunct(rows: tuple[Row, ...], n_out: int) -> Conjunct:

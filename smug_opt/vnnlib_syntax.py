@@ -14,6 +14,7 @@ import itertools
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import NamedTuple
 
 import numpy as np
 
@@ -27,8 +28,20 @@ _COMPARISONS = ("<=", ">=", "<", ">", "=")
 
 Row = tuple[dict[int, float], float, bool]
 """An output row: coefficients by output index, right-hand side, strict."""
-Bound = tuple[int, float, float, int]
-"""An input bound: index, lower, upper, line."""
+
+
+class Bound(NamedTuple):
+    """An input bound on ``X_i`` (``i = input_index``) from ``line``: ``low``/``high`` bound
+    the float64 inputs that satisfy it, ``closed_low``/``closed_high`` its closure over the
+    reals (they differ for a strict bound: ``x < v`` is ``x <= below(v)`` on floats,
+    ``x <= v`` in the closure)."""
+
+    input_index: int
+    low: float
+    high: float
+    line: int
+    closed_low: float
+    closed_high: float
 
 
 class VnnlibError(ValueError):
@@ -37,11 +50,14 @@ class VnnlibError(ValueError):
 
 @dataclass(frozen=True)
 class Case:
-    """An input box and the unsafe region over the outputs that goes with it."""
+    """An input box and the unsafe region over the outputs that goes with it: ``lo``/``hi``
+    bound the float64 inputs in the box, ``closed_lo``/``closed_hi`` its closure over the reals."""
 
     lo: np.ndarray
     hi: np.ndarray
     disjuncts: tuple[tuple[Row, ...], ...]
+    closed_lo: np.ndarray
+    closed_hi: np.ndarray
 
 
 @dataclass(frozen=True)
@@ -239,7 +255,8 @@ class _Reader:
 
     def cases(self) -> tuple[Case, ...]:
         n_in = _count(self.declared["X"], "X")
-        lo, hi = _cut(np.full(n_in, -np.inf), np.full(n_in, np.inf), self.bounds)
+        unbounded = (np.full(n_in, -np.inf), np.full(n_in, np.inf))
+        lo, hi, closed_lo, closed_hi = _cut(*unbounded, *unbounded, self.bounds)
         _check_nonempty(lo, hi)
         if not self.asserts:
             raise VnnlibError("no output constraint (the unsafe region is missing)")
@@ -248,30 +265,32 @@ class _Reader:
             if len(region) * len(dnf) > MAX_DISJUNCTS:
                 raise VnnlibError(f"the asserts expand past {MAX_DISJUNCTS} disjuncts")
             region = [a + b for a in region for b in dnf]
-        boxes: dict[bytes, tuple[np.ndarray, np.ndarray, list[tuple[Row, ...]]]] = {}
+        boxes: dict[bytes, tuple[tuple[np.ndarray, ...], list[tuple[Row, ...]]]] = {}
         for clause in region:
             if not clause.rows:
-                line = min(b[3] for b in clause.bounds)
+                line = min(b.line for b in clause.bounds)
                 raise VnnlibError(f"line {line}: a disjunct constrains no output (the unsafe region "
                                   f"of its input box is missing)")
-            case_lo, case_hi = _cut(lo, hi, clause.bounds)
-            _check_bounded(case_lo, case_hi)
-            if np.any(case_lo > case_hi):
+            box = _cut(lo, hi, closed_lo, closed_hi, clause.bounds)
+            _check_bounded(box[0], box[1])
+            if np.any(box[0] > box[1]):
                 continue  # an empty box: no input is in this disjunct
-            key = case_lo.tobytes() + case_hi.tobytes()
-            boxes.setdefault(key, (case_lo, case_hi, []))[2].append(clause.rows)
+            key = b"".join(a.tobytes() for a in box)
+            boxes.setdefault(key, (box, []))[1].append(clause.rows)
         if not boxes:
             raise VnnlibError("every input box of the property is empty")
-        return tuple(Case(case_lo, case_hi, tuple(rows)) for case_lo, case_hi, rows in boxes.values())
+        return tuple(Case(box[0], box[1], tuple(rows), box[2], box[3]) for box, rows in boxes.values())
 
 
-def _cut(lo: np.ndarray, hi: np.ndarray, bounds: Sequence[Bound]) -> tuple[np.ndarray, np.ndarray]:
-    """The box ``bounds`` cut from ``lo``..``hi`` (a new pair of arrays)."""
-    lo, hi = lo.copy(), hi.copy()
-    for index, low, high, _ in bounds:
-        lo[index] = max(lo[index], low)
-        hi[index] = min(hi[index], high)
-    return lo, hi
+def _cut(lo: np.ndarray, hi: np.ndarray, closed_lo: np.ndarray, closed_hi: np.ndarray,
+         bounds: Sequence[Bound]) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """The float64 box and its real closure with ``bounds`` cut from them (new arrays)."""
+    lo, hi, closed_lo, closed_hi = lo.copy(), hi.copy(), closed_lo.copy(), closed_hi.copy()
+    for b in bounds:
+        i = b.input_index
+        lo[i], hi[i] = max(lo[i], b.low), min(hi[i], b.high)
+        closed_lo[i], closed_hi[i] = max(closed_lo[i], b.closed_low), min(closed_hi[i], b.closed_high)
+    return lo, hi, closed_lo, closed_hi
 
 
 def _check_nonempty(lo: np.ndarray, hi: np.ndarray) -> None:
@@ -297,11 +316,14 @@ def _input_bound(coefs: dict[tuple[str, int], float], const: float, relation: st
     if -const != value * a:
         raise VnnlibError(f"line {line}: input bound with coefficient {a!r} is not exact in float64")
     if relation == "=":
-        return index, value, value, line
+        return Bound(index, value, value, line, value, value)
     upper = (relation in ("<=", "<")) == (a > 0)
-    if relation in ("<", ">"):
-        value = float(np.nextafter(value, -np.inf if upper else np.inf))  # x < v on reals: x <= below(v)
-    return (index, -np.inf, value, line) if upper else (index, value, np.inf, line)
+    on_floats = value
+    if relation in ("<", ">"):  # x < v holds for the floats x <= below(v); its closure is x <= v
+        on_floats = float(np.nextafter(value, -np.inf if upper else np.inf))
+    if upper:
+        return Bound(index, -np.inf, on_floats, line, -np.inf, value)
+    return Bound(index, on_floats, np.inf, line, value, np.inf)
 
 
 def _number(node: _Node) -> float:

@@ -69,6 +69,9 @@ class RobustnessQuery:
     disjuncts: tuple[Conjunct, ...]
     name: str = "query"
     memo: BoundsMemo | None = None
+    closure: tuple[np.ndarray, np.ndarray] | None = None
+    """The box's closure over the reals where it is wider than ``lo``..``hi`` (strict VNN-LIB
+    bounds): bounds and problems cover it, counterexamples stay in ``lo``..``hi``."""
 
     def __post_init__(self) -> None:
         lo = np.asarray(self.lo, dtype=np.float64).reshape(-1)
@@ -88,12 +91,20 @@ class RobustnessQuery:
                                  f"network has {self.net.num_outputs}")
         object.__setattr__(self, "lo", lo)
         object.__setattr__(self, "hi", hi)
+        if self.closure is not None:
+            closed_lo, closed_hi = (np.asarray(a, dtype=np.float64).reshape(-1) for a in self.closure)
+            if closed_lo.shape != lo.shape or closed_hi.shape != hi.shape \
+                    or np.any(closed_lo > lo) or np.any(closed_hi < hi):
+                raise ValueError("the box's closure must have its shape and contain it")
+            object.__setattr__(self, "closure", (closed_lo, closed_hi))
 
     @classmethod
     def from_spec(cls, net: FlatNetwork, preprocess: Preprocess, spec: VnnlibSpec,
                   name: str = "query") -> RobustnessQuery:
         """The query a VNN-LIB property asks about ``net``."""
-        return cls(net, preprocess, spec.lo, spec.hi, spec.disjuncts, name)
+        strict = spec.closed_lo is not None or spec.closed_hi is not None
+        return cls(net, preprocess, spec.lo, spec.hi, spec.disjuncts, name,
+                   closure=spec.closure if strict else None)
 
     # ------------------------------------------------------------------ the input box
     @property
@@ -104,10 +115,12 @@ class RobustnessQuery:
 
     @cached_property
     def affine_box(self) -> Box:
-        """The box of the affine inputs: the image of the input box, rounded outward when
-        the preprocessing is not the identity (so it contains every true image)."""
+        """The box of the affine inputs: the image of the input box (of its closure, where
+        given), rounded outward when the preprocessing is not the identity (so it contains
+        every true image)."""
         pre = self.preprocess
-        a, b = pre(self.lo[None])[0], pre(self.hi[None])[0]
+        lo, hi = self.closure or (self.lo, self.hi)
+        a, b = pre(lo[None])[0], pre(hi[None])[0]
         lo, hi = np.minimum(a, b), np.maximum(a, b)
         if not self.exact_box:
             for _ in range(2):  # two ulps: the product and the sum were each rounded once

@@ -164,3 +164,22 @@ def test_a_tie_on_a_relu_of_the_logits_is_a_counterexample_the_attack_finds():
     verdict = decide(query, time_limit=30)
     assert verdict.answer == "sat" and verdict.decided_by == ("attack",), verdict
     assert np.array_equal(net.forward(verdict.x[None])[-1][0], [0.0, 0.0])  # the tie
+
+
+def test_bounds_cover_the_real_closure_of_a_strict_box_and_points_stay_in_floats():
+    """``X_0 < 1`` holds for the floats up to below(1) and for the reals up to 1: the bounds
+    (and so an ``unsat``) cover the reals, a counterexample is a float that satisfies it."""
+    from smug_opt.vnnlib import parse_vnnlib
+
+    net = mlp(np.random.default_rng(3), [2, 4, 2])
+    pre = Preprocess(np.arange(2), np.ones(2), np.zeros(2))
+    spec = parse_vnnlib("(declare-const X_0 Real)(declare-const X_1 Real)(declare-const Y_0 Real)"
+                        "(declare-const Y_1 Real)(assert (>= X_0 0))(assert (< X_0 1))"
+                        "(assert (>= X_1 0))(assert (<= X_1 1))(assert (>= Y_0 Y_1))")
+    query = RobustnessQuery.from_spec(net, pre, spec)
+    assert query.affine_box.hi.tolist() == [1.0, 1.0]
+    assert query.model_input(np.array([1.0, 1.0])).tolist() == [np.nextafter(1.0, 0.0), 1.0]
+    scaled = RobustnessQuery.from_spec(net, Preprocess(np.arange(2), np.full(2, 2.0), np.zeros(2)), spec)
+    assert scaled.affine_box.hi[0] >= 2.0  # the closure's image, rounded outward
+    with pytest.raises(ValueError, match="closure"):
+        RobustnessQuery(net, pre, spec.lo, spec.hi, spec.disjuncts, closure=(spec.lo, spec.lo))

@@ -67,7 +67,19 @@ def test_input_bounds_with_coefficient_strict_and_reversed():
     spec = parse_vnnlib(HEAD.replace("(assert (<= X_0 0.5))", "(assert (<= (* 2 X_0) 1))")
                         .replace("(assert (>= X_1 0))", "(assert (< 0 X_1))") + "(assert (>= Y_0 0))")
     assert spec.hi[0] == 0.5
-    assert 0.0 < spec.lo[1] < 1e-300  # X_1 > 0 on the reals: at least the next float
+    assert 0.0 < spec.lo[1] < 1e-300  # X_1 > 0 on the floats: at least the next float
+    closed_lo, closed_hi = spec.closure  # its closure over the reals: X_1 >= 0
+    assert closed_lo.tolist() == [-0.5, 0.0] and closed_hi.tolist() == [0.5, 1.0]
+
+
+def test_closure_of_strict_bounds_is_the_tightest_real_box():
+    spec = parse_vnnlib(HEAD + "(assert (< X_0 0.25))(assert (<= X_0 0.25))(assert (> X_1 0.5))"
+                               "(assert (>= X_1 0.75))(assert (>= Y_0 0))")
+    assert spec.hi[0] == np.nextafter(0.25, -1) and spec.lo[1] == 0.75
+    closed_lo, closed_hi = spec.closure
+    assert closed_hi[0] == 0.25 and closed_lo[1] == 0.75
+    plain = parse_vnnlib(HEAD + "(assert (>= Y_0 0))")
+    assert plain.closed_lo is None and plain.closure[0] is plain.lo  # no strict bound: one box
 
 
 def test_gzipped_file_found_from_the_plain_name(tmp_path):
