@@ -132,7 +132,7 @@ def solve(
         from smug_opt.certify import exact_options
 
         exact = replace(settings, options=exact_options(settings.options))
-        step = Certify(step, questions=_Solve(exact, None))
+        step = Certify(step, questions=_Solve(exact, None), ahead=_float_solver(choice))
     return replace(step(problem, choice, deadline, start_x), time_limit=seconds)
 
 

@@ -102,17 +102,28 @@ class Strengthen:
 @dataclass(frozen=True)
 class Certify:
     """``inner``'s result proven exactly, corrected or downgraded (:mod:`smug_opt.certify`);
-    ``questions`` answers the exact questions certification asks."""
+    ``questions`` answers the exact questions certification asks. ``ahead``: the safe
+    search's cuts are computed on another core while ``inner`` runs
+    (:mod:`smug_opt.safe_search.ahead`)."""
 
     inner: Step
     questions: Step
+    ahead: bool = False
 
     def __call__(self, problem: Problem, choice: BackendChoice, deadline: Deadline,
                  start: np.ndarray | None) -> SolveResult:
         from smug_opt.certify import certify
+        from smug_opt.safe_search.ahead import cuts_ahead
 
-        result = self.inner(problem, choice, deadline, start)
-        began = time.monotonic()
+        helper = cuts_ahead(problem, deadline) if self.ahead else None
+        try:
+            result = self.inner(problem, choice, deadline, start)
+            began = time.monotonic()
+            if helper is not None:
+                helper.collect()
+        finally:
+            if helper is not None:
+                helper.close()
         certified = certify(problem, result, ask=self.questions, deadline=deadline)
         spent = time.monotonic() - began
         return replace(certified, times=replace(certified.times, certify=certified.times.certify + spent))

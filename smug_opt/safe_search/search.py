@@ -44,7 +44,7 @@ import heapq
 import math
 import time
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from fractions import Fraction
 
 import numpy as np
@@ -55,7 +55,7 @@ from smug_opt.ir import Problem
 from smug_opt.safe_search.covers import CoverSeparator, Cut, KnapsackRow, knapsack_rows
 from smug_opt.safe_search.propagation import DualProofs, RowPropagator, cutoff_rows, propagate
 from smug_opt.safe_search.relaxation import LpAnswer, Relaxation
-from smug_opt.safe_search.verified_cuts import proven_root_cuts
+from smug_opt.safe_search.verified_cuts import proven_root_cuts, remembered
 from smug_opt.strengthen.rows import pattern_bits
 from smug_opt.verification import Verification, decide_rows, verify
 
@@ -167,6 +167,8 @@ class _GaveUp(Exception):
 class _Search:
     def __init__(self, problem: Problem, incumbent: Verification | None, deadline: Deadline,
                  settings: Settings) -> None:
+        if settings.highs_cuts_after > 0 and remembered(problem, ahead=True) is not None:
+            settings = replace(settings, highs_cuts_after=0)  # computed while the solve ran: free now
         self.problem, self.settings, self.deadline = problem, settings, deadline
         self.lp = Relaxation(problem)
         self.binaries = np.flatnonzero(problem.binary)

@@ -19,8 +19,9 @@ float64 sum is taken with a bound on its rounding error, the row's test relaxed 
 
 from __future__ import annotations
 
+import hashlib
 import time
-import weakref
+from collections.abc import Iterator
 from typing import Any
 
 import numpy as np
@@ -33,7 +34,8 @@ from smug_opt.safe_search.covers import Cut, KnapsackRow, knapsack_rows
 from smug_opt.safe_search.relaxation import problem_lp
 from smug_opt.strengthen.rows import pattern_bits
 
-__all__ = ["MAX_SHARED", "highs_root_cuts", "proven_root_cuts", "row_minimum", "verified_cuts"]
+__all__ = ["MAX_SHARED", "fingerprint", "highs_root_cuts", "proven_root_cuts", "remember", "remembered",
+           "root_cut_rounds", "row_minimum", "verified_cuts"]
 
 MAX_SHARED = 24
 """A cut is checked against a row only where they share at most this many columns (the
@@ -92,21 +94,62 @@ def verified_cuts(candidates: list[Cut], rows: list[KnapsackRow], tolerance: flo
     return kept
 
 
-_last: tuple[weakref.ref[Problem], int, list[Cut]] | None = None
+_known: dict[bytes, tuple[int, list[Cut], bool]] = {}
+"""Proven cuts by :func:`fingerprint` of the problem they were proven for, with their rounds
+and whether they were computed ahead (while the solve ran)."""
+
+_KEPT = 8
+"""Problems whose cuts :data:`_known` keeps (the oldest forgotten first)."""
+
+
+def fingerprint(problem: Problem) -> bytes:
+    """A digest of what a cut's validity depends on: ``problem``'s rows, bounds and kinds
+    (equal digests: the same feasible set, so a cut proven for one holds for the other)."""
+    A = problem.A.tocsr()
+    digest = hashlib.blake2b(digest_size=20)
+    for part in (A.indptr, A.indices, A.data, problem.senses, problem.rhs, problem.lb, problem.ub,
+                 np.asarray(problem.binary, dtype=bool), np.array(A.shape)):
+        digest.update(np.ascontiguousarray(part).tobytes())
+        digest.update(b"|")
+    return digest.digest()
+
+
+def remember(key: bytes, rounds: int, cuts: list[Cut], ahead: bool = False) -> None:
+    """Keep ``cuts``, proven by ``rounds`` rounds for the problem of :func:`fingerprint` ``key``
+    (``ahead``: while the solve ran)."""
+    _known.pop(key, None)
+    _known[key] = (rounds, cuts, ahead)
+    while len(_known) > _KEPT:
+        del _known[next(iter(_known))]
+
+
+def remembered(problem: Problem, rounds: int = 1, *, ahead: bool = False) -> list[Cut] | None:
+    """The cuts kept for ``problem`` (by :func:`fingerprint`) from at least ``rounds`` rounds
+    (``ahead``: computed ahead only), or None."""
+    known = _known.get(fingerprint(problem))
+    if known is None or known[0] < rounds or (ahead and not known[2]):
+        return None
+    return known[1]
 
 
 def proven_root_cuts(problem: Problem, seconds: float, rounds: int = 1) -> list[Cut]:
+    """The cuts of :func:`root_cut_rounds` after up to ``rounds`` rounds, computed once for
+    the same problem asked twice (certification's budgeted search takes them, and the longer
+    search after it on the same part of the same strengthening takes them again) or taken
+    from the rounds computed while the solve ran (:mod:`smug_opt.safe_search.ahead`)."""
+    known = remembered(problem, rounds)
+    if known is not None:
+        return known
+    cuts = next(reversed(list(root_cut_rounds(problem, seconds, rounds))), [])
+    remember(fingerprint(problem), rounds, cuts)
+    return cuts
+
+
+def root_cut_rounds(problem: Problem, seconds: float, rounds: int) -> Iterator[list[Cut]]:
     """Up to ``rounds`` rounds of HiGHS's root cuts on ``problem`` with the cuts proven so far
     as rows, each round's kept where a single row of ``problem`` proves it
-    (:func:`verified_cuts`); the rounds stop early once one proves no new cut or ``seconds``
-    have passed. Computed once for the same problem asked twice in a
-    row: certification's budgeted search takes them, and the longer search after it on the
-    same part of the same strengthening takes them again. A :class:`~smug_opt.ir.Problem` is
-    not changed after it is built."""
-    global _last
-    last = _last
-    if last is not None and last[0]() is problem and last[1] == rounds:
-        return last[2]
+    (:func:`verified_cuts`): every cut proven so far after each round. The rounds stop early
+    once one proves no new cut or ``seconds`` have passed."""
     deadline = time.monotonic() + seconds
     rows = knapsack_rows(problem)
     cuts: list[Cut] = []
@@ -114,15 +157,14 @@ def proven_root_cuts(problem: Problem, seconds: float, rounds: int = 1) -> list[
     for _ in range(rounds):
         left = deadline - time.monotonic()
         if left <= 0:
-            break
+            return
         pool = highs_root_cuts(_with_rows(problem, cuts), left)
         new = [c for c in verified_cuts(pool, rows) if _key(c) not in known]
         if not new:
-            break
+            return
         known.update(_key(c) for c in new)
-        cuts += new
-    _last = (weakref.ref(problem), rounds, cuts)
-    return cuts
+        cuts = cuts + new
+        yield cuts
 
 
 def _key(cut: Cut) -> tuple[bytes, bytes]:

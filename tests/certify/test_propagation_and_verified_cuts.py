@@ -233,8 +233,8 @@ def test_a_cut_over_a_continuous_column_is_never_taken() -> None:
 
 
 def test_proven_root_cuts_are_computed_once_for_the_same_problem() -> None:
-    """The budgeted search and the longer one after it take the same cuts from one MIP root;
-    an equal but distinct problem gets its own."""
+    """The budgeted search and the longer one after it take the same cuts from one MIP root,
+    and so does an equal problem (the same rows, bounds and kinds); another rhs gets its own."""
     rng = np.random.default_rng(0)
     A = rng.uniform(0, 1, (8, 16)) * (rng.uniform(0, 1, (8, 16)) < 0.6)
     rhs = A.sum(axis=1) * rng.uniform(0.4, 0.7, 8)
@@ -243,7 +243,8 @@ def test_proven_root_cuts_are_computed_once_for_the_same_problem() -> None:
     assert first and proven_root_cuts(p, 30.0) is first
     again = verified_cuts(highs_root_cuts(p, 30.0), knapsack_rows(p))
     assert [c.rhs for c in first[:len(again)]] == [c.rhs for c in again]  # the first round's
-    assert proven_root_cuts(Problem.from_arrays(A, ">=", rhs), 30.0) is not first
+    assert proven_root_cuts(Problem.from_arrays(A, ">=", rhs.copy()), 30.0) is first
+    assert proven_root_cuts(Problem.from_arrays(A, ">=", rhs * 0.9), 30.0) is not first
 
 
 def test_highs_separates_cuts_the_rows_prove_on_covering_knapsacks() -> None:

@@ -1,0 +1,154 @@
+"""HiGHS's verified root cuts computed by a helper process while the solve runs
+(:mod:`smug_opt.safe_search.ahead`): the cuts it hands over hold at every feasible point
+(brute force, exact), are the rounds computed in this process, and a search given them
+takes them at its root and still finds the brute-forced optimum."""
+
+from __future__ import annotations
+
+import itertools
+from fractions import Fraction
+
+import numpy as np
+import pytest
+
+from smug_opt import Problem, solve
+from smug_opt.deadline import Deadline
+from smug_opt.ir import ProblemBuilder, Sense
+from smug_opt.safe_search import Settings, search
+from smug_opt.safe_search.ahead import MIN_BINARIES, CutsAhead, cuts_ahead, searched_problems
+from smug_opt.safe_search.covers import Cut
+from smug_opt.safe_search.search import _Search
+from smug_opt.safe_search.verified_cuts import fingerprint, remember, remembered, root_cut_rounds
+from smug_opt.verification import decide_rows
+
+pytest.importorskip("highspy")
+
+
+def _knapsacks(seed: int, n: int = 16, rows: int = 8) -> Problem:
+    """``min Σ x`` over ``n`` binaries, covering rows with 40-70 % of each row's weight."""
+    rng = np.random.default_rng(seed)
+    A = rng.uniform(0, 1, (rows, n)) * (rng.uniform(0, 1, (rows, n)) < 0.6)
+    return Problem.from_arrays(A, ">=", A.sum(axis=1) * rng.uniform(0.4, 0.7, rows))
+
+
+def _feasible(problem: Problem) -> np.ndarray:
+    """Every feasible 0/1 point: rows decided in float64 (exactly for integer rows, whose
+    sums float64 holds exactly; otherwise with a wide margin, and by :func:`decide_rows`
+    at the points some row leaves within it)."""
+    points = np.array(list(itertools.product([0.0, 1.0], repeat=problem.num_vars)))
+    A = problem.A.toarray()
+    ge, le = np.isin(problem.senses, [Sense.GE, Sense.GT]), np.isin(problem.senses, [Sense.LE, Sense.LT])
+    sign = np.where(ge, 1.0, np.where(le, -1.0, 0.0))
+    assert sign.all(), "inequality rows only"
+    gap = (points @ A.T - problem.rhs) * sign
+    integral = (np.round(A) == A).all(axis=1) & (np.round(problem.rhs) == problem.rhs)  # exact sums
+    margin = np.where(integral, 0.0, 1e-6 * (1 + np.abs(A).sum(axis=1) + np.abs(problem.rhs)))
+    strict = np.isin(problem.senses, [Sense.GT, Sense.LT])
+    held = (gap > margin) | (integral & ~strict & (gap == 0))
+    unclear = ((np.abs(gap) <= margin) & ~(integral & (gap == 0))).any(axis=1)
+    holds = held.all(axis=1)
+    holds[unclear] = decide_rows(problem, points[unclear]).holds.all(axis=1)
+    return points[holds]
+
+
+def _optimum(problem: Problem) -> Fraction:
+    """The exact optimum by enumeration (every point's rows decided exactly)."""
+    feasible = _feasible(problem)
+    values = feasible @ problem.objective
+    near = feasible[values <= values.min() + 1e-6]
+    c = [Fraction(float(v)) for v in problem.objective]
+    return min(sum((c[j] for j in np.flatnonzero(p)), Fraction(0)) for p in near)
+
+
+def _holds_exactly(cut: Cut, point: np.ndarray) -> bool:
+    return sum((Fraction(float(c)) for c, j in zip(cut.coefs, cut.cols, strict=True) if point[j] == 1),
+               Fraction(0)) >= Fraction(cut.rhs)
+
+
+def _ahead(problem: Problem, rounds: int) -> list[tuple[Problem, list[Cut]]]:
+    """The helper run to its end on ``problem``: each problem the search takes (the
+    strengthened parts, any size) with the cuts collected for it."""
+    helper = CutsAhead(problem, Deadline.after(60.0), rounds=rounds, min_binaries=1)
+    assert helper.child is not None
+    helper.child.proc.wait(timeout=60)  # it ends once every part's rounds are sent
+    helper.collect()
+    parts = searched_problems(problem, 1)
+    assert parts
+    handed = [(part, remembered(part, ahead=True)) for part in parts]
+    return [(part, cuts) for part, cuts in handed if cuts is not None]
+
+
+@pytest.mark.slow
+def test_the_cuts_computed_ahead_hold_at_every_feasible_point_and_are_the_rounds_here() -> None:
+    handed = 0
+    for seed in range(4):
+        for part, cuts in _ahead(_knapsacks(seed), rounds=3):
+            here = list(root_cut_rounds(part, 30.0, 3))
+            assert [(c.cols.tolist(), c.coefs.tolist(), c.rhs) for c in cuts] == \
+                [(c.cols.tolist(), c.coefs.tolist(), c.rhs) for c in (here[-1] if here else [])]
+            feasible = _feasible(part)
+            for cut in cuts:
+                activity = feasible[:, cut.cols] @ cut.coefs
+                close = feasible[activity < cut.rhs + 1e-9 * (1 + np.abs(cut.coefs).sum())]
+                assert all(_holds_exactly(cut, p) for p in close), cut
+            handed += len(cuts)
+    assert handed >= 10, handed  # not vacuous
+
+
+def test_a_search_takes_the_cuts_computed_ahead_at_its_root_and_finds_the_optimum() -> None:
+    taken = 0
+    for seed in range(1):
+        for part, cuts in _ahead(_knapsacks(seed), rounds=2):
+            late = Settings(highs_cuts_after=10**6)
+            assert _Search(part, None, Deadline.after(60.0), late).settings.highs_cuts_after == 0
+            outcome = search(part, None, Deadline.after(60.0), Settings(highs_cuts_after=10**6))
+            assert outcome.proven and outcome.best is not None
+            assert outcome.best.objective == _optimum(part)
+            taken += len(cuts)
+    assert taken >= 5, taken
+
+
+def test_cuts_remembered_for_another_problem_are_not_taken() -> None:
+    """Cuts are found by the fingerprint of the rows, bounds and kinds: a problem with one
+    right-hand side changed gets none of them."""
+    problem = _knapsacks(5)
+    remember(fingerprint(problem), 1, [Cut(np.arange(16), np.ones(16), 16.0)], ahead=True)
+    A, rhs = problem.A.toarray(), problem.rhs.copy()
+    rhs[0] *= 0.99
+    assert remembered(Problem.from_arrays(A, ">=", rhs), ahead=True) is None
+    assert remembered(Problem.from_arrays(A, ">=", problem.rhs.copy()), ahead=True) is not None
+
+
+def test_a_helper_ended_early_hands_over_what_it_finished() -> None:
+    """Collected at once (the solve ended first): no error, and whatever it had sent is kept."""
+    problem = _knapsacks(7, n=120, rows=40)
+    helper = CutsAhead(problem, Deadline.after(60.0))
+    helper.collect()
+    assert helper.child is None  # ended
+
+
+def test_no_helper_where_the_search_will_not_need_one() -> None:
+    deadline = Deadline.after(60.0)
+    assert cuts_ahead(_knapsacks(0), deadline) is None  # few binaries: enumerated or short
+    assert cuts_ahead(_knapsacks(0, n=MIN_BINARIES + 10), Deadline.after(0.5)) is None  # no time
+    b = ProblemBuilder()
+    x = b.add_binaries(MIN_BINARIES + 10)
+    y = b.add_continuous(1, 0.0, 10.0)
+    b.add_relus(y, np.ones((1, 4)), x[:4], lo=-10.0, hi=10.0)
+    b.add_constraints(np.ones((1, x.size)), x, ">=", [3.0])
+    b.set_objective(x, np.ones(x.size))
+    assert cuts_ahead(b.build(), deadline) is None  # ReLUs: no safe search
+    helper = cuts_ahead(_knapsacks(0, n=MIN_BINARIES + 10), deadline)
+    assert helper is not None
+    helper.close()
+
+
+@pytest.mark.slow
+def test_a_certified_solve_with_the_helper_is_exact_and_optimal() -> None:
+    """End to end on a problem large enough for the helper: the claim is certified exact
+    and agrees with HiGHS's optimum, whether the cuts came in time or not."""
+    problem = _knapsacks(3, n=MIN_BINARIES + 20, rows=30)
+    r = solve(problem, "highs", time_limit=120, certify=True)
+    assert r.status.name == "OPTIMAL" and r.proof == "exact", r.message
+    plain = solve(problem, "highs", time_limit=120, certify=False)
+    assert r.objective == plain.objective
