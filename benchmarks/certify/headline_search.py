@@ -37,6 +37,10 @@ VARIANTS = {
     "HiGHS cuts at the root, depth first": Settings(highs_cuts_after=0, depth_first=True),
     "HiGHS cuts at the root (5 rounds), depth first":
         Settings(highs_cuts_after=0, highs_cut_rounds=5, depth_first=True),
+    "HiGHS cuts at the root (5 rounds), 2 workers, depth first":
+        Settings(highs_cuts_after=0, highs_cut_rounds=5, workers=2, depth_first=True),
+    "HiGHS cuts at the root (10 rounds), 2 workers, depth first":
+        Settings(highs_cuts_after=0, highs_cut_rounds=10, workers=2, depth_first=True),
 }
 
 

@@ -124,12 +124,13 @@ def remember(key: bytes, rounds: int, cuts: list[Cut], ahead: bool = False) -> N
 
 
 def remembered(problem: Problem, rounds: int = 1, *, ahead: bool = False) -> list[Cut] | None:
-    """The cuts kept for ``problem`` (by :func:`fingerprint`) from at least ``rounds`` rounds
-    (``ahead``: computed ahead only), or None."""
+    """The cuts kept for ``problem`` (by :func:`fingerprint`) from ``rounds`` rounds, or from
+    at least as many computed ahead (``ahead``: those only), or None."""
     known = _known.get(fingerprint(problem))
-    if known is None or known[0] < rounds or (ahead and not known[2]):
+    if known is None or (ahead and not known[2]):
         return None
-    return known[1]
+    kept, early = known[0], known[2]
+    return known[1] if kept == rounds or (early and kept >= rounds) else None
 
 
 def proven_root_cuts(problem: Problem, seconds: float, rounds: int = 1) -> list[Cut]:

@@ -14,7 +14,7 @@ import pytest
 from smug_opt import Problem, solve
 from smug_opt.deadline import Deadline
 from smug_opt.ir import ProblemBuilder, Sense
-from smug_opt.safe_search import Settings, search
+from smug_opt.safe_search import Settings, search, verified_cuts
 from smug_opt.safe_search.ahead import MIN_BINARIES, CutsAhead, cuts_ahead, searched_problems
 from smug_opt.safe_search.covers import Cut
 from smug_opt.safe_search.search import _Search
@@ -108,6 +108,13 @@ def test_a_search_takes_the_cuts_computed_ahead_at_its_root_and_finds_the_optimu
     assert taken >= 5, taken
 
 
+@pytest.fixture
+def forgotten(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The made-up cuts below kept apart from every other test's (they hold for no problem)."""
+    monkeypatch.setattr(verified_cuts, "_known", {})
+
+
+@pytest.mark.usefixtures("forgotten")
 def test_cuts_remembered_for_another_problem_are_not_taken() -> None:
     """Cuts are found by the fingerprint of the rows, bounds and kinds: a problem with one
     right-hand side changed gets none of them."""
@@ -117,6 +124,18 @@ def test_cuts_remembered_for_another_problem_are_not_taken() -> None:
     rhs[0] *= 0.99
     assert remembered(Problem.from_arrays(A, ">=", rhs), ahead=True) is None
     assert remembered(Problem.from_arrays(A, ">=", problem.rhs.copy()), ahead=True) is not None
+
+
+@pytest.mark.usefixtures("forgotten")
+def test_cuts_of_more_rounds_stand_in_for_fewer_only_when_computed_ahead() -> None:
+    """A benchmark asking for one round after five in the same process gets one round's
+    cuts; certification takes whatever the helper computed (at least the round it asks)."""
+    problem, cuts = _knapsacks(6), [Cut(np.arange(16), np.ones(16), 16.0)]
+    remember(fingerprint(problem), 5, cuts)
+    assert remembered(problem, 5) is cuts and remembered(problem, 1) is None
+    assert remembered(problem, 5, ahead=True) is None
+    remember(fingerprint(problem), 5, cuts, ahead=True)
+    assert remembered(problem, 1) is cuts and remembered(problem, 6) is None
 
 
 def test_a_helper_ended_early_hands_over_what_it_finished() -> None:
