@@ -19,7 +19,7 @@ import scipy.sparse as sp
 from smug_opt.network.flat import FlatLayer, FlatNetwork
 
 __all__ = ["BATCH_BYTES", "ENTRY_WORK", "MaskedNetwork", "cell_masks", "flat_digest", "flat_mlp",
-           "mlp_form", "nonzero_pattern", "output_rows"]
+           "mlp_form", "nonzero_pattern", "output_reach", "output_rows"]
 
 BATCH_BYTES = 256e6
 """Memory for one batch of masks evaluated at once (their values at every layer): a batch
@@ -36,7 +36,8 @@ by memory, not arithmetic."""
 class MaskedNetwork:
     """``net`` on the affine input ``xa`` (flat) masked by cell binaries.
 
-    ``cells`` lists the grid cells holding a nonzero input, one binary each, in order;
+    ``cells`` lists the grid cells holding a nonzero input that reaches an output
+    (:func:`output_reach`), one binary each, in order;
     ``inputs`` (``num_inputs × len(cells)``, CSR) maps binaries to the affine input
     (entry ``xa[i]`` where input ``i`` lies in the cell); ``out_rows``·scores ``>=``
     ``out_rhs`` are the output rows, meant strictly.
@@ -53,8 +54,10 @@ class MaskedNetwork:
     def build(cls, net: FlatNetwork, xa: np.ndarray, cell_of: np.ndarray, label: int,
               margin: float) -> MaskedNetwork:
         """Binaries for the cells (``cell_of[i]``: the cell of affine input ``i``) that hold
-        a nonzero input; output rows for ``label`` with ``margin``."""
-        nonzero = np.flatnonzero(xa != 0)
+        a nonzero input reaching an output (:func:`output_reach`: no other input changes any
+        score, so no minimum mask keeps a cell of only those, and dropping them from
+        ``inputs`` changes no value); output rows for ``label`` with ``margin``."""
+        nonzero = np.flatnonzero((xa != 0) & output_reach(net))
         cells, member = np.unique(cell_of[nonzero], return_inverse=True)
         inputs = sp.csr_matrix((xa[nonzero], (nonzero, member)), shape=(xa.size, cells.size))
         rows, rhs = output_rows(net.num_outputs, label, margin)
@@ -164,6 +167,29 @@ def output_rows(num_outputs: int, label: int, margin: float) -> tuple[np.ndarray
     rows[:, label] = 1.0
     rows[np.arange(others.size), others] = -1.0
     return rows, np.full(others.size, float(margin))
+
+
+def output_reach(net: FlatNetwork) -> np.ndarray:
+    """Per input of ``net``, whether a path of stored nonzero weights (or an elementwise
+    layer, a pooling window, a residual sum) leads from it to an output: every layer's value
+    is the same whatever the inputs marked False hold (a CSR product skips what it does not
+    store)."""
+    layers = net.layers
+    live = [np.zeros(layer.size, dtype=bool) for layer in layers]
+    live[-1][:] = True
+    for k in range(len(layers) - 1, 0, -1):
+        layer, out = layers[k], live[k]
+        source = live[layer.inputs[0]]
+        if layer.kind == "linear":
+            used = nonzero_pattern(layer.affine[0])[np.flatnonzero(out)]
+            source[used.indices] = True
+        elif layer.kind == "maxpool":
+            window = layer.pool_windows[out]
+            source[window[window >= 0]] = True
+        else:  # elementwise layers and residual sums
+            for i in layer.inputs:
+                live[i] |= out
+    return live[0]
 
 
 def mlp_form(net: FlatNetwork) -> list[tuple[sp.csr_matrix, np.ndarray]] | None:
