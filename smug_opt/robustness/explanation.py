@@ -190,8 +190,7 @@ def robust_explanation(net: FlatNetwork, preprocess: Preprocess, x: np.ndarray, 
         if work is not None:  # counted work ends the query; the clock only at the overall limit
             budget = None
             if extra.size > 1:
-                work = Work(max(1, work.domains // CHUNK_WORK_SHARE),
-                            -(-work.milp_nodes // CHUNK_WORK_SHARE))  # 0 stays 0
+                work = work.share(CHUNK_WORK_SHARE)
         left = None if deadline is None else deadline - time.monotonic()
         limits = [t for t in (budget, left) if t is not None]
         remaining = min(limits) if limits else None

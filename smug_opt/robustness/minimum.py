@@ -30,6 +30,7 @@ from smug_opt.robustness.bab import Leaves
 from smug_opt.robustness.decide import decide
 from smug_opt.robustness.explanation import RobustExplanation, label_changes
 from smug_opt.robustness.query import RobustnessQuery
+from smug_opt.robustness.work import Work
 from smug_opt.threads import one_blas_thread
 
 __all__ = ["MinimumExplanation", "minimum_explanation", "shrink_counterexample"]
@@ -170,10 +171,12 @@ def minimum_explanation(net: FlatNetwork, preprocess: Preprocess, x: np.ndarray,
                         start: RobustExplanation, *, valid_range: tuple[float, float] = (0.0, 1.0),
                         time_limit: float = 60.0, query_time: float = 5.0,
                         backend: str | BackendChoice = DEFAULT_BACKEND,
-                        solve_options: Mapping[str, Any] | None = None) -> MinimumExplanation:
+                        solve_options: Mapping[str, Any] | None = None,
+                        query_work: Work | None = None) -> MinimumExplanation:
     """The smallest explanation of ``start.label`` on ``x`` at ``start.eps`` that the
     hitting sets find within ``time_limit`` seconds (see the module docstring), starting
-    from the subset-minimal ``start`` and its counterexamples."""
+    from the subset-minimal ``start`` and its counterexamples. ``query_work``: each query
+    ends at this work (:class:`~smug_opt.robustness.work.Work`) instead of ``query_time``."""
     begin = time.monotonic()
     deadline = begin + time_limit
     x = np.asarray(x, dtype=np.float64).reshape(-1)
@@ -196,8 +199,9 @@ def minimum_explanation(net: FlatNetwork, preprocess: Preprocess, x: np.ndarray,
         nonlocal queries
         queries += 1
         q = RobustnessQuery(net, preprocess, np.where(fixed, x, low), np.where(fixed, x, high), region)
-        return decide(q, time_limit=min(query_time, max(deadline - time.monotonic(), 0.1)),
-                      backend=backend, solve_options=solve_options, leaves=leaves)
+        left = max(deadline - time.monotonic(), 0.1)
+        return decide(q, time_limit=left if query_work is not None else min(query_time, left),
+                      backend=backend, solve_options=solve_options, leaves=leaves, work=query_work)
 
     while time.monotonic() < deadline - 0.5 and lower < best.sum():
         if cores:

@@ -129,7 +129,7 @@ def explain_robust(model: Any, x: np.ndarray, *, eps: float, minimum: bool = Fal
     ``solve_options`` go to each :func:`smug_opt.solve` (default: in this process,
     ``isolate=False``: a worker per query cost 6 s under load); ``lean``: the traversal's
     queries run :func:`~smug_opt.robustness.decide.decide`'s lean chain; ``query_work``: the
-    traversal's queries end at this work instead of ``query_time``
+    queries (the traversal's and the minimum search's) end at this work instead of ``query_time``
     (:class:`~smug_opt.robustness.work.Work`: the set does not depend on the load, unless the
     time limit ends the traversal first)."""
     from smug_opt.models.base import top_tie
@@ -168,7 +168,8 @@ def explain_robust(model: Any, x: np.ndarray, *, eps: float, minimum: bool = Fal
     if minimum:
         best = minimum_explanation(flat, preprocess, flat_x, subset, valid_range=valid_range,
                                    time_limit=max(time_limit - (time.monotonic() - start), 1.0),
-                                   query_time=query_time, backend=backend, solve_options=options)
+                                   query_time=query_time, backend=backend, solve_options=options,
+                                   query_work=query_work)
     fixed = subset.fixed if best is None else best.fixed
     check = attack_check(flat, preprocess, flat_x, fixed, label, float(eps), valid_range)
     settings = {"backend": str(backend), "time_limit": time_limit, "query_time": query_time,

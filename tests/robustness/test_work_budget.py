@@ -16,7 +16,7 @@ from smug_opt.network.flat import Preprocess
 from smug_opt.robustness import RobustnessQuery, decide
 from smug_opt.robustness.bab import Unfinished, branch_and_bound
 from smug_opt.robustness.explanation import label_changes, robust_explanation
-from smug_opt.robustness.work import Work
+from smug_opt.robustness.work import Work, parse_work
 
 IN_PROCESS = {"isolate": False}
 
@@ -101,8 +101,37 @@ def test_a_work_budget_is_counted_in_integers_on_a_backend_with_a_node_limit():
     with pytest.raises(ValueError, match="milp_nodes must be an integer >= 0"):
         Work(domains=10, milp_nodes=2.5)  # type: ignore[arg-type]
     assert Work(8, 10).solver_extras("highs") == {"mip_max_nodes": 10}
+    assert Work(8, 10).solver_extras("scip") == {"limits/nodes": 10}
+    assert parse_work(" 2048,500") == Work(2048, 500)
+    assert parse_work("2048,500,1048576") == Work(2048, 500, 2**20)
+    for bad in ("2048", "2048,500,1,1", "a,b", "-1,5"):
+        with pytest.raises(ValueError, match="DOMAINS,NODES"):
+            parse_work(bad)
     assert Work(8, 0).solver_extras("z3") == {}  # no MILP: any backend
     with pytest.raises(ValueError, match="needs a backend with a node limit"):
         Work(8, 10).solver_extras("z3")
     with pytest.raises(ValueError, match="needs a backend with a node limit"):
         _explain(0, 0.3, query_work=Work(8, 10), backend="highs,scip")
+
+
+def test_a_relu_domain_cap_scales_the_domains_down_on_a_wide_network():
+    """Domains times the network's ReLUs at most: the MLPs keep their count, the VeriVital
+    rewrite's 57,888 ReLUs get 18; in a query, branch and bound stops at the capped count
+    where the uncapped budget searches further."""
+    budget = Work(2048, 500, 2**20)
+    assert [budget.domains_for(n) for n in (20, 512, 57_888, 10**7)] == [2048, 2048, 18, 1]
+    assert budget.share(4) == Work(512, 125, 2**18) and Work(8, 0).share(4) == Work(2, 0)
+    with pytest.raises(ValueError, match="relu_domains must be an integer >= 1"):
+        Work(8, 0, 0)
+    rng = np.random.default_rng(0)
+    net = mlp(rng, [2, 6, 6, 3])  # 12 ReLUs
+    x0 = rng.uniform(-1, 1, 2)
+    label = int(net.forward(x0[None])[-1][0].argmax())
+    query = RobustnessQuery(net, Preprocess(np.arange(2), np.ones(2), np.zeros(2)), x0 - 1.0, x0 + 1.0,
+                            label_changes(3, label))
+
+    def domains(work: Work) -> int:
+        verdict = decide(query, lean=True, time_limit=None, work=work, solve_options=IN_PROCESS)
+        return sum(s["domains"] for s in verdict.solves if s["solver"] == "bab")
+
+    assert domains(Work(64, 0, relu_domains=36)) <= 3 < domains(Work(64, 0))  # 36 // 12 = 3
