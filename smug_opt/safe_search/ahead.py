@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING
 
 from smug_opt.deadline import Deadline
 from smug_opt.ir import Problem
-from smug_opt.spawn import Child, kill_group, spawn
+from smug_opt.spawn import Child, default_memory_limit_mb, kill_group, spawn
 
 if TYPE_CHECKING:
     from smug_opt.safe_search.covers import Cut
@@ -52,13 +52,21 @@ def searched_problems(problem: Problem, min_binaries: int) -> list[Problem]:
 
 
 class CutsAhead:
-    """The helper process computing the cuts; :meth:`collect` takes what it finished."""
+    """The helper process computing the cuts; :meth:`collect` takes what it finished. It
+    ends itself once its resident memory passes ``limit_mb`` (None: the default worker
+    budget, :func:`~smug_opt.spawn.default_memory_limit_mb`)."""
 
     def __init__(self, problem: Problem, deadline: Deadline, rounds: int = AHEAD_ROUNDS,
-                 min_binaries: int = MIN_BINARIES) -> None:
+                 min_binaries: int = MIN_BINARIES, limit_mb: float | None = None) -> None:
         self.child: Child | None = spawn("smug_opt.safe_search.ahead_worker")
-        seconds = deadline.seconds_left(0.0)
-        self.child.conn.send((problem, rounds, 3600.0 if seconds is None else seconds, min_binaries))
+        left = deadline.seconds_left(0.0)
+        seconds = 3600.0 if left is None else left
+        limit = default_memory_limit_mb() if limit_mb is None else limit_mb
+        try:
+            self.child.conn.send((problem, rounds, seconds, min_binaries, limit))
+        except BaseException:
+            self.close()
+            raise
 
     def collect(self) -> int:
         """Remember the rounds finished so far (the last message of each part), end the

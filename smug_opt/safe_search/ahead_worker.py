@@ -2,13 +2,16 @@
 (:mod:`smug_opt.safe_search.ahead`), started by :func:`smug_opt.spawn.spawn`:
 ``python -m smug_opt.safe_search.ahead_worker FD``.
 
-Receives ``(problem, rounds, seconds, min_binaries)`` on the socket ``FD``; for each problem
+Receives ``(problem, rounds, seconds, min_binaries, limit_mb)`` on the socket ``FD`` and
+exits (status 3) once its resident memory passes ``limit_mb`` (sampled every
+:data:`~smug_opt.spawn.POLL_SECONDS` by a thread of its own); for each problem
 certification's search will take (:func:`~smug_opt.safe_search.ahead.searched_problems`)
 sends ``(fingerprint, rounds done, cuts)`` after each round, and once more with ``rounds``
 when the rounds end early (no new cut: as good as all of them). Ended by its parent."""
 
 import os
 import sys
+import threading
 import time
 
 if __name__ == "__main__":
@@ -19,11 +22,18 @@ if __name__ == "__main__":
     from smug_opt.safe_search.ahead import searched_problems
     from smug_opt.safe_search.covers import Cut
     from smug_opt.safe_search.verified_cuts import fingerprint, root_cut_rounds
-    from smug_opt.spawn import exit_with_parent
+    from smug_opt.spawn import POLL_SECONDS, MemoryWatch, exit_with_parent
+
+    def watch(limit_mb: float) -> None:
+        memory = MemoryWatch(os.getpid(), limit_mb)
+        while not memory.over():
+            time.sleep(POLL_SECONDS)
+        os._exit(3)
 
     exit_with_parent()
     with Connection(int(sys.argv[1])) as conn:
-        problem, rounds, seconds, min_binaries = conn.recv()
+        problem, rounds, seconds, min_binaries, limit_mb = conn.recv()
+        threading.Thread(target=watch, args=(limit_mb,), name="ahead-memory", daemon=True).start()
         deadline = time.monotonic() + seconds
         for part in searched_problems(problem, min_binaries):
             key, done = fingerprint(part), 0

@@ -146,6 +146,15 @@ def test_a_helper_ended_early_hands_over_what_it_finished() -> None:
     assert helper.child is None  # ended
 
 
+def test_a_helper_past_its_memory_budget_ends_itself_and_hands_over_nothing() -> None:
+    """A helper's HiGHS has no memory limit of its own: the helper watches its resident
+    memory and exits (status 3) past the budget; the solve goes on without its cuts."""
+    helper = CutsAhead(_knapsacks(7, n=120, rows=40), Deadline.after(60.0), limit_mb=1.0)
+    assert helper.child is not None
+    assert helper.child.proc.wait(timeout=60) == 3
+    assert helper.collect() == 0 and helper.child is None
+
+
 def test_no_helper_where_the_search_will_not_need_one() -> None:
     deadline = Deadline.after(60.0)
     assert cuts_ahead(_knapsacks(0), deadline) is None  # few binaries: enumerated or short
