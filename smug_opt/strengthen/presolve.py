@@ -41,6 +41,7 @@ import scipy.sparse as sp
 from scipy.sparse.csgraph import connected_components
 
 from smug_opt.ir import Problem, Sense
+from smug_opt.strengthen.batched import MAX_CLAUSES, Derived, single_row_groups
 from smug_opt.strengthen.cuts import clause, describes, lifted_cardinality
 from smug_opt.strengthen.integer_rows import integer_row
 from smug_opt.strengthen.outcome import Part, Pieces, Strengthened
@@ -49,9 +50,6 @@ from smug_opt.strengthen.split import split_parts
 
 __all__ = ["AUTO_SHARE", "MAX_CLAUSES", "Part", "Pieces", "Strengthened", "strengthen",
            "worth_strengthening"]
-
-MAX_CLAUSES = 16
-"""At most this many no-good clauses complete the exact description of one support."""
 
 _FIXPOINT_ROUNDS = 20
 
@@ -227,9 +225,16 @@ class _Work:
         self.removed[list(rows)] = True
 
     def derive(self) -> None:
-        """Cuts, clauses and implied rows from the final fixings."""
-        for group in self.groups:
-            self._derive_group(group)
+        """Cuts, clauses and implied rows from the final fixings (groups of one row batched:
+        :mod:`smug_opt.strengthen.batched`, with the cuts and implied rows on)."""
+        batched = (single_row_groups(self.groups, self.rows, self.fixed)
+                   if self.pieces.cuts and self.pieces.implied else {})
+        for g, group in enumerate(self.groups):
+            found = batched.get(g)
+            if found is None:
+                self._derive_group(group)
+            else:
+                self._take(group, found)
         for i in self.wide.tolist():
             cols, coefs = self.rows.row(i)
             facts = knapsack(cols, coefs, self.rows.rhs[i], bool(self.rows.strict[i]), self.fixed)
@@ -243,6 +248,19 @@ class _Work:
         keep = coef != 0
         self.cuts.append((cells[keep], coef[keep], bound))
         self.stats[kind] += 1
+
+    def _take(self, group: _Group, found: Derived) -> None:
+        """A single-row group's batched derivation, recorded as :meth:`_derive_group` would."""
+        for coef, bound in found.cuts:
+            self._add_cut(group.cells, coef, bound)
+        for coef, bound in found.clauses:
+            self._add_cut(group.cells, coef, bound, "clauses")
+        if found.described:
+            self._remove(group.rows)
+        elif self.pieces.integer_rows:
+            bits, consistent = self._live(group)
+            self._replace_by_integer_row(group, 0, bits, consistent,
+                                         np.flatnonzero(self.fixed[group.cells] == -1))
 
     def _derive_group(self, group: _Group) -> None:
         bits, consistent = self._live(group)

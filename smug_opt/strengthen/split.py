@@ -13,11 +13,14 @@ from __future__ import annotations
 import numpy as np
 import scipy.sparse as sp
 
+from smug_opt.frozen import freeze
 from smug_opt.ir import Problem
 from smug_opt.problem_arrays import Sense, VarKind
 from smug_opt.strengthen.outcome import Part
 
 __all__ = ["split_parts"]
+
+_NONE = np.zeros(0, dtype=np.int64)
 
 Cut = tuple[np.ndarray, np.ndarray, int]  # (cells, integer coefficients, bound): Σ coefs·x >= bound
 
@@ -61,15 +64,39 @@ def split_parts(problem: Problem, fixed: np.ndarray, kept: np.ndarray, cuts: lis
         at = np.where(on, columns.size + np.searchsorted(carried, cols), place[cols])[keep]
         m, k = int(last - first), carried.size
         width = columns.size + k
-        A = sp.csr_matrix((np.concatenate([vals[keep], np.ones(k)]),
-                           (np.concatenate([rows[keep], m + np.arange(k)]),
-                            np.concatenate([at, columns.size + np.arange(k)]))), shape=(m + k, width))
-        objective = np.zeros(width)
-        objective[:columns.size] = problem.objective[columns]
-        part_senses = np.concatenate([senses[order[first:last]], np.full(k, Sense.GE, dtype=senses.dtype)])
-        part = Problem(kinds=np.full(width, VarKind.BINARY, dtype=problem.kinds.dtype), lb=np.zeros(width),
-                       ub=np.ones(width), A=A, senses=part_senses,
-                       rhs=np.concatenate([rhs[order[first:last]], np.ones(k)]), objective=objective,
-                       metadata=dict(problem.metadata))
+        part = Problem(kinds=freeze(np.full(width, VarKind.BINARY, dtype=problem.kinds.dtype)),
+                       lb=freeze(np.zeros(width)), ub=freeze(np.ones(width)),
+                       A=_csr(rows[keep], at, vals[keep], m, k, columns.size),
+                       senses=freeze(np.concatenate([senses[order[first:last]],
+                                                     np.full(k, Sense.GE, dtype=senses.dtype)])),
+                       rhs=freeze(np.concatenate([rhs[order[first:last]], np.ones(k)])),
+                       objective=freeze(_objective(problem.objective, columns, width)),
+                       relu_in=_csr(_NONE, _NONE, np.zeros(0), 0, 0, width), metadata=dict(problem.metadata))
         parts.append(Part(part, columns, carried))
     return parts
+
+
+def _objective(c: np.ndarray, columns: np.ndarray, width: int) -> np.ndarray:
+    objective = np.zeros(width)
+    objective[:columns.size] = c[columns]
+    return objective
+
+
+def _csr(rows: np.ndarray, cols: np.ndarray, vals: np.ndarray, m: int, k: int, free: int) -> sp.csr_matrix:
+    """A part's ``(m + k, free + k)`` matrix from its row entries (``rows`` sorted) plus the
+    ``k`` carried cells' rows ``x >= 1``, built from CSR arrays directly (entries sorted by
+    column within each row) over read-only arrays: one scipy construction, not the three of
+    a COO conversion and the canonical copy a :class:`Problem` makes of a writeable matrix."""
+    rows = np.concatenate([rows, m + np.arange(k)])
+    cols = np.concatenate([cols, free + np.arange(k)])
+    order = np.lexsort((cols, rows))
+    indptr = np.zeros(m + k + 1, dtype=np.int64)
+    np.cumsum(np.bincount(rows, minlength=m + k), out=indptr[1:])
+    data = np.concatenate([vals, np.ones(k)])[order]
+    A = sp.csr_matrix((data, cols[order], indptr), shape=(m + k, free + k))
+    for name in ("data", "indices", "indptr"):  # read-only arrays of its own: Problem keeps A as it is
+        a = getattr(A, name)
+        a = a if a.flags.owndata else a.copy()
+        a.setflags(write=False)
+        setattr(A, name, a)
+    return A
