@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import importlib
 import importlib.metadata
 import json
@@ -51,39 +52,57 @@ def _pip(*args: str) -> None:
         raise RuntimeError(f"pip {' '.join(args)} failed:\n{done.stdout}\n{done.stderr}")
 
 
-def _shared_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """A directory this session's processes share: the base temp of the session, or under
-    pytest-xdist the parent of the workers' base temps."""
-    base = tmp_path_factory.getbasetemp()
-    return base.parent if os.environ.get("PYTEST_XDIST_WORKER") else base
+def _shared_dir() -> Path:
+    """A directory every test process of this Python environment shares: the default and
+    the slow suite run side by side install their plugins into the same site-packages."""
+    key = hashlib.sha256(sys.prefix.encode()).hexdigest()[:12]
+    shared = Path(tempfile.gettempdir()) / f"smug-opt-test-plugins-{key}"
+    shared.mkdir(exist_ok=True)
+    return shared
 
 
-def _installed(source: Path, distribution: str, tmp_path_factory: pytest.TempPathFactory) -> Iterator[bool]:
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+def _installed(source: Path, distribution: str) -> Iterator[None]:
     """Install the plugin package at ``source`` with pip (from a copy, so the source tree
-    stays clean), refresh the registry, and uninstall at the end if this session installed
-    it: its misbehaving backends must not linger in anyone's environment. Under pytest-xdist
-    the workers count their users in a file under a lock: the first installs, the last
-    uninstalls (one worker's teardown never pulls the plugin from under another)."""
-    shared = _shared_dir(tmp_path_factory)
+    stays clean), refresh the registry, and uninstall at the end if a session installed
+    it: its misbehaving backends must not linger in anyone's environment. Every test
+    process of this environment (pytest-xdist's workers, and other sessions beside) records
+    its pid in one file under a lock: the first installs, the last uninstalls, so no
+    process's teardown pulls the plugin from under another. The pids of processes that
+    died without their teardown (a killed run) are dropped when read."""
+    shared = _shared_dir()
     users = shared / f"{distribution}.users.json"
     with exclusive_lock(shared / f"{distribution}.lock"):
-        state = json.loads(users.read_text()) if users.is_file() else {"users": 0, "installed_here": False}
-        if state["users"] == 0:
-            state["installed_here"] = not _is_current(source, distribution)
-            if state["installed_here"]:
-                copy = Path(tempfile.mkdtemp(dir=shared)) / source.name
-                shutil.copytree(source, copy)
-                _pip("install", "--no-deps", "--no-build-isolation", str(copy))
-        state["users"] += 1
+        state = json.loads(users.read_text()) if users.is_file() else {"pids": [], "installed_here": False}
+        state["pids"] = [pid for pid in state["pids"] if _alive(pid)]
+        if not state["pids"] and not _is_current(source, distribution):
+            copy = Path(tempfile.mkdtemp(dir=shared)) / source.name
+            shutil.copytree(source, copy)
+            _pip("install", "--no-deps", "--no-build-isolation", str(copy))
+            shutil.rmtree(copy.parent)
+            state["installed_here"] = True
+        state["pids"].append(os.getpid())
         users.write_text(json.dumps(state))
     importlib.invalidate_caches()
     registry.refresh()
-    yield state["installed_here"]
+    yield
     with exclusive_lock(shared / f"{distribution}.lock"):
         state = json.loads(users.read_text())
-        state["users"] -= 1
+        state["pids"] = [pid for pid in state["pids"] if pid != os.getpid() and _alive(pid)]
+        last = not state["pids"] and state["installed_here"]
+        if last:
+            state["installed_here"] = False
         users.write_text(json.dumps(state))
-        if state["users"] == 0 and state["installed_here"]:
+        if last:
             from smug_opt.workers import shutdown_workers
 
             shutdown_workers()
@@ -92,17 +111,17 @@ def _installed(source: Path, distribution: str, tmp_path_factory: pytest.TempPat
 
 
 @pytest.fixture(scope="session")
-def toy_plugin(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+def toy_plugin() -> Iterator[str]:
     """``tests/toy_plugin`` installed for the session; yields its complete backend's name."""
-    for _ in _installed(TOY_SOURCE, TOY_DISTRIBUTION, tmp_path_factory):
+    for _ in _installed(TOY_SOURCE, TOY_DISTRIBUTION):
         yield "toy-bruteforce"
 
 
 @pytest.fixture(scope="session")
-def scipy_plugin(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+def scipy_plugin() -> Iterator[str]:
     """``tests/scipy_plugin`` (the README's example and its planted-bug variants)
     installed for the session; yields the honest backend's name."""
-    for _ in _installed(SCIPY_SOURCE, SCIPY_DISTRIBUTION, tmp_path_factory):
+    for _ in _installed(SCIPY_SOURCE, SCIPY_DISTRIBUTION):
         yield "scipy-milp"
 
 
