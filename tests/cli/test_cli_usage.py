@@ -289,6 +289,7 @@ def test_text_explain_is_quiet_plain_and_warns_about_unknown_words(tmp_path):
     # padding is no part of the text: kept by construction, never selected or counted
     assert "/4 tokens" in done.stdout and record["cells_always_kept"] == 96
     assert 1 <= record["mask_size"] <= 4 and record["verified"] is True
+    assert "<span" in (tmp_path / "t" / "explanation.html").read_text()  # the words, marked up
 
 
 @pytest.mark.filterwarnings("ignore:.*not in the vocabulary")  # 'beer': the test before checks it

@@ -157,18 +157,6 @@ def test_cli_default_runs_end_to_end(tmp_path):
     assert (out / "overlay.png").stat().st_size > 0
 
 
-def test_cli_text_explanation(tmp_path):
-    out = tmp_path / "text"
-    proc = subprocess.run([sys.executable, "-m", "smug_opt", "explain", "--model", "text-cnn",
-                           "--tokens", "a superb and wonderful beer, not bad at all",
-                           "--out", str(out), "--quiet"],
-                          capture_output=True, text=True, timeout=300)
-    assert proc.returncode == 0, proc.stderr[-2000:]
-    record = json.loads((out / "record.json").read_text())
-    assert record["verified"] is True and record["mask_size"] >= 1
-    assert "<span" in (out / "explanation.html").read_text()
-
-
 def test_given_attributions_replace_the_integrated_gradients(cnn, digits):
     from dataclasses import replace
 
