@@ -71,7 +71,7 @@ class Work:
         return {option: self.milp_nodes}
 
 
-DEFAULT_QUERY_WORK = Work(domains=2048, milp_nodes=500)
+DEFAULT_QUERY_WORK = Work(domains=2048, milp_nodes=500, relu_domains=2**20)
 """The command line's budget per query (``--query-work``): see benchmarks/robust/README.md."""
 
 

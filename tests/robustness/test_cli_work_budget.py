@@ -16,7 +16,7 @@ from flat_nets import mlp
 
 from smug_opt.cli import main
 from smug_opt.network.flat import FlatNetwork
-from smug_opt.robustness.work import DEFAULT_QUERY_WORK
+from smug_opt.robustness.work import DEFAULT_QUERY_WORK, Work
 
 
 def _onnx(net: FlatNetwork) -> bytes:
@@ -70,6 +70,18 @@ def test_the_default_work_budget_gives_the_same_explanation_under_a_leaping_cloc
     timed, timed_fixed = _explain(tmp_path, "timed", "--query-time", "2")  # the leaps reach the queries
     assert timed["query_work"] is None and timed["subset_minimal"]["undecided"] > 0
     assert not np.array_equal(timed_fixed, calm_fixed)
+
+
+def test_the_default_work_budget_is_the_documented_one_and_caps_wide_networks(capsys):
+    """The README's and benchmarks/robust's default, 2048,500,1048576: the VeriVital
+    rewrite's 57,888 ReLUs get 18 domains (2048 of them ran out of memory), the MLPs 2048."""
+    assert Work(2048, 500, 1_048_576) == DEFAULT_QUERY_WORK
+    assert [DEFAULT_QUERY_WORK.domains_for(n) for n in (20, 512, 57_888)] == [2048, 2048, 18]
+    readme = (Path(__file__).resolve().parents[2] / "README.md").read_text()
+    assert "(default 2048,500,1048576)" in readme
+    with pytest.raises(SystemExit):
+        main(["explain", "--help"])
+    assert "default 2048,500,1048576:" in capsys.readouterr().out
 
 
 @pytest.mark.parametrize("argv, message", [
