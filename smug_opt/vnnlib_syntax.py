@@ -273,8 +273,9 @@ class _Reader:
                                   f"of its input box is missing)")
             box = _cut(lo, hi, closed_lo, closed_hi, clause.bounds)
             _check_bounded(box[0], box[1])
-            if np.any(box[0] > box[1]):
+            if _empty_over_reals(*box):
                 continue  # an empty box: no input is in this disjunct
+            _check_nonempty(box[0], box[1])  # reals but no float64 input: refused, not skipped
             key = b"".join(a.tobytes() for a in box)
             boxes.setdefault(key, (box, []))[1].append(clause.rows)
         if not boxes:
@@ -298,6 +299,13 @@ def _check_nonempty(lo: np.ndarray, hi: np.ndarray) -> None:
     if empty.size:
         raise VnnlibError(f"input X_{empty[0]} has lower bound {float(lo[empty[0]])!r} above its upper "
                           f"bound {float(hi[empty[0]])!r} (an empty box)")
+
+
+def _empty_over_reals(lo: np.ndarray, hi: np.ndarray, closed_lo: np.ndarray,
+                      closed_hi: np.ndarray) -> bool:
+    """Whether no real input is in the box: its closure is empty in some input, or is one
+    point there that a strict bound excludes (then the float box is empty there too)."""
+    return bool(np.any((closed_lo > closed_hi) | ((closed_lo == closed_hi) & (lo > hi))))
 
 
 def _check_bounded(lo: np.ndarray, hi: np.ndarray) -> None:

@@ -98,6 +98,14 @@ def test_same_box_grouped_and_empty_box_dropped():
     assert cases[0].disjuncts[1].strict.tolist() == [True]
 
 
+def test_a_box_empty_over_the_reals_is_dropped_even_when_strict():
+    text = DECLARE + ("(assert (>= X_1 0))\n(assert (<= X_1 1))\n(assert (or "
+                      "(and (> X_0 1) (< X_0 1) (>= Y_0 0)) (and (>= X_0 1) (< X_0 1) (>= Y_0 0)) "
+                      "(and (>= X_0 0) (<= X_0 1) (>= Y_0 1))))\n")
+    (case,) = parse_vnnlib_cases(text)
+    assert case.lo.tolist() == [0, 0] and case.hi.tolist() == [1, 1]
+
+
 def test_one_box_reader_names_the_cases_reader():
     with pytest.raises(VnnlibError, match="2 input boxes.*read_vnnlib_cases"):
         parse_vnnlib(ACAS_STYLE, source="p.vnnlib")
@@ -109,6 +117,9 @@ def test_one_box_reader_names_the_cases_reader():
      "every input box of the property is empty"),
     ("(or (and (>= X_0 0) (>= Y_0 0)) (and (>= X_0 0) (<= X_0 1) (>= Y_0 1)))",
      "X_0 has no finite lower and upper bound"),
+    # 1 < X_0 < the float after 1: reals, no float64 (skipping it would let unsat miss them)
+    ("(or (and (> X_0 1) (< X_0 1.0000000000000002) (>= Y_0 0)) (and (>= X_0 3) (<= X_0 4) (>= Y_0 1)))",
+     "X_0 has lower bound .* above its upper bound"),
 ])
 def test_case_refusals(formula, message):
     text = DECLARE + "(assert (>= X_1 0))\n(assert (<= X_1 1))\n(assert " + formula + ")\n"
