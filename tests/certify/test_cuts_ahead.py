@@ -138,12 +138,24 @@ def test_cuts_of_more_rounds_stand_in_for_fewer_only_when_computed_ahead() -> No
     assert remembered(problem, 1) is cuts and remembered(problem, 6) is None
 
 
-def test_a_helper_ended_early_hands_over_what_it_finished() -> None:
-    """Collected at once (the solve ended first): no error, and whatever it had sent is kept."""
-    problem = _knapsacks(7, n=120, rows=40)
-    helper = CutsAhead(problem, Deadline.after(60.0))
+def test_a_helper_collected_at_once_ends_without_error() -> None:
+    """Collected before it sent anything (the solve ended first): no error, the helper ends."""
+    helper = CutsAhead(_knapsacks(7, n=120, rows=40), Deadline.after(60.0))
     helper.collect()
-    assert helper.child is None  # ended
+    assert helper.child is None
+
+
+@pytest.mark.usefixtures("forgotten")
+def test_a_helper_ended_early_hands_over_what_it_finished() -> None:
+    """Collected once a round has arrived: that round's cuts are remembered for the part."""
+    problem = _knapsacks(8, n=120, rows=40)
+    parts = searched_problems(problem, MIN_BINARIES)
+    assert parts and all(remembered(p, 1, ahead=True) is None for p in parts)
+    helper = CutsAhead(problem, Deadline.after(120.0))
+    assert helper.child is not None and helper.child.conn.poll(120)  # a round was sent
+    helper.collect()
+    assert helper.child is None
+    assert any(remembered(p, 1, ahead=True) is not None for p in parts)
 
 
 def test_a_helper_past_its_memory_budget_ends_itself_and_hands_over_nothing() -> None:
