@@ -22,7 +22,11 @@ answer can no longer be ``unsat``) while the search goes on among the others.
 The intervals of the layers below stay those of the whole box (valid on every subdomain;
 the split neurons' own are the split's half), or with ``refine_layers`` each child's are
 re-bounded above its split (:mod:`~smug_opt.bounds.refine`; off by default: on ``mnistfc``
-256x4 prop_0_0.03 disjunct 7, 1,979 domains in 15.2 CPU s against 3,395 in 13.4 s).
+256x4 prop_0_0.03 disjunct 7, 1,979 domains in 15.2 CPU s against 3,395 in 13.4 s), and
+with ``shallow_first`` the shallowest layer's neurons are split first (FSB among them):
+then each split tightens every layer above it, which closes the deep ``mnistfc`` disjuncts
+that splitting by score leaves open (``verify`` uses both; see
+:mod:`~smug_opt.robustness.decide`).
 
 An ``unsat`` answer returns the closed leaves of its tree (:class:`Leaves`; a search cut by
 the time limit, its closed and open ones): split decisions do not depend on the box, so
@@ -145,7 +149,8 @@ def _refuted(bound: torch.Tensor, strict: torch.Tensor) -> torch.Tensor:
 def branch_and_bound(bounds: ChainBounds, matrix: np.ndarray, rhs: np.ndarray, strict: np.ndarray,
                      deadline: Deadline, *, batch: int = BATCH, root_steps: int = ROOT_STEPS,
                      steps: int | None = None, start: Leaves | None = None,
-                     work: int | None = None, refine_layers: int | None = 0) -> BabResult:
+                     work: int | None = None, refine_layers: int | None = 0,
+                     shallow_first: bool = False) -> BabResult:
     """Decide whether some input of ``bounds``' box has chain outputs ``y`` with
     ``matrix·y <= rhs`` (``<`` on the ``strict`` rows), by branch and bound (``root_steps``:
     α-CROWN's steps on the root domain, before any split; ``steps``: on each new domain,
@@ -156,16 +161,19 @@ def branch_and_bound(bounds: ChainBounds, matrix: np.ndarray, rhs: np.ndarray, s
     not depend on the clock: the search then ends as at the time limit, with its leaves;
     ``refine_layers``: how many layers above each new split have their intervals re-bounded
     per domain (:func:`~smug_opt.bounds.refine.refine`; 0: none, the box's serve every
-    domain; None: all))."""
+    domain; None: all); ``shallow_first``: split the shallowest layer's unstable neurons
+    first (FSB among them), for use with ``refine_layers``: each split then tightens every
+    layer above it)."""
     with one_thread():
         return _branch_and_bound(bounds, matrix, rhs, strict, deadline, batch, root_steps,
                                  default_steps(bounds) if steps is None else steps, start, work,
-                                 refine_layers)
+                                 refine_layers, shallow_first)
 
 
 def _branch_and_bound(bounds: ChainBounds, matrix: np.ndarray, rhs: np.ndarray, strict: np.ndarray,
                       deadline: Deadline, batch: int, root_steps: int, steps: int,
-                      warm: Leaves | None, work: int | None, refine_layers: int | None) -> BabResult:
+                      warm: Leaves | None, work: int | None, refine_layers: int | None,
+                      shallow_first: bool) -> BabResult:
     start = time.monotonic()
     refining = refine_layers is None or refine_layers > 0
     top = len(bounds.chain.weights) - 1
@@ -186,7 +194,7 @@ def _branch_and_bound(bounds: ChainBounds, matrix: np.ndarray, rhs: np.ndarray, 
     closed: list[tuple[list[torch.Tensor], list[torch.Tensor], list[torch.Tensor]]] = []
     closed_count = 0
     count, stuck = 0, 0
-    stack = Stack(bounds, C, d)
+    stack = Stack(bounds, C, d, shallow_first)
 
     def close(s, a, b, keep: torch.Tensor) -> None:
         """Keep the closed domains ``keep`` of a bounded batch, while the leaves stay few."""

@@ -54,8 +54,9 @@ class Domains:
 class Stack:
     """Open domains, last in first out, with each one's branching choice."""
 
-    def __init__(self, bounds: ChainBounds, C: torch.Tensor, d: torch.Tensor) -> None:
-        self.bounds, self.C, self.d = bounds, C, d
+    def __init__(self, bounds: ChainBounds, C: torch.Tensor, d: torch.Tensor,
+                 shallow_first: bool = False) -> None:
+        self.bounds, self.C, self.d, self.shallow_first = bounds, C, d, shallow_first
         self.items: list[Domains] = []
         self.counts: list[int] = []
 
@@ -69,7 +70,7 @@ class Stack:
         alphas = [a.to(torch.float32) for a in alphas]
         betas = [b.to(torch.float32) for b in betas]
         choice = _choose_splits(bounds, splits, alphas, betas, bound, coefficients, self.C, self.d,
-                               CANDIDATES)
+                               CANDIDATES, self.shallow_first)
         intervals = None
         if bounds.batched:
             sides = [bounds.interval(i) for i in range(len(splits))]
@@ -108,11 +109,14 @@ def _with_splits(splits: list[torch.Tensor], parents: torch.Tensor, layer: torch
     return out
 
 
-def _scores(bounds: ChainBounds, splits, alphas, bound, coefficients) -> list[torch.Tensor]:
+def _scores(bounds: ChainBounds, splits, alphas, bound, coefficients,
+            shallow_first: bool = False) -> list[torch.Tensor]:
     """Per ReLU layer, each neuron's BaBSR-like score per domain (see the module docstring)
-    on the row with the best bound; -1 where the neuron is stable or already split."""
+    on the row with the best bound; -1 where the neuron is stable or already split, and with
+    ``shallow_first`` in every layer above the domain's first one with a neuron left."""
     row = bound.argmax(dim=-1)
     picks = torch.arange(bound.shape[0])
+    seen = torch.zeros(bound.shape[0], dtype=torch.bool)  # a layer below has a free neuron
     scores = []
     for i, lam_all in enumerate(coefficients):
         lam = lam_all[picks, row]
@@ -122,17 +126,21 @@ def _scores(bounds: ChainBounds, splits, alphas, bound, coefficients) -> list[to
         alpha = alphas[i][picks, row].to(torch.float64).clamp(0.0, 1.0)
         gap = torch.minimum(-alpha * lo, (1.0 - alpha) * hi)
         score = (lam.clamp(max=0.0).abs() * intercept + lam.clamp(min=0.0) * gap).clamp(min=0.0)
+        if shallow_first:
+            free = free & ~seen.unsqueeze(-1)
+            seen = seen | free.any(dim=-1)
         scores.append(torch.where(free, score + 1e-12 * intercept, torch.full_like(score, -1.0)))
     return scores
 
 
 def _choose_splits(bounds: ChainBounds, splits, alphas, betas, bound, coefficients, C: torch.Tensor,
-            d: torch.Tensor, candidates: int) -> tuple[torch.Tensor, torch.Tensor]:
+                   d: torch.Tensor, candidates: int,
+                   shallow_first: bool = False) -> tuple[torch.Tensor, torch.Tensor]:
     """Per domain, the (layer, neuron) to split; layer -1 when none is left. Filtered smart
     branching (De Palma et al. 2021): the ``candidates`` neurons with the largest scores
     (:func:`_scores`) each give two children, bounded once with the parent's α and β
     (float32, no steps); the neuron whose worse child has the best bound is chosen."""
-    scores = _scores(bounds, splits, alphas, bound, coefficients)
+    scores = _scores(bounds, splits, alphas, bound, coefficients, shallow_first)
     flat = torch.cat(scores, dim=-1)  # (B, sum of widths)
     offsets = torch.tensor([0] + [s.shape[-1] for s in scores]).cumsum(0)
     k = min(candidates, flat.shape[-1])

@@ -60,6 +60,14 @@ HiGHS then found nothing in 16-19 s each. On ``mnistfc`` 256x4 prop_5_0.03, disj
 2,112 domains open after 287 s; HiGHS on the encoding with α-CROWN's intervals proved it
 infeasible in 53 s (load 9). Every instance branch and bound decided in the 2021 table
 took under half its time."""
+DEEP_LAYERS = 4
+"""From this many ReLU layers, verify's branch and bound (not a lean query's) splits the
+shallowest layer first and re-bounds every layer above each split per domain: on
+``mnistfc`` 256x4 prop_5_0.03 disjunct 2, unsat in 49 domains (1.5 CPU s) against 50,803
+domains open after 287 s by score alone; 256x6 prop_5_0.03 disjunct 0, unsat in 155
+domains (10.1 CPU s) against open after 20 CPU s. On 256x2 it loses (prop_1_0.03 disjunct
+8: open after 20.8 CPU s against unsat in 1.3 s); 3 layers not measured
+(benchmarks/verify/README.md)."""
 LEAN_RESTARTS = 4
 LEAN_ROOT_STEPS = 0
 LEAN_STEPS = 5
@@ -202,6 +210,7 @@ def decide(query: RobustnessQuery, *, time_limit: float | None = 60.0,
         pending = [(k, None if leaves is None else leaves.get(k)) for k in open_] if chain is not None else []
         if work is not None and chain is not None:
             domains_left = work.domains_for(sum(chain.chain.widths))
+        deep = chain is not None and not lean and len(chain.chain.widths) >= DEEP_LAYERS
         for round_ in range(1 if lean else 2):  # the second continues the searches cut by their share
             whole = work is not None or (lean and not query.pooled)  # counted work or every second left
             searching = deadline if whole else deadline.share(BAB_SHARE)
@@ -218,7 +227,8 @@ def decide(query: RobustnessQuery, *, time_limit: float | None = 60.0,
                 searched = branch_and_bound(chain, d.matrix, d.rhs, d.strict, share,
                                             root_steps=LEAN_ROOT_STEPS if lean else ROOT_STEPS,
                                             steps=LEAN_STEPS if lean else None, start=begin,
-                                            work=domains_left)
+                                            work=domains_left, refine_layers=None if deep else 0,
+                                            shallow_first=deep)
                 if domains_left is not None:
                     domains_left -= searched.domains
                 if leaves is not None and round_ == 0 and searched.leaves is not None:

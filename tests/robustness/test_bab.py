@@ -6,9 +6,11 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+import torch
 from flat_nets import exact_minimum, mlp
 
 from smug_opt.bounds import Box, propagate
+from smug_opt.bounds.alpha_crown import optimise
 from smug_opt.bounds.relu_chain import ChainBounds, ReluChain
 from smug_opt.deadline import Deadline
 from smug_opt.network.flat import Preprocess
@@ -79,12 +81,15 @@ def _chain_case(seed: int, sizes: list[int], radius: float):
     return net, lo, hi, cb, int(net.forward(x0[None])[-1][0].argmax())
 
 
-@pytest.mark.parametrize("refine_layers", [0, None])
+@pytest.mark.parametrize(("refine_layers", "shallow_first"),
+                         [(0, False), (None, False), (None, True), (0, True)])
 @pytest.mark.parametrize("seed", range(2))
-def test_filtered_branching_on_three_layers_matches_the_exact_minimum(seed, refine_layers, monkeypatch):
+def test_filtered_branching_on_three_layers_matches_the_exact_minimum(seed, refine_layers, shallow_first,
+                                                                      monkeypatch):
     """More candidates than unstable neurons (some not usable) on a 3-hidden-layer net, with
-    and without every layer above a split re-bounded per domain: every answer agrees with
-    the minimum over all 2^9 activation patterns."""
+    and without every layer above a split re-bounded per domain, splitting by score or
+    shallowest layer first: every answer agrees with the minimum over all 2^9 activation
+    patterns."""
     monkeypatch.setattr(bab_domains, "CANDIDATES", 16)
     net, lo, hi, cb, label = _chain_case(seed, [2, 3, 3, 3, 3], 0.6)
     for j in (j for j in range(3) if j != label):
@@ -94,10 +99,33 @@ def test_filtered_branching_on_three_layers_matches_the_exact_minimum(seed, refi
         if abs(exact) < 1e-6:
             continue
         result = branch_and_bound(cb, c[None], np.zeros(1), np.zeros(1, dtype=bool), Deadline.after(30),
-                                  batch=3, root_steps=0, refine_layers=refine_layers)
+                                  batch=3, root_steps=0, refine_layers=refine_layers,
+                                  shallow_first=shallow_first)
         assert result.status == ("unsat" if exact > 0 else "candidate"), (seed, j, exact, result)
         if exact < 0:
             assert c @ net.forward(result.x[None])[-1][0] <= 0
+
+
+def test_shallow_first_splits_the_first_layer_with_a_neuron_left():
+    """With ``shallow_first`` each domain's split is an unstable, unsplit neuron of the
+    shallowest layer that has one (here: layer 0 until all its unstable neurons are split)."""
+    _, _, _, cb, label = _chain_case(2, [2, 3, 3, 3, 3], 0.6)  # unstable per layer: 3, 2, 2
+    unstable = [torch.nonzero(cb.unstable(i)).flatten() for i in range(3)]
+    assert unstable[0].numel() and sum(u.numel() for u in unstable[1:])
+    c = torch.zeros(1, 3, dtype=torch.float64)
+    c[0, label], c[0, (label + 1) % 3] = 1.0, -1.0
+    splits = [torch.zeros(2, n, dtype=torch.int8) for n in cb.chain.widths]
+    splits[0][1, unstable[0]] = 1  # domain 1: layer 0 all split
+    alphas = [cb.initial_alpha(i, 2, 1) for i in range(3)]
+    betas = [torch.zeros(2, 1, n, dtype=torch.float64) for n in cb.chain.widths]
+    found = optimise(cb, 3, c, torch.zeros(1, dtype=torch.float64), steps=0, alphas=alphas,
+                     betas=betas, splits=splits)
+    stack = bab_domains.Stack(cb, c, torch.zeros(1, dtype=torch.float64), shallow_first=True)
+    stack.push(splits, found.alphas, betas, found.bound, found.coefficients)
+    layer, neuron = stack.pop(2).choice
+    first_left = next(i for i in range(1, 3) if unstable[i].numel())
+    assert layer.tolist() == [0, first_left], layer
+    assert int(neuron[0]) in unstable[0].tolist() and int(neuron[1]) in unstable[first_left].tolist()
 
 
 @pytest.mark.parametrize("seed", [2, 3])  # seed 2 leaves 6 linear regions open, seed 3 finds a candidate
