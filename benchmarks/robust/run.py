@@ -124,7 +124,7 @@ def _counterexample_png(x: np.ndarray, path: Path) -> None:
 
 
 def _work(text: str):
-    from smug_opt.robustness.work import DEFAULT_QUERY_WORK, parse_work
+    from smug_opt.query_work import DEFAULT_QUERY_WORK, parse_work
 
     return DEFAULT_QUERY_WORK if text == "default" else parse_work(text)
 

@@ -11,7 +11,7 @@ from typing import Any
 import numpy as np
 
 from smug_opt.cli.embedded_inputs import embedded_example, say
-from smug_opt.robustness.work import DEFAULT_QUERY_WORK, Work, parse_work
+from smug_opt.query_work import DEFAULT_QUERY_WORK, Work, parse_work
 
 __all__ = ["add_robust_options", "check_robust_args", "run_robust"]
 

@@ -31,10 +31,10 @@ import numpy as np
 
 from smug_opt.backend_choice import DEFAULT_BACKEND, BackendChoice
 from smug_opt.deadline import Deadline
+from smug_opt.query_work import Work
 from smug_opt.robustness.attack import attack, flat_gradient, unsafe_loss
 from smug_opt.robustness.bab import ROOT_STEPS, Leaves, branch_and_bound
 from smug_opt.robustness.query import RobustnessQuery
-from smug_opt.robustness.work import Work
 from smug_opt.threads import one_blas_thread, one_thread
 
 __all__ = ["ANSWERS", "Verdict", "decide"]
@@ -157,7 +157,7 @@ def decide(query: RobustnessQuery, *, time_limit: float | None = 60.0,
     explanation's), per disjunct the leaves of its last branch and bound proof: each search
     starts from them (:class:`~smug_opt.robustness.bab.Leaves`) and leaves its own.
     ``work``: branch and bound and the solver stop at its counts
-    (:class:`~smug_opt.robustness.work.Work`) instead of at shares of the time:
+    (:class:`~smug_opt.query_work.Work`) instead of at shares of the time:
     ``time_limit`` (None: none) then only ends the query as a whole.
     """
     from smug_opt.solving import solve

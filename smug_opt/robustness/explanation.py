@@ -25,6 +25,7 @@ import numpy as np
 
 from smug_opt.backend_choice import DEFAULT_BACKEND, BackendChoice
 from smug_opt.network.flat import FlatNetwork, Preprocess
+from smug_opt.query_work import Work
 from smug_opt.robustness.attack import flat_gradient
 from smug_opt.robustness.bab import Leaves
 from smug_opt.robustness.bound_freeing import bound_round, by_bound_cost
@@ -32,7 +33,6 @@ from smug_opt.robustness.bounds_memo import BoundsMemo
 from smug_opt.robustness.decide import decide
 from smug_opt.robustness.necessity import necessary_by_attack
 from smug_opt.robustness.query import RobustnessQuery
-from smug_opt.robustness.work import Work
 from smug_opt.threads import one_blas_thread
 from smug_opt.vnnlib import Conjunct
 
@@ -131,7 +131,7 @@ def robust_explanation(net: FlatNetwork, preprocess: Preprocess, x: np.ndarray, 
     counted ``undecided``, as do values whose query ran out); ``solve_options`` go to each
     query's :func:`smug_opt.solve`; ``lean``: the full queries run :func:`decide`'s lean
     chain (the batched attack has already looked for counterexamples); ``query_work``: each
-    query's budget in work instead of ``query_time`` (:class:`~smug_opt.robustness.work.Work`;
+    query's budget in work instead of ``query_time`` (:class:`~smug_opt.query_work.Work`;
     a chunk's, :data:`CHUNK_WORK_SHARE` times smaller): the set then does not depend on
     the machine's load, unless ``time_limit`` ends the traversal first. With ``reuse_bounds``,
     each query's CROWN intervals start from an earlier query's

@@ -25,12 +25,12 @@ import numpy as np
 
 from smug_opt.backend_choice import DEFAULT_BACKEND, BackendChoice
 from smug_opt.network.flat import FlatNetwork, Preprocess
+from smug_opt.query_work import Work
 from smug_opt.robustness.attack import attack, flat_gradient
 from smug_opt.robustness.bab import Leaves
 from smug_opt.robustness.decide import decide
 from smug_opt.robustness.explanation import RobustExplanation, label_changes
 from smug_opt.robustness.query import RobustnessQuery
-from smug_opt.robustness.work import Work
 from smug_opt.threads import one_blas_thread
 
 __all__ = ["MinimumExplanation", "minimum_explanation", "shrink_counterexample"]
@@ -176,7 +176,7 @@ def minimum_explanation(net: FlatNetwork, preprocess: Preprocess, x: np.ndarray,
     """The smallest explanation of ``start.label`` on ``x`` at ``start.eps`` that the
     hitting sets find within ``time_limit`` seconds (see the module docstring), starting
     from the subset-minimal ``start`` and its counterexamples. ``query_work``: each query
-    ends at this work (:class:`~smug_opt.robustness.work.Work`) instead of ``query_time``."""
+    ends at this work (:class:`~smug_opt.query_work.Work`) instead of ``query_time``."""
     begin = time.monotonic()
     deadline = begin + time_limit
     x = np.asarray(x, dtype=np.float64).reshape(-1)

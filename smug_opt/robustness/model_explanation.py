@@ -16,10 +16,10 @@ import numpy as np
 
 from smug_opt.backend_choice import DEFAULT_BACKEND, BackendChoice
 from smug_opt.network.graph import Network
+from smug_opt.query_work import Work
 from smug_opt.robustness.check import AttackCheck, attack_check
 from smug_opt.robustness.explanation import RobustExplanation, robust_explanation
 from smug_opt.robustness.minimum import MinimumExplanation, minimum_explanation
-from smug_opt.robustness.work import Work
 
 __all__ = ["RobustResult", "explain_robust"]
 
@@ -130,7 +130,7 @@ def explain_robust(model: Any, x: np.ndarray, *, eps: float, minimum: bool = Fal
     ``isolate=False``: a worker per query cost 6 s under load); ``lean``: the traversal's
     queries run :func:`~smug_opt.robustness.decide.decide`'s lean chain; ``query_work``: the
     queries (the traversal's and the minimum search's) end at this work instead of ``query_time``
-    (:class:`~smug_opt.robustness.work.Work`: the set does not depend on the load, unless the
+    (:class:`~smug_opt.query_work.Work`: the set does not depend on the load, unless the
     time limit ends the traversal first)."""
     from smug_opt.models.base import top_tie
     from smug_opt.models.network_stem import read_network_stem

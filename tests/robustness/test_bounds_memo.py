@@ -9,9 +9,9 @@ import pytest
 from flat_nets import mlp, pool_cnn
 
 from smug_opt.network.flat import Preprocess
+from smug_opt.query_work import Work
 from smug_opt.robustness.bounds_memo import BoundsMemo
 from smug_opt.robustness.explanation import robust_explanation
-from smug_opt.robustness.work import Work
 
 WORK = Work(domains=64, milp_nodes=200)
 

@@ -16,7 +16,7 @@ from flat_nets import mlp
 
 from smug_opt.cli import main
 from smug_opt.network.flat import FlatNetwork
-from smug_opt.robustness.work import DEFAULT_QUERY_WORK, Work
+from smug_opt.query_work import DEFAULT_QUERY_WORK, Work
 
 
 def _onnx(net: FlatNetwork) -> bytes:

@@ -1,4 +1,4 @@
-"""A query budget counted in work (smug_opt.robustness.work.Work): branch and bound stops at
+"""A query budget counted in work (smug_opt.query_work.Work): branch and bound stops at
 its domain count with a cover to continue from, and an explanation built with it is the same
 however the clock runs (a leaping clock cuts every wall-clock query instead)."""
 
@@ -13,10 +13,10 @@ from flat_nets import chain_of, covered, mlp
 
 from smug_opt.deadline import Deadline
 from smug_opt.network.flat import Preprocess
+from smug_opt.query_work import Work, parse_work
 from smug_opt.robustness import RobustnessQuery, decide
 from smug_opt.robustness.bab import Unfinished, branch_and_bound
 from smug_opt.robustness.explanation import label_changes, robust_explanation
-from smug_opt.robustness.work import Work, parse_work
 
 IN_PROCESS = {"isolate": False}
 
