@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import importlib.metadata
 import time
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from fractions import Fraction
 from types import MappingProxyType
@@ -60,7 +60,7 @@ class _Lowered:
     """The weighted CNF and how to read its cost back, or why there is none."""
 
     formula: Any = None  # pysat.formula.WCNF: the soft clauses, the variables counted in ``nv``
-    hard: list[list[int]] | None = None  # the rows' clauses, loaded into RC2's oracle in chunks
+    hard: Sequence[list[int]] = ()  # the rows' clauses, loaded into RC2's oracle in chunks
     weights: tuple[int, ...] = ()  # the objective times ``scale``, per variable
     scale: int = 1
     offset: Fraction = Fraction(0)  # the objective is offset + cost / scale
@@ -164,7 +164,7 @@ class Rc2Backend(Backend):
         rc2 = _timed_rc2(model, settings, ends, problem.num_vars, on_incumbent)
         try:
             try:
-                rc2.load_hard(model.hard or [])
+                rc2.load_hard(model.hard)
                 found = rc2.compute()
             except _TimeUp:
                 best = rc2.best
@@ -223,7 +223,7 @@ def _timed_rc2(model: _Lowered, settings: Mapping[str, Any], ends: float | None,
             self.minimizing = False
             self.read_at = time.monotonic()
 
-        def load_hard(self, clauses: list[list[int]]) -> None:
+        def load_hard(self, clauses: Sequence[list[int]]) -> None:
             """Add the rows' clauses to the oracle, the deadline checked between chunks
             (loading 400,000 clauses takes 0.35 s, more on a loaded machine)."""
             for start in range(0, len(clauses), HARD_CHUNK):

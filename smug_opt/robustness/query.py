@@ -70,8 +70,8 @@ class RobustnessQuery:
     name: str = "query"
     memo: BoundsMemo | None = None
     closure: tuple[np.ndarray, np.ndarray] | None = None
-    """The box's closure over the reals where it is wider than ``lo``..``hi`` (strict VNN-LIB
-    bounds): bounds and problems cover it, counterexamples stay in ``lo``..``hi``."""
+    """The box's closure over the reals (None: ``lo``..``hi``; wider where a VNN-LIB bound is
+    strict): bounds and problems cover it, counterexamples stay in ``lo``..``hi``."""
 
     def __post_init__(self) -> None:
         lo = np.asarray(self.lo, dtype=np.float64).reshape(-1)
@@ -102,9 +102,7 @@ class RobustnessQuery:
     def from_spec(cls, net: FlatNetwork, preprocess: Preprocess, spec: VnnlibSpec,
                   name: str = "query") -> RobustnessQuery:
         """The query a VNN-LIB property asks about ``net``."""
-        strict = spec.closed_lo is not None or spec.closed_hi is not None
-        return cls(net, preprocess, spec.lo, spec.hi, spec.disjuncts, name,
-                   closure=spec.closure if strict else None)
+        return cls(net, preprocess, spec.lo, spec.hi, spec.disjuncts, name, closure=spec.closure)
 
     # ------------------------------------------------------------------ the input box
     @property
