@@ -10,6 +10,7 @@ from typing import Any
 from smug_opt.backend_choice import DEFAULT_BACKEND, BackendChoice
 from smug_opt.errors import ParameterError
 from smug_opt.parameters import PAPER_PARAMETERS, Method, SmugParameters
+from smug_opt.query_work import Work
 
 __all__ = ["ExplainSettings"]
 
@@ -69,14 +70,15 @@ class ExplainSettings:
                   method: str | None = None, k: int | None = None, gamma: float | None = None,
                   cell: int | None = None, steps: int | None = None, baseline: str | None = None,
                   eps: float | None = None, minimum: bool | None = None, query_time: float | None = None,
-                  **settings: Any) -> ExplainSettings:
+                  query_work: Work | None = None, **settings: Any) -> ExplainSettings:
         """Settings for ``model``: its own SMUG defaults (or ``params``), with any parameter
-        given here replacing the default (``eps``, ``minimum``, ``query_time``: method
-        robust's), and the other ``settings``."""
+        given here replacing the default (``eps``, ``minimum``, ``query_time``, ``query_work``:
+        method robust's), and the other ``settings``."""
         from smug_opt.models.catalog import smug_parameters
 
         chosen = smug_parameters(model, params, method=method, k=k, gamma=gamma, cell=cell, steps=steps,
-                                 baseline=baseline, eps=eps, minimum=minimum, query_time=query_time)
+                                 baseline=baseline, eps=eps, minimum=minimum, query_time=query_time,
+                                 query_work=query_work)
         return cls(params=chosen, **settings)
 
     def explain_kwargs(self) -> dict[str, Any]:
@@ -98,5 +100,4 @@ class ExplainSettings:
                 "pixel_scale": self.pixel_scale,
                 "preprocessing": self.preprocessing, "ig_batch": self.ig_batch,
                 "input_range": None if self.input_range is None else list(self.input_range),
-                **({"eps": p.eps, "minimum": p.minimum, "query_time": p.query_time}
-                   if p.method is Method.ROBUST else {})}
+                **(p.robust_record() if p.method is Method.ROBUST else {})}

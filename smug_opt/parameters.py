@@ -15,6 +15,7 @@ from typing import Any
 import numpy as np
 
 from smug_opt.errors import ParameterError
+from smug_opt.query_work import Work
 
 __all__ = ["PAPER_PARAMETERS", "Baseline", "Method", "SmugParameters"]
 
@@ -84,7 +85,9 @@ class SmugParameters:
 
     Method ``robust`` reads ``eps`` (how far each free value may move, L∞, in the model's
     input units; required for it), ``minimum`` (also search the smallest set, with a
-    proven lower bound) and ``query_time`` (seconds per robustness query); the SMUG fields
+    proven lower bound) and each robustness query's budget: ``query_work`` (counted work,
+    :class:`~smug_opt.query_work.Work`: the set does not depend on the machine's load) or,
+    when that is None, ``query_time`` (seconds per query); the SMUG fields
     are then unused, as these are by the other methods (one value serves a run that
     compares several).
     """
@@ -99,6 +102,8 @@ class SmugParameters:
     """None: not a robust explanation."""
     minimum: bool = False
     query_time: float = 5.0
+    query_work: Work | None = None
+    """None: each query gets ``query_time`` seconds."""
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "method", Method.parse(self.method))
@@ -118,6 +123,8 @@ class SmugParameters:
              f"must be a positive number for method robust (a single input: "
              f"smug_opt.robustness.explain_robust(model, x, eps=...)), got {self.eps!r}"),
             (not _positive(self.query_time), "query_time", f"must be positive, got {self.query_time!r}"),
+            (self.query_work is not None and not isinstance(self.query_work, Work), "query_work",
+             f"must be a smug_opt.query_work.Work or None, got {self.query_work!r}"),
         ]
         for bad, parameter, problem in problems:
             if bad:
@@ -140,11 +147,17 @@ class SmugParameters:
         given = {key: value for key, value in changes.items() if value is not None}
         return replace(self, **given) if given else self
 
+    def robust_record(self) -> dict[str, Any]:
+        """Method robust's fields as a run's configuration records them (JSON-ready)."""
+        return {"eps": self.eps, "minimum": self.minimum, "query_time": self.query_time,
+                "query_work": None if self.query_work is None else vars(self.query_work)}
+
     def describe(self) -> str:
         """One line for progress messages: ``smug: k=200, gamma=0.0, cell=2, baseline=zero``."""
         if self.method is Method.ROBUST:
-            return (f"robust: eps={self.eps:g}{', minimum' if self.minimum else ''}, "
-                    f"{self.query_time:g}s per query")
+            w = self.query_work
+            per_query = f"{self.query_time:g}s per query" if w is None else w.describe()
+            return f"robust: eps={self.eps:g}{', minimum' if self.minimum else ''}, {per_query}"
         return f"{self.method}: k={self.k}, gamma={self.gamma}, cell={self.cell}, baseline={self.baseline}"
 
 

@@ -57,6 +57,10 @@ class Work:
         relu = None if self.relu_domains is None else max(1, self.relu_domains // parts)
         return Work(max(1, self.domains // parts), -(-self.milp_nodes // parts), relu)
 
+    def describe(self) -> str:
+        """For progress lines: ``2048 domains and 500 MILP nodes per query``."""
+        return f"{self.domains} domains and {self.milp_nodes} MILP nodes per query"
+
     def solver_extras(self, backend: str | BackendChoice) -> dict[str, Any]:
         """The solve's ``extras`` that hold the MILP to :attr:`milp_nodes` on ``backend``
         (none without a MILP)."""

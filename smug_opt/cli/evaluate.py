@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from smug_opt.backend_choice import DEFAULT_BACKEND
+from smug_opt.cli.explain_robust import add_query_budget_options, query_budget
 from smug_opt.cli.options import (
     add_executor_options,
     add_model_input_options,
@@ -59,6 +60,7 @@ def add_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParse
                    "(default: the model's own)")
     p.add_argument("--eps", type=float, help="method robust: how far each free pixel may move (L∞, the "
                    "model's input units, e.g. 0.05 on [0, 1] digits)")
+    add_query_budget_options(p)
     p.add_argument("--time-limit", type=float, default=60.0, help="seconds per solve (default 60)")
     p.add_argument("--road-levels", type=_fractions, metavar="P,P,...",
                    help="fractions of pixels ROAD removes (default 0.1,0.2,...,0.9)")
@@ -101,8 +103,9 @@ def _check_args(args: argparse.Namespace) -> None:
         (args.chunk < 1, f"--chunk must be at least 1, got {args.chunk}"),
         (args.curve_steps < 1, f"--curve-steps must be at least 1, got {args.curve_steps}"),
         (args.eps is not None and not args.eps > 0, f"--eps must be positive, got {args.eps}"),
-        (args.methods is not None and "robust" in args.methods.split(",") and args.eps is None,
-         "--methods robust needs --eps (e.g. 0.05)"),
+        (_robust(args) and args.eps is None, "--methods robust needs --eps (e.g. 0.05)"),
+        (not _robust(args) and (args.query_work is not None or args.query_time is not None),
+         "--query-work and --query-time are for --methods robust"),
         (args.sanity_stages < 0, f"--sanity-stages must be at least 0, got {args.sanity_stages}"),
         (args.images is not None and args.specs is not None, "give --images or --specs, not both"),
         ((args.images is None and args.specs is None) != (args.model is None),
@@ -119,10 +122,16 @@ def _check_args(args: argparse.Namespace) -> None:
         from smug_opt.backend_choice import BackendChoice
 
         args.backend = BackendChoice.parse(args.backend)  # parsed once; unknown names fail here
+    if _robust(args):
+        query_budget(args)
     check_executor_options(args)
     if args.model is not None:
         check_model_arg(args.model)
     check_out_dir(args.out)
+
+
+def _robust(args: argparse.Namespace) -> bool:
+    return args.methods is not None and "robust" in args.methods.split(",")
 
 
 def _defaults_help() -> str:
@@ -215,7 +224,9 @@ def run(args: argparse.Namespace) -> int:
             names = [f"test digit #{int(i)}" for i in indices]
         zoo.load(model, progress=not args.quiet)  # trains and caches it on first use
     with executor_from_args(args) as executor:
+        budget = {"query_work": query_budget(args), "query_time": args.query_time} if _robust(args) else {}
         result = evaluate(model, inputs, labels, methods, backend=args.backend, k=args.k, eps=args.eps,
+                          **budget,
                           gamma=args.gamma, cell=args.cell, time_limit=args.time_limit,
                           sanity_stages=args.sanity_stages, curve_steps=args.curve_steps,
                           road_levels=ROAD_LEVELS if args.road_levels is None else args.road_levels,

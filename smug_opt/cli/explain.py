@@ -17,7 +17,7 @@ from smug_opt.backend_choice import BackendChoice
 from smug_opt.batch import ExplainSettings
 from smug_opt.cli.embedded_inputs import embedded_example, say
 from smug_opt.cli.explain_output import certificate_beside, ig_progress, render_explanation
-from smug_opt.cli.explain_robust import add_robust_options, check_robust_args, run_robust
+from smug_opt.cli.explain_robust import add_robust_options, check_robust_args, query_budget, run_robust
 from smug_opt.cli.options import (
     add_executor_options,
     add_model_input_options,
@@ -178,6 +178,7 @@ def _settings(args: argparse.Namespace, name: str) -> ExplainSettings:
     return ExplainSettings.for_model(
         name, method=args.method, k=args.k, gamma=args.gamma, cell=args.cell, steps=args.steps,
         baseline=args.baseline, eps=args.eps, minimum=args.minimum or None, query_time=args.query_time,
+        query_work=query_budget(args) if args.method == Method.ROBUST.value else None,
         backend=kwargs["backend"], target=args.target,
         time_limit=float(kwargs["time_limit"]), memory_limit_mb=kwargs["memory_limit_mb"],
         grid_shape=_grid(args.grid),
@@ -260,9 +261,6 @@ def _run_batch(args: argparse.Namespace, name: str, settings: ExplainSettings, s
     from smug_opt.batch import explain_many
     from smug_opt.cli import EXIT_ERROR, EXIT_NO_ANSWER, EXIT_OK
 
-    if args.query_work is not None:
-        raise ValueError("--query-work is for a single input; a batch run's robustness queries "
-                         "take --query-time (seconds)")
     if args.certificate is not None:
         raise ValueError("--certificate is for a single input, not a batch run (use `smug-opt "
                          "solve --certificate` on each problem)")

@@ -13,7 +13,8 @@ import numpy as np
 from smug_opt.cli.embedded_inputs import embedded_example, say
 from smug_opt.query_work import DEFAULT_QUERY_WORK, Work, parse_work
 
-__all__ = ["add_robust_options", "check_robust_args", "run_robust"]
+__all__ = ["add_query_budget_options", "add_robust_options", "check_robust_args", "query_budget",
+           "run_robust"]
 
 
 def add_robust_options(p: argparse.ArgumentParser) -> None:
@@ -25,6 +26,12 @@ def add_robust_options(p: argparse.ArgumentParser) -> None:
     g.add_argument("--minimum", action="store_true",
                    help="also search the smallest explanation (implicit hitting sets), reporting "
                         "its size, a proven lower bound and the gap; half of --time-limit goes to it")
+    add_query_budget_options(g)
+
+
+def add_query_budget_options(g: Any) -> None:
+    """``--query-work`` and ``--query-time``: each robustness query's budget (an argument
+    group or parser)."""
     w = DEFAULT_QUERY_WORK
     g.add_argument("--query-work", metavar="DOMAINS,NODES[,RELU_DOMAINS]", default=None,
                    help=f"each robustness query's budget in counted work: branch and bound domains (and "
@@ -47,11 +54,7 @@ def check_robust_args(args: argparse.Namespace) -> None:
         return
     if args.eps is None or not args.eps > 0:
         raise ValueError(f"--method robust needs a positive --eps (e.g. 0.05), got {args.eps}")
-    if args.query_time is not None and args.query_work is not None:
-        raise ValueError("give --query-work or --query-time, not both")
-    if args.query_time is not None and not args.query_time > 0:
-        raise ValueError(f"--query-time must be positive, got {args.query_time:g}")
-    _query_work(args)
+    query_budget(args)
     if args.tokens is not None:
         raise ValueError("--method robust explains pictures and vectors, not --tokens")
 
@@ -88,9 +91,8 @@ def run_robust(args: argparse.Namespace, name: str) -> int:
         raise ValueError("--model was given without --input")
     kwargs = solver_kwargs(args)
     options = {key: kwargs[key] for key in ("threads", "seed", "extras")}
-    work = _query_work(args)
-    per_query = (f"{args.query_time:g}s per query" if work is None else
-                 f"{work.domains} domains and {work.milp_nodes} MILP nodes per query")
+    work = query_budget(args)
+    per_query = f"{args.query_time:g}s per query" if work is None else work.describe()
     say(args, f"robust explanation, eps {args.eps:g}{', minimum' if args.minimum else ''}, "
                f"backend {backend} (limit {args.time_limit:g}s, {per_query})")
     timed = {} if args.query_time is None else {"query_time": args.query_time}
@@ -115,10 +117,14 @@ def run_robust(args: argparse.Namespace, name: str) -> int:
     return 0
 
 
-def _query_work(args: argparse.Namespace) -> Work | None:
+def query_budget(args: argparse.Namespace) -> Work | None:
     """The work budget per query (None: ``--query-time``'s seconds), checked against the
     backend: a MILP node count needs a backend with a node limit."""
+    if args.query_time is not None and args.query_work is not None:
+        raise ValueError("give --query-work or --query-time, not both")
     if args.query_time is not None:
+        if not args.query_time > 0:
+            raise ValueError(f"--query-time must be positive, got {args.query_time:g}")
         return None
     work = DEFAULT_QUERY_WORK if args.query_work is None else parse_work(args.query_work)
     try:

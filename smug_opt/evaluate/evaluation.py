@@ -35,6 +35,7 @@ from smug_opt.evaluate.scoring import evaluate_input, summarize
 from smug_opt.executors import Executor, SequentialExecutor, worker_cache
 from smug_opt.models.catalog import smug_parameters
 from smug_opt.parameters import SmugParameters
+from smug_opt.query_work import Work
 from smug_opt.runstore import RunFolder, model_identity
 
 __all__ = ["evaluate", "evaluate_chunk"]
@@ -248,6 +249,8 @@ def evaluate(
     gamma: float | None = None,
     cell: int | None = None,
     eps: float | None = None,
+    query_work: Work | None = None,
+    query_time: float | None = None,
     backend: str | BackendChoice = DEFAULT_BACKEND,
     time_limit: float = 60.0,
     boxes: Sequence[Box | None] | None = None,
@@ -276,7 +279,8 @@ def evaluate(
     SMUG runs with ``params`` (default: the model's own,
     :func:`smug_opt.models.catalog.describe`; ``k``, ``gamma``, ``cell`` given here
     replace theirs) on ``backend`` within ``time_limit`` (``eps``: method robust's, in the
-    model's input units; its minimum search and query time as ``params`` say); the SMUG cell is also the
+    model's input units; ``query_work`` or else ``query_time``: each of its robustness
+    queries' budget; its minimum search as ``params`` says); the SMUG cell is also the
     deletion/insertion grid. ``boxes``: one ground-truth box (or ``None``) per image;
     ``rationales``: one boolean token mask per text. ``sis_threshold`` and ``mask_id`` (the
     pad/mask token, also the text deletion baseline) are for SIS. ``sanity_stages`` > 0 runs
@@ -318,7 +322,8 @@ def evaluate(
     if len(input_names) != len(inputs):
         raise ValueError(f"names must have one entry per input ({len(inputs)}); got {len(input_names)}")
     notes = _annotations(inputs, modality, boxes, rationales)
-    smug = smug_parameters(_spec(model), params, k=k, gamma=gamma, cell=cell, eps=eps)
+    smug = smug_parameters(_spec(model), params, k=k, gamma=gamma, cell=cell, eps=eps,
+                           query_work=query_work, query_time=query_time)
     if sanity_stages < 0:
         raise ValueError(f"sanity_stages must be >= 0; got {sanity_stages}")
     if curve_steps < 1:

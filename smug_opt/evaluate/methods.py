@@ -55,8 +55,7 @@ class Settings:
                 "ig_steps": self.ig_steps, "softmax": self.softmax,
                 "road_levels": list(self.road_levels), "sanity_stages": self.sanity_stages,
                 "curve_steps": self.curve_steps,
-                **({} if self.smug.eps is None else {"eps": self.smug.eps, "minimum": self.smug.minimum,
-                                                     "query_time": self.smug.query_time})}
+                **({} if self.smug.eps is None else self.smug.robust_record())}
 
 
 @dataclass(frozen=True, eq=False)
@@ -142,7 +141,8 @@ def _robust(subject: Subject, s: Settings, x: np.ndarray, label: int, note: Any)
             ref.name, input_shape=ref.input_shape, input_layout=ref.input_layout,
             input_range=ref.input_range))
     result = explain_robust(network, x, eps=p.eps, minimum=p.minimum, time_limit=s.time_limit,
-                            query_time=p.query_time, backend=s.backend, target=label)
+                            query_time=p.query_time, query_work=p.query_work, backend=s.backend,
+                            target=label)
     fixed = np.asarray(result.fixed_view(), dtype=bool)
     fixed = (fixed.any(axis=-1) if fixed.ndim == 3 else fixed).reshape(x.shape[:2])
     record = result.record()

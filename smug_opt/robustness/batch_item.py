@@ -36,13 +36,13 @@ def robust_network(model: Any, settings: ExplainSettings) -> Any:
 def explain_robust_input(network: Any, x: np.ndarray, settings: ExplainSettings,
                          overlay: Path | None = None) -> tuple[dict[str, Any], np.ndarray]:
     """The record and the fixed values (bool, the input as smug-opt shows it) of the
-    verified explanation of ``x``, with ``settings.params``' eps, minimum and query time;
+    verified explanation of ``x``, with ``settings.params``' eps, minimum and query budget;
     ``overlay``: where to draw the fixed pixels of a picture."""
     from smug_opt.robustness.model_explanation import explain_robust
 
     p = settings.params
     result = explain_robust(network, x, eps=float(p.eps or 0.0), minimum=p.minimum,
-                            time_limit=settings.time_limit, query_time=p.query_time,
+                            time_limit=settings.time_limit, query_time=p.query_time, query_work=p.query_work,
                             backend=settings.backend, target=settings.target,
                             solve_options=dict(settings.solver_options))
     fixed = np.asarray(result.fixed_view(), dtype=bool).reshape(np.shape(x))

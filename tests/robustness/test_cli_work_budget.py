@@ -99,9 +99,55 @@ def test_budget_flags_that_do_not_fit_are_refused(tmp_path, capsys, argv, messag
     assert message in capsys.readouterr().err
 
 
-def test_a_batch_run_refuses_a_work_budget(tmp_path, capsys):
+@pytest.mark.slow  # 5-14 s: a batch run and a single run through the command line
+def test_a_batch_run_takes_the_work_budget_and_explains_as_single_runs_do(tmp_path):
+    """A batch's robustness queries take the same default work budget as one input's (they
+    took 5 s each before): each row's fixed set is the single run's, and the run records it."""
+    rng = np.random.default_rng(3)
+    (tmp_path / "mlp.onnx").write_bytes(_onnx(mlp(rng, [6, 16, 16, 3])))
+    rows = rng.uniform(0, 1, (1, 6))
     (tmp_path / "inputs").mkdir()
-    np.save(tmp_path / "inputs" / "a.npy", np.zeros(784))
-    assert main(["explain", "--model", "mnist-mlp", "--input", str(tmp_path / "inputs"), "--method", "robust",
-                 "--eps", "0.05", "--query-work", "64,10", "--out", str(tmp_path / "o")]) != 0
-    assert "--query-work is for a single input" in capsys.readouterr().err
+    np.save(tmp_path / "inputs" / "a.npy", rows[0])  # a folder: a batch run
+    assert main(["explain", "--model", str(tmp_path / "mlp.onnx"), "--input", str(tmp_path / "inputs"),
+                 "--input-range", "0,1", "--method", "robust", "--eps", "0.6", "--time-limit", "1000000",
+                 "--out", str(tmp_path / "run"), "--quiet"]) == 0
+    config = json.loads((tmp_path / "run" / "run.json").read_text())["config"]
+    assert config["query_work"] == vars(DEFAULT_QUERY_WORK)
+    arrays = np.load(next((tmp_path / "run" / "arrays").glob("*.npz")))
+    batch = dict(zip(arrays["index"].tolist(), arrays["mask"], strict=True))
+    for i, x in enumerate(rows):
+        np.save(tmp_path / "x.npy", x)
+        record, fixed = _explain(tmp_path, f"single{i}")
+        assert record["query_work"] == vars(DEFAULT_QUERY_WORK)
+        assert np.array_equal(batch[i].reshape(-1), fixed.reshape(-1))
+
+
+@pytest.mark.parametrize("argv, message", [
+    (["--query-work", "64,10"], "--query-work and --query-time are for --methods robust"),
+    (["--methods", "robust", "--eps", "0.1", "--query-work", "64,10", "--query-time", "2"],
+     "give --query-work or --query-time, not both"),
+    (["--methods", "robust", "--eps", "0.1", "--query-work", "64"], "DOMAINS,NODES"),
+])
+def test_evaluate_refuses_budget_flags_that_do_not_fit(tmp_path, capsys, argv, message):
+    assert main(["evaluate", *argv, "--out", str(tmp_path / "o")]) != 0
+    assert message in capsys.readouterr().err
+
+
+def test_evaluate_passes_the_work_budget_to_its_robust_queries(tmp_path):
+    """``evaluate(..., query_work=...)`` reaches the explanation (its record says the budget)."""
+    from smug_opt.batch import ModelRef
+    from smug_opt.evaluate import evaluate
+    from smug_opt.models.resolve import as_adapter
+
+    rng = np.random.default_rng(4)
+    (tmp_path / "mlp.onnx").write_bytes(_onnx(mlp(rng, [16, 12, 3])))
+    image = rng.uniform(0, 1, (1, 4, 4, 1))
+    budget = Work(64, 10)
+    model = ModelRef(str(tmp_path / "mlp.onnx"), None, None, (0.0, 1.0))
+    label = int(np.argmax(as_adapter(model.name, input_range=(0.0, 1.0)).predict(image)[0]))
+    result = evaluate(model, image, [label], ["robust"], eps=0.2, query_work=budget,
+                      time_limit=60, progress=False, out_dir=tmp_path / "eval")
+    outcome = result.outcomes[0]["robust"]
+    assert outcome.error is None and outcome.status == "ROBUST" and outcome.details["check"]["passed"]
+    config = json.loads((tmp_path / "eval" / "run.json").read_text())["config"]
+    assert config["query_work"] == vars(budget)
