@@ -132,7 +132,8 @@ def solve(
         from smug_opt.certify import exact_options
 
         exact = replace(settings, options=exact_options(settings.options))
-        step = Certify(step, questions=_Solve(exact, None), ahead=_float_solver(choice))
+        step = Certify(step, questions=_Solve(exact, None), ahead=_float_solver(choice),
+                       memory_limit_mb=settings.memory_limit_mb)
     return replace(step(problem, choice, deadline, start_x), time_limit=seconds)
 
 

@@ -104,18 +104,20 @@ class Certify:
     """``inner``'s result proven exactly, corrected or downgraded (:mod:`smug_opt.certify`);
     ``questions`` answers the exact questions certification asks. ``ahead``: the safe
     search's cuts are computed on another core while ``inner`` runs
-    (:mod:`smug_opt.safe_search.ahead`)."""
+    (:mod:`smug_opt.safe_search.ahead`), within the worker budget ``memory_limit_mb`` (MB,
+    None: none)."""
 
     inner: Step
     questions: Step
     ahead: bool = False
+    memory_limit_mb: float | None = None
 
     def __call__(self, problem: Problem, choice: BackendChoice, deadline: Deadline,
                  start: np.ndarray | None) -> SolveResult:
         from smug_opt.certify import certify
         from smug_opt.safe_search.ahead import cuts_ahead
 
-        helper = cuts_ahead(problem, deadline) if self.ahead else None
+        helper = cuts_ahead(problem, deadline, self.memory_limit_mb) if self.ahead else None
         try:
             result = self.inner(problem, choice, deadline, start)
             began = time.monotonic()

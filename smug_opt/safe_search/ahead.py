@@ -7,9 +7,10 @@ after five) that cost ~4 CPU s a round before the tree can be split. So while th
 runs, a process of its own (:mod:`smug_opt.safe_search.ahead_worker`) strengthens the
 problem as certification will and runs up to :data:`AHEAD_ROUNDS` rounds
 (:func:`~smug_opt.safe_search.verified_cuts.root_cut_rounds`) on each part the search will
-take, sending every part's proven cuts after each round. When the solve ends the rounds
-finished are taken (:meth:`CutsAhead.collect`: by the parts' fingerprints, so only where
-certification searches the same problem) and the process is ended; a search on such a
+take, sending each round's new proven cuts (read by a thread of the solve's process as they
+come). When the solve ends the process is ended and the rounds finished are taken
+(:meth:`CutsAhead.collect`: by the parts' fingerprints, so only where certification
+searches the same problem); a search on such a
 part takes them at its root (:class:`~smug_opt.safe_search.search.Settings`'
 ``highs_cuts_after`` becomes 0). Every cut was proven by a single row of the part, as
 before: only when the search gets them depends on the machine, never what it proves.
@@ -17,11 +18,13 @@ before: only when the search gets them depends on the machine, never what it pro
 
 from __future__ import annotations
 
+import threading
+from multiprocessing.connection import Connection
 from typing import TYPE_CHECKING
 
 from smug_opt.deadline import Deadline
 from smug_opt.ir import Problem
-from smug_opt.spawn import Child, default_memory_limit_mb, kill_group, spawn
+from smug_opt.spawn import Child, kill_group, spawn
 
 if TYPE_CHECKING:
     from smug_opt.safe_search.covers import Cut
@@ -53,54 +56,71 @@ def searched_problems(problem: Problem, min_binaries: int) -> list[Problem]:
 
 class CutsAhead:
     """The helper process computing the cuts; :meth:`collect` takes what it finished. It
-    ends itself once its resident memory passes ``limit_mb`` (None: the default worker
-    budget, :func:`~smug_opt.spawn.default_memory_limit_mb`)."""
+    ends itself once its resident memory passes ``limit_mb`` (the caller's worker budget;
+    None: no budget). A thread of this process reads its messages as they come (each
+    round's new cuts), so the helper never waits on a full socket buffer."""
 
     def __init__(self, problem: Problem, deadline: Deadline, rounds: int = AHEAD_ROUNDS,
                  min_binaries: int = MIN_BINARIES, limit_mb: float | None = None) -> None:
         self.child: Child | None = spawn("smug_opt.safe_search.ahead_worker")
+        self._received: dict[bytes, tuple[int, list[Cut]]] = {}
+        self._lock = threading.Lock()
         left = deadline.seconds_left(0.0)
         seconds = 3600.0 if left is None else left
-        limit = default_memory_limit_mb() if limit_mb is None else limit_mb
         try:
-            self.child.conn.send((problem, rounds, seconds, min_binaries, limit))
+            self.child.conn.send((problem, rounds, seconds, min_binaries, limit_mb))
         except BaseException:
             self.close()
             raise
+        self._reader = threading.Thread(target=self._read, args=(self.child.conn,), name="cuts-ahead-reader",
+                                        daemon=True)
+        self._reader.start()
+
+    def _read(self, conn: Connection) -> None:
+        """Put each part's rounds together as they arrive, until the helper ends."""
+        try:
+            while True:
+                key, rounds, new = conn.recv()
+                with self._lock:
+                    _, cuts = self._received.get(key, (0, []))
+                    self._received[key] = (rounds, cuts + new)
+        except (EOFError, OSError):  # it ended (an error, every part done, or ended by close)
+            pass
+
+    def received(self) -> dict[bytes, tuple[int, list[Cut]]]:
+        """What has arrived so far: each part's rounds done and cuts, by fingerprint."""
+        with self._lock:
+            return dict(self._received)
 
     def collect(self) -> int:
-        """Remember the rounds finished so far (the last message of each part), end the
-        helper; the number of cuts taken."""
+        """Remember the rounds finished so far, end the helper; the number of cuts taken."""
         from smug_opt.safe_search.verified_cuts import remember
 
-        latest: dict[bytes, tuple[int, list[Cut]]] = {}
-        try:
-            while self.child is not None and self.child.conn.poll(0):
-                key, rounds, cuts = self.child.conn.recv()
-                latest[key] = (rounds, cuts)
-        except (EOFError, OSError):  # it ended (an error, or every part done)
-            pass
-        finally:
-            self.close()
+        self.close()
+        latest = self.received()
         for key, (rounds, cuts) in latest.items():
             remember(key, rounds, cuts, ahead=True)
         return sum(len(cuts) for _, cuts in latest.values())
 
     def close(self) -> None:
-        """End the helper (at once: it only computes)."""
+        """End the helper (at once: it only computes) and the thread reading it."""
         child, self.child = self.child, None
         if child is None:
             return
         if child.proc.poll() is None:
             kill_group(child.proc)
         child.proc.wait()
+        reader = getattr(self, "_reader", None)
+        if reader is not None:
+            reader.join()  # the helper's end of the socket is closed: its read ends
         child.conn.close()
 
 
-def cuts_ahead(problem: Problem, deadline: Deadline) -> CutsAhead | None:
+def cuts_ahead(problem: Problem, deadline: Deadline, memory_limit_mb: float | None) -> CutsAhead | None:
     """The cuts computed ahead for ``problem``'s certification, when its safe search may
     need them (no ReLUs, rows, :data:`MIN_BINARIES` binaries, too many to enumerate) and
-    HiGHS is installed; else None."""
+    HiGHS is installed; else None. The helper keeps to the solve's worker budget
+    ``memory_limit_mb`` (None: no budget)."""
     from smug_opt.exact_enumeration import enumerable
 
     if (problem.num_relus or not problem.num_rows or int(problem.binary.sum()) < MIN_BINARIES
@@ -110,4 +130,4 @@ def cuts_ahead(problem: Problem, deadline: Deadline) -> CutsAhead | None:
         import highspy  # noqa: F401
     except ImportError:
         return None
-    return CutsAhead(problem, deadline)
+    return CutsAhead(problem, deadline, limit_mb=memory_limit_mb)

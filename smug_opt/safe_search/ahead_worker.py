@@ -3,11 +3,13 @@
 ``python -m smug_opt.safe_search.ahead_worker FD``.
 
 Receives ``(problem, rounds, seconds, min_binaries, limit_mb)`` on the socket ``FD`` and
-exits (status 3) once its resident memory passes ``limit_mb`` (sampled every
+exits (status 3) once its resident memory passes ``limit_mb`` (None: no budget; sampled every
 :data:`~smug_opt.spawn.POLL_SECONDS` by a thread of its own); for each problem
 certification's search will take (:func:`~smug_opt.safe_search.ahead.searched_problems`)
-sends ``(fingerprint, rounds done, cuts)`` after each round, and once more with ``rounds``
-when the rounds end early (no new cut: as good as all of them). Ended by its parent."""
+sends ``(fingerprint, rounds done, the round's new cuts)`` after each round (the parent
+puts them together), and ``(fingerprint, rounds, [])`` when the rounds are over before
+their number (:class:`~smug_opt.safe_search.verified_cuts.Round`'s ``final``: as good as
+all of them). Ended by its parent."""
 
 import os
 import sys
@@ -20,7 +22,6 @@ if __name__ == "__main__":
     from multiprocessing.connection import Connection
 
     from smug_opt.safe_search.ahead import searched_problems
-    from smug_opt.safe_search.covers import Cut
     from smug_opt.safe_search.verified_cuts import fingerprint, root_cut_rounds
     from smug_opt.spawn import POLL_SECONDS, MemoryWatch, exit_with_parent
 
@@ -33,12 +34,11 @@ if __name__ == "__main__":
     exit_with_parent()
     with Connection(int(sys.argv[1])) as conn:
         problem, rounds, seconds, min_binaries, limit_mb = conn.recv()
-        threading.Thread(target=watch, args=(limit_mb,), name="ahead-memory", daemon=True).start()
+        if limit_mb is not None:
+            threading.Thread(target=watch, args=(limit_mb,), name="ahead-memory", daemon=True).start()
         deadline = time.monotonic() + seconds
         for part in searched_problems(problem, min_binaries):
-            key, done = fingerprint(part), 0
-            cuts: list[Cut] = []
-            for done, cuts in enumerate(root_cut_rounds(part, deadline - time.monotonic(), rounds), 1):
-                conn.send((key, done, cuts))
-            if time.monotonic() < deadline:
-                conn.send((key, rounds, cuts))
+            key, sent = fingerprint(part), 0
+            for done, found in enumerate(root_cut_rounds(part, deadline - time.monotonic(), rounds), 1):
+                conn.send((key, rounds if found.final else done, found.cuts[sent:]))
+                sent = len(found.cuts)

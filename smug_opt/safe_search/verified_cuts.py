@@ -22,7 +22,7 @@ from __future__ import annotations
 import hashlib
 import time
 from collections.abc import Iterator
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 import scipy.sparse as sp
@@ -34,8 +34,8 @@ from smug_opt.safe_search.covers import Cut, KnapsackRow, knapsack_rows
 from smug_opt.safe_search.relaxation import problem_lp
 from smug_opt.strengthen.rows import pattern_bits
 
-__all__ = ["MAX_SHARED", "fingerprint", "highs_root_cuts", "proven_root_cuts", "remember", "remembered",
-           "root_cut_rounds", "row_minimum", "verified_cuts"]
+__all__ = ["MAX_SHARED", "Round", "fingerprint", "highs_root_cuts", "proven_root_cuts", "remember",
+           "remembered", "root_cut_rounds", "row_minimum", "verified_cuts"]
 
 MAX_SHARED = 24
 """A cut is checked against a row only where they share at most this many columns (the
@@ -141,16 +141,28 @@ def proven_root_cuts(problem: Problem, seconds: float, rounds: int = 1) -> list[
     known = remembered(problem, rounds)
     if known is not None:
         return known
-    cuts = next(reversed(list(root_cut_rounds(problem, seconds, rounds))), [])
+    done = list(root_cut_rounds(problem, seconds, rounds))
+    cuts = done[-1].cuts if done else []
     remember(fingerprint(problem), rounds, cuts)
     return cuts
 
 
-def root_cut_rounds(problem: Problem, seconds: float, rounds: int) -> Iterator[list[Cut]]:
+class Round(NamedTuple):
+    """What :func:`root_cut_rounds` has proven after a round: every cut so far (this round's
+    last), and whether the rounds are over before their number: ``final`` (then no cut is
+    new) when HiGHS finished its root and separated no cut a row proves that was not known
+    already, so that every later round would be the same."""
+
+    cuts: list[Cut]
+    final: bool = False
+
+
+def root_cut_rounds(problem: Problem, seconds: float, rounds: int) -> Iterator[Round]:
     """Up to ``rounds`` rounds of HiGHS's root cuts on ``problem`` with the cuts proven so far
     as rows, each round's kept where a single row of ``problem`` proves it
-    (:func:`verified_cuts`): every cut proven so far after each round. The rounds stop early
-    once one proves no new cut or ``seconds`` have passed."""
+    (:func:`verified_cuts`): a :class:`Round` after each round that proves new cuts, and a
+    ``final`` one after a finished root that proves none. The rounds stop there, or once
+    ``seconds`` have passed (a root cut short by its time limit is never ``final``)."""
     deadline = time.monotonic() + seconds
     rows = knapsack_rows(problem)
     cuts: list[Cut] = []
@@ -159,13 +171,15 @@ def root_cut_rounds(problem: Problem, seconds: float, rounds: int) -> Iterator[l
         left = deadline - time.monotonic()
         if left <= 0:
             return
-        pool = highs_root_cuts(_with_rows(problem, cuts), left)
+        pool, finished = highs_root_pool(_with_rows(problem, cuts), left)
         new = [c for c in verified_cuts(pool, rows) if _key(c) not in known]
         if not new:
+            if finished:
+                yield Round(cuts, final=True)
             return
         known.update(_key(c) for c in new)
         cuts = cuts + new
-        yield cuts
+        yield Round(cuts)
 
 
 def _key(cut: Cut) -> tuple[bytes, bytes]:
@@ -186,6 +200,12 @@ def highs_root_cuts(problem: Problem, seconds: float) -> list[Cut]:
     """The cuts over binaries only in HiGHS's cut pool after its MIP root on ``problem``
     (strict rows as non-strict), as ``coefs·x >= rhs`` (unverified: see :func:`verified_cuts`,
     whose :func:`row_minimum` takes every column of a cut to be binary)."""
+    return highs_root_pool(problem, seconds)[0]
+
+
+def highs_root_pool(problem: Problem, seconds: float) -> tuple[list[Cut], bool]:
+    """:func:`highs_root_cuts`, and whether HiGHS finished its root (or the whole MIP), not
+    stopped by its time limit (or anything else) before its separation was done."""
     import highspy
 
     lp = problem_lp(problem)
@@ -219,4 +239,6 @@ def highs_root_cuts(problem: Problem, seconds: float) -> list[Cut]:
     h.setCallback(read, None)
     h.startCallback(highspy.cb.HighsCallbackType.kCallbackMipGetCutPool)
     h.run()
-    return pool
+    status = highspy.HighsModelStatus
+    return pool, h.getModelStatus() in (status.kOptimal, status.kInfeasible, status.kUnboundedOrInfeasible,
+                                        status.kUnbounded, status.kSolutionLimit)

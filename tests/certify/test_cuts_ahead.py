@@ -5,7 +5,10 @@ takes them at its root and still finds the brute-forced optimum."""
 
 from __future__ import annotations
 
+import contextlib
 import itertools
+import math
+import time
 from fractions import Fraction
 
 import numpy as np
@@ -14,11 +17,18 @@ import pytest
 from smug_opt import Problem, solve
 from smug_opt.deadline import Deadline
 from smug_opt.ir import ProblemBuilder, Sense
-from smug_opt.safe_search import Settings, search, verified_cuts
+from smug_opt.safe_search import Settings, ahead, search, verified_cuts
 from smug_opt.safe_search.ahead import MIN_BINARIES, CutsAhead, cuts_ahead, searched_problems
 from smug_opt.safe_search.covers import Cut
 from smug_opt.safe_search.search import _Search
-from smug_opt.safe_search.verified_cuts import fingerprint, remember, remembered, root_cut_rounds
+from smug_opt.safe_search.verified_cuts import (
+    fingerprint,
+    highs_root_pool,
+    remember,
+    remembered,
+    root_cut_rounds,
+)
+from smug_opt.spawn import spawn
 from smug_opt.verification import decide_rows
 
 pytest.importorskip("highspy")
@@ -85,7 +95,7 @@ def test_the_cuts_computed_ahead_hold_at_every_feasible_point_and_are_the_rounds
         for part, cuts in _ahead(_knapsacks(seed), rounds=3):
             here = list(root_cut_rounds(part, 30.0, 3))
             assert [(c.cols.tolist(), c.coefs.tolist(), c.rhs) for c in cuts] == \
-                [(c.cols.tolist(), c.coefs.tolist(), c.rhs) for c in (here[-1] if here else [])]
+                [(c.cols.tolist(), c.coefs.tolist(), c.rhs) for c in (here[-1].cuts if here else [])]
             feasible = _feasible(part)
             for cut in cuts:
                 activity = feasible[:, cut.cols] @ cut.coefs
@@ -138,6 +148,14 @@ def test_cuts_of_more_rounds_stand_in_for_fewer_only_when_computed_ahead() -> No
     assert remembered(problem, 1) is cuts and remembered(problem, 6) is None
 
 
+def _wait_for_a_round(helper: CutsAhead, seconds: float = 120.0) -> None:
+    """Until the thread reading the helper has a round (without collecting it)."""
+    until = time.monotonic() + seconds
+    while not helper.received():
+        assert time.monotonic() < until, "no round arrived"
+        time.sleep(0.05)
+
+
 def test_a_helper_collected_at_once_ends_without_error() -> None:
     """Collected before it sent anything (the solve ended first): no error, the helper ends."""
     helper = CutsAhead(_knapsacks(7, n=120, rows=40), Deadline.after(60.0))
@@ -152,7 +170,7 @@ def test_a_helper_ended_early_hands_over_what_it_finished() -> None:
     parts = searched_problems(problem, MIN_BINARIES)
     assert parts and all(remembered(p, 1, ahead=True) is None for p in parts)
     helper = CutsAhead(problem, Deadline.after(120.0))
-    assert helper.child is not None and helper.child.conn.poll(120)  # a round was sent
+    _wait_for_a_round(helper)
     helper.collect()
     assert helper.child is None
     assert any(remembered(p, 1, ahead=True) is not None for p in parts)
@@ -167,18 +185,96 @@ def test_a_helper_past_its_memory_budget_ends_itself_and_hands_over_nothing() ->
     assert helper.collect() == 0 and helper.child is None
 
 
+def test_cuts_ahead_keeps_to_the_memory_budget_it_is_given() -> None:
+    """``cuts_ahead`` passes the solve's worker budget on: 1 MB ends the helper (status 3)."""
+    helper = cuts_ahead(_knapsacks(7, n=120, rows=40), Deadline.after(60.0), 1.0)
+    assert helper is not None and helper.child is not None
+    assert helper.child.proc.wait(timeout=60) == 3
+    helper.close()
+
+
+@pytest.mark.slow
+def test_a_certified_solve_gives_the_helper_the_callers_memory_budget(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """``solve(memory_limit_mb=...)`` reaches the helper (it ran with the default budget
+    whatever the caller asked); ``math.inf`` (no budget) reaches it as None. The helper
+    class is the real one, recording what it was given."""
+    given: list[float | None] = []
+
+    class Recorded(CutsAhead):
+        def __init__(self, *args: object, limit_mb: float | None = None, **kwargs: object) -> None:
+            given.append(limit_mb)
+            super().__init__(*args, limit_mb=limit_mb, **kwargs)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(ahead, "CutsAhead", Recorded)
+    problem = _knapsacks(0, n=MIN_BINARIES + 10)
+    for budget in (2345.0, math.inf):
+        r = solve(problem, "highs", time_limit=60, certify=True, memory_limit_mb=budget)
+        assert r.status.name == "OPTIMAL", r.message
+    assert given == [2345.0, None]
+
+
+@pytest.mark.slow
+def test_the_helper_sends_each_round_s_new_cuts_only() -> None:
+    """Read off the helper's socket: no cut is sent twice (messages carried every cut so
+    far, each round again), and each part's messages put together are its rounds here."""
+    multi = 0
+    for seed in (4, 6):  # covering knapsacks whose cuts come in two rounds (measured)
+        rng = np.random.default_rng(seed)
+        A = rng.uniform(0, 1, (12, 16)) * (rng.uniform(0, 1, (12, 16)) < 0.8)
+        multi += _rounds_sent_once(Problem.from_arrays(A, ">=", A.sum(axis=1) * rng.uniform(0.5, 0.8, 12)))
+    assert multi >= 1  # not vacuous: a part whose cuts came in two rounds or more
+
+
+def _rounds_sent_once(problem: Problem) -> int:
+    """The helper's messages on ``problem`` checked as above; how many parts took more than
+    one message with cuts."""
+    child = spawn("smug_opt.safe_search.ahead_worker")
+    try:
+        child.conn.send((problem, 3, 60.0, 1, None))
+        messages = []
+        with contextlib.suppress(EOFError):
+            while True:
+                messages.append(child.conn.recv())
+    finally:
+        child.proc.wait(timeout=60)
+        child.conn.close()
+    multi = 0
+    for part in searched_problems(problem, 1):
+        key = fingerprint(part)
+        sent = [cut for k, _, new in messages if k == key for cut in new]
+        here = list(root_cut_rounds(part, 30.0, 3))
+        assert [(c.cols.tolist(), c.rhs) for c in sent] == [(c.cols.tolist(), c.rhs) for c in
+                                                           (here[-1].cuts if here else [])]
+        multi += sum(k == key and len(new) > 0 for k, _, new in messages) > 1
+    return multi
+
+
+def test_rounds_are_final_only_when_highs_finished_its_root() -> None:
+    """A root stopped by HiGHS's time limit with no new cut does not end the rounds as if
+    they were all done; a finished one proving nothing new does."""
+    rng = np.random.default_rng(1)
+    A = rng.uniform(0, 1, (12, 400)) * (rng.uniform(0, 1, (12, 400)) < 0.8)
+    big = Problem.from_arrays(A, ">=", A.sum(axis=1) * rng.uniform(0.5, 0.8, 12))
+    _, finished = highs_root_pool(big, 1e-3)
+    assert not finished and not any(r.final for r in root_cut_rounds(big, 1e-3, 5))
+    ends = [list(root_cut_rounds(_knapsacks(seed, rows=12), 30.0, 10))[-1:] for seed in range(4)]
+    assert all(r[0].final for r in ends if r), ends
+    assert sum(bool(r) for r in ends) >= 3
+
+
 def test_no_helper_where_the_search_will_not_need_one() -> None:
     deadline = Deadline.after(60.0)
-    assert cuts_ahead(_knapsacks(0), deadline) is None  # few binaries: enumerated or short
-    assert cuts_ahead(_knapsacks(0, n=MIN_BINARIES + 10), Deadline.after(0.5)) is None  # no time
+    assert cuts_ahead(_knapsacks(0), deadline, None) is None  # few binaries: enumerated or short
+    assert cuts_ahead(_knapsacks(0, n=MIN_BINARIES + 10), Deadline.after(0.5), None) is None  # no time
     b = ProblemBuilder()
     x = b.add_binaries(MIN_BINARIES + 10)
     y = b.add_continuous(1, 0.0, 10.0)
     b.add_relus(y, np.ones((1, 4)), x[:4], lo=-10.0, hi=10.0)
     b.add_constraints(np.ones((1, x.size)), x, ">=", [3.0])
     b.set_objective(x, np.ones(x.size))
-    assert cuts_ahead(b.build(), deadline) is None  # ReLUs: no safe search
-    helper = cuts_ahead(_knapsacks(0, n=MIN_BINARIES + 10), deadline)
+    assert cuts_ahead(b.build(), deadline, None) is None  # ReLUs: no safe search
+    helper = cuts_ahead(_knapsacks(0, n=MIN_BINARIES + 10), deadline, None)
     assert helper is not None
     helper.close()
 
