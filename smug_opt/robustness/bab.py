@@ -157,8 +157,9 @@ def branch_and_bound(bounds: ChainBounds, matrix: np.ndarray, rhs: np.ndarray, s
     by default :func:`default_steps`;
     ``start``: domains bounded instead of the root: the leaves of an earlier ``unsat`` tree
     of the same disjunct over another box, or the :attr:`~BabResult.open_leaves` of a search
-    of this box cut by its time limit; ``work``: domains bounded at most, a limit that does
-    not depend on the clock: the search then ends as at the time limit, with its leaves;
+    of this box cut by its time limit; ``work``: domains bounded at most (beside the root or
+    the ``start``'s, bounded first), a limit that does not depend on the clock: the search
+    then ends as at the time limit, with its leaves;
     ``refine_layers``: how many layers above each new split have their intervals re-bounded
     per domain (:func:`~smug_opt.bounds.refine.refine`; 0: none, the box's serve every
     domain; None: all); ``shallow_first``: split the shallowest layer's unstable neurons
@@ -254,7 +255,7 @@ def _branch_and_bound(bounds: ChainBounds, matrix: np.ndarray, rhs: np.ndarray, 
     if first is not None:
         return first
     while stack.size:
-        spent = work is not None and count >= work
+        spent = work is not None and count + 2 > work  # a split bounds two children
         if spent or deadline.passed():  # the closed and open leaves cover the box: the next search's start
             partial = None if stuck else _leaves(closed + stack.domains(), closed_count + stack.size)
             still = None if stuck else _leaves(stack.domains(), stack.size, limit=MAX_OPEN_LEAVES)

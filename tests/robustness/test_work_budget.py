@@ -71,6 +71,8 @@ def test_branch_and_bound_stops_at_its_work_with_a_cover_that_finishes_the_proof
         whole = branch_and_bound(*args, root_steps=0)
         if whole.domains <= 3:
             continue
+        for work in (2, 4):  # an even count: the last split's two children would overshoot
+            assert branch_and_bound(*args, root_steps=0, work=work).domains <= work
         first = branch_and_bound(*args, root_steps=0, work=3)
         assert first.domains <= 3 and first.status == "unknown"
         assert first.unfinished is Unfinished.WORK_LIMIT and first.open_leaves is not None
