@@ -19,17 +19,45 @@ import math
 import warnings
 from collections.abc import Sequence
 from fractions import Fraction
+from typing import NamedTuple
 
 import numpy as np
 import scipy.sparse as sp
 
-from smug_opt.bounds.lp import lp_solver, row_range, safe_min
+from smug_opt.bounds.lp import box_bound, dual_parts_by_block, lp_solver, row_range, sense_range
 from smug_opt.deadline import Deadline
 from smug_opt.errors import ParameterError
 from smug_opt.exact import dot_error_bound, float_down
 from smug_opt.ir import Problem
+from smug_opt.strengthen.outcome import PartMatrix
 
 __all__ = ["safe_lp_bound", "strengthened_safe_lp_bound"]
+
+
+class _Block(NamedTuple):
+    """One problem's LP relaxation as arrays: its matrix in CSR form, row limits, objective
+    and column box."""
+
+    indptr: np.ndarray
+    indices: np.ndarray
+    data: np.ndarray
+    row_lo: np.ndarray
+    row_hi: np.ndarray
+    c: np.ndarray
+    lb: np.ndarray
+    ub: np.ndarray
+
+    @classmethod
+    def of_problem(cls, problem: Problem) -> _Block:
+        A = problem.A
+        return cls(A.indptr, A.indices, A.data, *row_range(problem), problem.objective,
+                   problem.lb, problem.ub)
+
+    @classmethod
+    def of_part(cls, part: PartMatrix) -> _Block:
+        n = part.num_vars
+        return cls(part.indptr, part.indices, part.data, *sense_range(part.senses, part.rhs),
+                   part.objective, np.zeros(n), np.ones(n))
 
 
 def safe_lp_bound(problem: Problem, *, seconds: float, backend: str | None = None) -> float | None:
@@ -37,29 +65,30 @@ def safe_lp_bound(problem: Problem, *, seconds: float, backend: str | None = Non
     solver gave no multipliers within ``seconds`` (or called the relaxation infeasible).
     ``backend`` provides the LP solver (None: :func:`~smug_opt.bounds.lp.lp_solver` picks
     one that declares ``capabilities.lp``)."""
-    bounds = _safe_lp_bounds([problem], seconds, backend)
+    bounds = _safe_lp_bounds([_Block.of_problem(problem)], seconds, backend)
     return None if bounds is None else bounds[0]
 
 
-def _safe_lp_bounds(problems: Sequence[Problem], seconds: float,
-                    backend: str | None) -> list[float] | None:
-    """:func:`safe_lp_bound` of each of ``problems`` (independent: no variable shared), from
-    one LP over all of them (block-diagonal) whose multipliers, cut back to each problem's
-    rows, bound each one rigorously; None when the LP solver gave no multipliers.
+def _safe_lp_bounds(blocks: Sequence[_Block], seconds: float, backend: str | None) -> list[float] | None:
+    """:func:`safe_lp_bound` of each of ``blocks`` (independent problems: no variable
+    shared), from one LP over all of them (block-diagonal) whose multipliers, cut back to
+    each block's rows, bound each one rigorously; None when the LP solver gave no multipliers.
 
     The LP is ``min t`` with an extra row ``c·x − t = 0`` (an LP solver here minimises one
     column); its multipliers ``y`` on the problems' rows are those of ``min c·x``, and any
-    ``y`` gives a bound that holds exactly (:func:`~smug_opt.bounds.lp.safe_min` with ``c``)."""
-    ranges = [row_range(p) for p in problems]
-    row_lo = np.concatenate([lo for lo, _ in ranges])
-    row_hi = np.concatenate([hi for _, hi in ranges])
-    c = np.concatenate([p.objective for p in problems])
-    lb = np.concatenate([p.lb for p in problems])
-    ub = np.concatenate([p.ub for p in problems])
-    n = c.size
+    ``y`` gives a bound that holds exactly (:func:`~smug_opt.bounds.lp.safe_min` with ``c``),
+    evaluated for every block in one pass (:func:`~smug_opt.bounds.lp.dual_parts_by_block`:
+    each bound is what :func:`~smug_opt.bounds.lp.safe_min` gives on its block alone)."""
+    row_lo = np.concatenate([b.row_lo for b in blocks])
+    row_hi = np.concatenate([b.row_hi for b in blocks])
+    c = np.concatenate([b.c for b in blocks])
+    lb = np.concatenate([b.lb for b in blocks])
+    ub = np.concatenate([b.ub for b in blocks])
+    n, m = c.size, row_lo.size
     reach = np.abs(c) * np.maximum(np.abs(lb), np.abs(ub))
     span = float(reach.sum() + dot_error_bound(n, reach.sum())) + 1.0  # |c·x| <= span: t's box cuts nothing
-    with_t = _with_objective_row(problems, c)
+    A = _block_diagonal(blocks, n)
+    with_t = _with_objective_row(A, c)
     lp = lp_solver(backend)
     if not lp.load(with_t, np.append(row_lo, 0.0), np.append(row_hi, 0.0),
                    np.append(lb, -span), np.append(ub, span), seconds):
@@ -67,35 +96,36 @@ def _safe_lp_bounds(problems: Sequence[Problem], seconds: float,
     y = lp.minimize(n, 1.0, seconds)
     if y is None:
         return None
-    bounds, row, col = [], 0, 0
-    for p in problems:
-        rows, cols = slice(row, row + p.num_rows), slice(col, col + p.num_vars)
-        At = p.A.T.tocsr()
-        bounds.append(safe_min(p.objective, At, abs(At).tocsr(), row_lo[rows], row_hi[rows],
-                               lb[cols], ub[cols], y[rows]))
-        row, col = row + p.num_rows, col + p.num_vars
-    return bounds
+    At = A.T.tocsr()
+    row_starts = np.cumsum([0] + [b.row_lo.size for b in blocks])
+    col_starts = np.cumsum([0] + [b.c.size for b in blocks])
+    parts = dual_parts_by_block(c, At, abs(At).tocsr(), row_lo, row_hi, y[:m], row_starts, col_starts)
+    return [float(box_bound(part, lb[col_starts[k]:col_starts[k + 1]], ub[col_starts[k]:col_starts[k + 1]]))
+            for k, part in enumerate(parts)]
 
 
-def _with_objective_row(problems: Sequence[Problem], c: np.ndarray) -> sp.csr_matrix:
-    """The problems' matrices block-diagonally, then a column ``t`` and the row
-    ``c·x − t``: cut out of their CSR arrays directly (scipy's ``block_diag``, ``hstack``
-    and ``vstack`` cost more than the LP on small problems)."""
-    objective = np.flatnonzero(c)
-    indptr, indices, data = [np.zeros(1, dtype=np.int64)], [], []
+def _block_diagonal(blocks: Sequence[_Block], n: int) -> sp.csr_matrix:
+    """The blocks' matrices block-diagonally, cut out of their CSR arrays directly (scipy's
+    ``block_diag`` costs more than the LP on small problems)."""
+    indptr, indices = [np.zeros(1, dtype=np.int64)], []
     nnz = col = 0
-    for p in problems:
-        A = p.A
-        indptr.append(A.indptr[1:].astype(np.int64) + nnz)
-        indices.append(A.indices.astype(np.int64) + col)
-        data.append(A.data)
-        nnz, col = nnz + A.nnz, col + p.num_vars
-    indptr.append(np.array([nnz + objective.size + 1], dtype=np.int64))
-    indices += [objective, np.array([col], dtype=np.int64)]
-    data += [c[objective], np.array([-1.0])]
-    rows = sum(p.num_rows for p in problems) + 1
-    return sp.csr_matrix((np.concatenate(data), np.concatenate(indices), np.concatenate(indptr)),
-                         shape=(rows, col + 1))
+    for b in blocks:
+        indptr.append(b.indptr[1:].astype(np.int64) + nnz)
+        indices.append(b.indices.astype(np.int64) + col)
+        nnz, col = nnz + b.data.size, col + b.c.size
+    data = np.concatenate([b.data for b in blocks])
+    return sp.csr_matrix((data, np.concatenate(indices), np.concatenate(indptr)),
+                         shape=(sum(b.row_lo.size for b in blocks), n))
+
+
+def _with_objective_row(A: sp.csr_matrix, c: np.ndarray) -> sp.csr_matrix:
+    """``A`` with a column ``t`` and the row ``c·x − t`` below it."""
+    objective = np.flatnonzero(c)
+    n, nnz = c.size, A.data.size
+    indptr = np.concatenate([A.indptr.astype(np.int64), [nnz + objective.size + 1]])
+    indices = np.concatenate([A.indices.astype(np.int64), objective, [n]])
+    data = np.concatenate([A.data, c[objective], [-1.0]])
+    return sp.csr_matrix((data, indices, indptr), shape=(A.shape[0] + 1, n + 1))
 
 
 def strengthened_safe_lp_bound(problem: Problem, *, deadline: Deadline | None = None,
@@ -125,11 +155,12 @@ def strengthened_safe_lp_bound(problem: Problem, *, deadline: Deadline | None = 
     if not s.applied:
         return safe_lp_bound(problem, seconds=left(), backend=backend)
     total = s.offset
-    bounds = _safe_lp_bounds([part.problem for part in s.parts], left(), backend) if s.parts else []
+    matrices = [part.matrix for part in s.parts]  # the parts' problems are not built
+    bounds = _safe_lp_bounds([_Block.of_part(m) for m in matrices], left(), backend) if matrices else []
     if bounds is None:
         return None
-    for part, bound in zip(s.parts, bounds, strict=True):
-        if part.problem.integral_objective and math.isfinite(bound):
+    for matrix, bound in zip(matrices, bounds, strict=True):
+        if matrix.integral_objective and math.isfinite(bound):
             bound = math.ceil(bound)  # the part's optimum is an integer: at least its bound rounded up
         total += Fraction(bound)
     return float_down(total)

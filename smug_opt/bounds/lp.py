@@ -19,8 +19,8 @@ from smug_opt.backend import LpSolver
 from smug_opt.exact import TINY, UNIT_ROUNDOFF
 from smug_opt.ir import Problem, Sense
 
-__all__ = ["LP_SECONDS", "DualParts", "RelaxationLP", "box_bound", "dual_parts", "lp_solver",
-           "row_range", "safe_dual_bound", "safe_min"]
+__all__ = ["LP_SECONDS", "DualParts", "RelaxationLP", "box_bound", "dual_parts", "dual_parts_by_block",
+           "lp_solver", "row_range", "safe_dual_bound", "safe_min", "sense_range"]
 
 LP_SECONDS = 5.0
 """Time limit of each bound LP; one that hits it keeps the bound it had."""
@@ -157,7 +157,11 @@ def lp_solver(backend: str | None = None) -> LpSolver:
 def row_range(problem: Problem) -> tuple[np.ndarray, np.ndarray]:
     """Each row's ``(lower, upper)`` activity limits, strict rows as non-strict (±inf where
     a side is free): the rows of ``problem``'s LP relaxation."""
-    senses, rhs = problem.senses, problem.rhs
+    return sense_range(problem.senses, problem.rhs)
+
+
+def sense_range(senses: np.ndarray, rhs: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """:func:`row_range` of rows given by their ``senses`` and right-hand sides ``rhs``."""
     at_least = np.isin(senses, (Sense.GE, Sense.GT, Sense.EQ))
     at_most = np.isin(senses, (Sense.LE, Sense.LT, Sense.EQ))
     return np.where(at_least, rhs, -np.inf), np.where(at_most, rhs, np.inf)
@@ -204,15 +208,38 @@ class DualParts:
 def dual_parts(c: np.ndarray, At: sp.csr_matrix, abs_At: sp.csr_matrix, row_lo: np.ndarray,
                row_hi: np.ndarray, y: np.ndarray) -> DualParts:
     """The box-independent parts of :func:`safe_dual_bound` for multipliers ``y``."""
+    row_terms, r, r_err = _dual_terms(c, At, abs_At, row_lo, row_hi, y)
+    return DualParts(float(row_terms.sum()), float(np.abs(row_terms).sum()), row_terms.size, r, r_err)
+
+
+def dual_parts_by_block(c: np.ndarray, At: sp.csr_matrix, abs_At: sp.csr_matrix, row_lo: np.ndarray,
+                        row_hi: np.ndarray, y: np.ndarray, row_starts: np.ndarray, col_starts: np.ndarray
+                        ) -> list[DualParts]:
+    """:func:`dual_parts` of each diagonal block of a block-diagonal ``A`` (block ``k``: rows
+    ``row_starts[k]:row_starts[k + 1]``, columns ``col_starts[k]:col_starts[k + 1]``), each
+    equal to :func:`dual_parts` of that block alone, bit for bit, from one pass over ``A``."""
+    row_terms, r, r_err = _dual_terms(c, At, abs_At, row_lo, row_hi, y)
+    out = []
+    for k in range(row_starts.size - 1):
+        terms = row_terms[row_starts[k]:row_starts[k + 1]]
+        cols = slice(col_starts[k], col_starts[k + 1])
+        out.append(DualParts(float(terms.sum()), float(np.abs(terms).sum()), terms.size,
+                             r[cols], r_err[cols]))
+    return out
+
+
+def _dual_terms(c: np.ndarray, At: sp.csr_matrix, abs_At: sp.csr_matrix, row_lo: np.ndarray,
+                row_hi: np.ndarray, y: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The row terms ``y_i·side_i``, the float reduced costs and their rounding-error bounds."""
     # a multiplier may only lean on a finite side of its row
     y = np.where((y > 0) & ~np.isfinite(row_lo), 0.0, y)
     y = np.where((y < 0) & ~np.isfinite(row_hi), 0.0, y)
     side = np.where(y > 0, row_lo, np.where(y < 0, row_hi, 0.0))
     row_terms = y * side
     r = c - At @ y
-    r_err = (2.0 * (np.diff(At.indptr) + 2) * UNIT_ROUNDOFF * (np.abs(c) + abs_At @ np.abs(y))
-             + (np.diff(At.indptr) + 2) * TINY)
-    return DualParts(float(row_terms.sum()), float(np.abs(row_terms).sum()), row_terms.size, r, r_err)
+    terms = np.diff(At.indptr) + 2
+    r_err = 2.0 * terms * UNIT_ROUNDOFF * (np.abs(c) + abs_At @ np.abs(y)) + terms * TINY
+    return row_terms, r, r_err
 
 
 def box_bound(parts: DualParts, col_lb: np.ndarray, col_ub: np.ndarray) -> np.ndarray:

@@ -364,9 +364,7 @@ class _Work:
                              dtype=np.int64)
         cut_label = np.array([_label(labels, cols) for cols in constraint_cols[kept.size:]],
                              dtype=np.int64)
-        parts = split_parts(self.problem, self.fixed, kept, self.cuts, labels, row_label, cut_label)
-        parts.sort(key=lambda p: p.problem.A.nnz)
-        return parts
+        return split_parts(self.problem, self.fixed, kept, self.cuts, labels, row_label, cut_label)
 
 
 @functools.cache

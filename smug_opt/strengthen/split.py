@@ -11,16 +11,13 @@ k500-s1).
 from __future__ import annotations
 
 import numpy as np
-import scipy.sparse as sp
 
 from smug_opt.frozen import freeze
 from smug_opt.ir import Problem
-from smug_opt.problem_arrays import Sense, VarKind
-from smug_opt.strengthen.outcome import Part
+from smug_opt.problem_arrays import Sense
+from smug_opt.strengthen.outcome import Part, PartMatrix
 
 __all__ = ["split_parts"]
-
-_NONE = np.zeros(0, dtype=np.int64)
 
 Cut = tuple[np.ndarray, np.ndarray, int]  # (cells, integer coefficients, bound): Σ coefs·x >= bound
 
@@ -29,7 +26,9 @@ def split_parts(problem: Problem, fixed: np.ndarray, kept: np.ndarray, cuts: lis
                 labels: np.ndarray, row_label: np.ndarray, cut_label: np.ndarray) -> list[Part]:
     """One :class:`Part` per label ``>= 0`` of ``labels`` (a part number per free cell, -1
     for fixed ones), holding the rows ``kept`` of ``problem`` and the ``cuts`` whose label
-    (``row_label``, ``cut_label``) is its own, in that order, then the carried cells' rows."""
+    (``row_label``, ``cut_label``) is its own, in that order, then the carried cells' rows;
+    fewest matrix entries first (ties by label). Each part's problem is built on first use
+    (:class:`PartMatrix`)."""
     kept_rows = problem.A[kept].tocoo()
     cut_sizes = np.array([c.size for c, _, _ in cuts], dtype=np.int64)
     entry_row = np.concatenate([kept_rows.row, kept.size + np.repeat(np.arange(len(cuts)), cut_sizes)])
@@ -52,7 +51,7 @@ def split_parts(problem: Problem, fixed: np.ndarray, kept: np.ndarray, cuts: lis
     counts = np.bincount(labels[free], minlength=int(labels.max(initial=-1)) + 1)
     starts = np.concatenate([[0], np.cumsum(counts)])
     place[by_part] = np.arange(by_part.size) - np.repeat(starts[:-1], counts)
-    parts = []
+    parts, sizes = [], []
     for label in range(counts.size):
         columns = by_part[starts[label]:starts[label + 1]]
         first, last = np.searchsorted(sorted_label, [label, label + 1])
@@ -64,16 +63,16 @@ def split_parts(problem: Problem, fixed: np.ndarray, kept: np.ndarray, cuts: lis
         at = np.where(on, columns.size + np.searchsorted(carried, cols), place[cols])[keep]
         m, k = int(last - first), carried.size
         width = columns.size + k
-        part = Problem(kinds=freeze(np.full(width, VarKind.BINARY, dtype=problem.kinds.dtype)),
-                       lb=freeze(np.zeros(width)), ub=freeze(np.ones(width)),
-                       A=_csr(rows[keep], at, vals[keep], m, k, columns.size),
-                       senses=freeze(np.concatenate([senses[order[first:last]],
-                                                     np.full(k, Sense.GE, dtype=senses.dtype)])),
-                       rhs=freeze(np.concatenate([rhs[order[first:last]], np.ones(k)])),
-                       objective=freeze(_objective(problem.objective, columns, width)),
-                       relu_in=_csr(_NONE, _NONE, np.zeros(0), 0, 0, width), metadata=dict(problem.metadata))
-        parts.append(Part(part, columns, carried))
-    return parts
+        indptr, indices, data = _csr_arrays(rows[keep], at, vals[keep], m, k, columns.size)
+        matrix = PartMatrix(indptr, indices, data,
+                            freeze(np.concatenate([senses[order[first:last]],
+                                                   np.full(k, Sense.GE, dtype=senses.dtype)])),
+                            freeze(np.concatenate([rhs[order[first:last]], np.ones(k)])),
+                            freeze(_objective(problem.objective, columns, width)),
+                            problem.metadata, problem.kinds.dtype)
+        parts.append(Part(matrix, columns, carried))
+        sizes.append(data.size)
+    return [parts[i] for i in np.argsort(np.array(sizes, dtype=np.int64), kind="stable")]
 
 
 def _objective(c: np.ndarray, columns: np.ndarray, width: int) -> np.ndarray:
@@ -82,21 +81,14 @@ def _objective(c: np.ndarray, columns: np.ndarray, width: int) -> np.ndarray:
     return objective
 
 
-def _csr(rows: np.ndarray, cols: np.ndarray, vals: np.ndarray, m: int, k: int, free: int) -> sp.csr_matrix:
-    """A part's ``(m + k, free + k)`` matrix from its row entries (``rows`` sorted) plus the
-    ``k`` carried cells' rows ``x >= 1``, built from CSR arrays directly (entries sorted by
-    column within each row) over read-only arrays: one scipy construction, not the three of
-    a COO conversion and the canonical copy a :class:`Problem` makes of a writeable matrix."""
+def _csr_arrays(rows: np.ndarray, cols: np.ndarray, vals: np.ndarray, m: int, k: int, free: int
+                ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """A part's ``(m + k, free + k)`` matrix as read-only CSR arrays ``(indptr, indices,
+    data)`` from its row entries (``rows`` sorted) plus the ``k`` carried cells' rows
+    ``x >= 1``, entries sorted by column within each row."""
     rows = np.concatenate([rows, m + np.arange(k)])
     cols = np.concatenate([cols, free + np.arange(k)])
     order = np.lexsort((cols, rows))
     indptr = np.zeros(m + k + 1, dtype=np.int64)
     np.cumsum(np.bincount(rows, minlength=m + k), out=indptr[1:])
-    data = np.concatenate([vals, np.ones(k)])[order]
-    A = sp.csr_matrix((data, cols[order], indptr), shape=(m + k, free + k))
-    for name in ("data", "indices", "indptr"):  # read-only arrays of its own: Problem keeps A as it is
-        a = getattr(A, name)
-        a = a if a.flags.owndata else a.copy()
-        a.setflags(write=False)
-        setattr(A, name, a)
-    return A
+    return freeze(indptr), freeze(cols[order]), freeze(np.concatenate([vals, np.ones(k)])[order])

@@ -7,12 +7,16 @@ from fractions import Fraction
 
 import numpy as np
 import pytest
+import scipy.sparse as sp
 from hypothesis import HealthCheck, given, settings
 from random_problems import generic
 
 from smug_opt import Problem, Status, registry, solve
+from smug_opt.bounds.lp import dual_parts, dual_parts_by_block
 from smug_opt.deadline import Deadline
 from smug_opt.safe_lp_bound import safe_lp_bound, strengthened_safe_lp_bound
+from smug_opt.strengthen.outcome import PartMatrix
+from smug_opt.strengthen.reuse import strengthen_reused
 from smug_opt.testing import brute_force
 
 pytestmark = pytest.mark.skipif("highs" not in registry.available_backends(), reason="needs HiGHS")
@@ -61,3 +65,46 @@ def test_the_old_seconds_keyword_still_works_with_a_deprecation_warning() -> Non
     assert old == strengthened_safe_lp_bound(problem, deadline=Deadline.after(5)) and old is not None
     with pytest.raises(ValueError, match="deadline must be a Deadline with a time limit"):
         strengthened_safe_lp_bound(problem, deadline=Deadline.none())
+
+
+def test_each_block_s_dual_parts_are_those_of_the_block_alone_bit_for_bit() -> None:
+    """One pass over a block-diagonal matrix (the strengthened parts' LP) gives each block
+    exactly what :func:`dual_parts` gives on that block alone, for any multipliers."""
+    rng = np.random.default_rng(7)
+    blocks = []
+    for _ in range(5):
+        m, n = int(rng.integers(1, 6)), int(rng.integers(1, 8))
+        A = sp.random(m, n, density=0.6, random_state=rng, format="csr") * rng.choice([-1e3, 0.1, 3.0])
+        lo = np.where(rng.random(m) < 0.3, -np.inf, rng.normal(size=m))
+        hi = np.where(rng.random(m) < 0.3, np.inf, lo + rng.random(m))
+        y = rng.normal(size=m) * 10.0 ** rng.integers(-8, 8)
+        blocks.append((A.tocsr(), lo, hi, rng.normal(size=n), y))
+    A = sp.block_diag([b[0] for b in blocks], format="csr")
+    At = A.T.tocsr()
+    row_starts = np.cumsum([0] + [b[0].shape[0] for b in blocks])
+    col_starts = np.cumsum([0] + [b[0].shape[1] for b in blocks])
+    c, lo, hi, y = (np.concatenate([b[k] for b in blocks]) for k in (3, 1, 2, 4))
+    together = dual_parts_by_block(c, At, abs(At).tocsr(), lo, hi, y, row_starts, col_starts)
+    for (block, lo, hi, c, y), joint in zip(blocks, together, strict=True):
+        bt = block.T.tocsr()
+        alone = dual_parts(c, bt, abs(bt).tocsr(), lo, hi, y)
+        assert (joint.row_sum, joint.row_abs, joint.rows) == (alone.row_sum, alone.row_abs, alone.rows)
+        assert np.array_equal(joint.r, alone.r) and np.array_equal(joint.r_err, alone.r_err)
+
+
+def test_the_parts_bound_reads_their_arrays_without_building_their_problems() -> None:
+    A = np.zeros((3, 9))
+    for k in range(3):  # three independent strict rows: three parts
+        A[k, 3 * k:3 * k + 3] = [1.0, 2.0, -0.5]
+    p = Problem.from_arrays(A, ">", [0.0, 0.0, 0.0])
+    s = strengthen_reused(p)
+    assert len(s.parts) == 3
+    bound = strengthened_safe_lp_bound(p, deadline=Deadline.after(5))
+    assert bound is not None and Fraction(bound) <= brute_force(p).objective
+    assert all("problem" not in vars(part) for part in s.parts)  # built on first use only
+    for part in s.parts:
+        built, again = part.problem, PartMatrix.of(part.problem).build()
+        for name in ("kinds", "lb", "ub", "senses", "rhs", "objective"):
+            assert np.array_equal(getattr(built, name), getattr(again, name))
+        assert (built.A != again.A).nnz == 0 and built.A.shape == again.A.shape
+        assert part.matrix.integral_objective == built.integral_objective
