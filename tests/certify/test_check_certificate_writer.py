@@ -1,6 +1,8 @@
 """End to end: `smug-opt solve --certificate` writes a certificate, the independent checker
 accepts it, and every tampering with it (a multiplier, a node, the claimed bound, the
-solution, the problem, the last step) is rejected."""
+solution, the problem, the last step, a derived row's bound or sense, a citation of itself
+or of a later row, an unsplit over two branchings, the objective, the integers, the names)
+is rejected."""
 
 from __future__ import annotations
 
@@ -155,3 +157,73 @@ def test_a_strengthened_solves_claim_is_certified_about_the_original_problem(tmp
 
     assert milp(vipr) == milp(plain)
     assert check_certificate(problem, vipr).describe() == check_certificate(problem, plain).describe()
+
+
+def _derived(ders: list[str], kind: str, sense: str | None = None) -> int:
+    """The first derivation line of ``kind`` (lin, rnd, uns) and, given, ``sense``."""
+    return next(k for k, line in enumerate(ders)
+                if f"{{ {kind} " in line and (sense is None or line.split()[1] == sense))
+
+
+def test_a_derived_row_claiming_more_than_its_reason_gives_is_rejected(written, tmp_path):
+    """The right-hand side raised past what the multipliers give, or the sense turned."""
+    problem, text, _ = written
+    head, ders, _ = split(text)
+    k = _derived(ders, "lin", "G")
+    fields = ders[k].split()
+    raised = [fields[0], "G", str(Fraction(fields[2]) + 100), *fields[3:]]
+    with pytest.raises(CertificateRejected, match=r"lin combination gives G .* which does not dominate G"):
+        check_text(problem, "\n".join(head + ders[:k] + [" ".join(raised)] + ders[k + 1:]), tmp_path)
+    k = _derived(ders, "rnd", "L")
+    for sense in ("G", "E"):
+        fields = ders[k].split()
+        fields[1] = sense
+        with pytest.raises(CertificateRejected, match=f"gives L .* which does not dominate {sense} "):
+            check_text(problem, "\n".join(head + ders[:k] + [" ".join(fields)] + ders[k + 1:]), tmp_path)
+
+
+def test_a_derivation_citing_itself_or_a_later_one_is_rejected(written, tmp_path):
+    problem, text, _ = written
+    head, ders, first = split(text)
+    k = _derived(ders, "lin")
+    before, _, reason = ders[k].partition("{ ")
+    for cited in (first + k, first + k + 1):
+        fields = reason.split()
+        fields[2] = str(cited)  # lin, count, the first index
+        tampered = before + "{ " + " ".join(fields)
+        with pytest.raises(ValueError, match=rf"must be an index in 0\.\.{first + k - 1}, found '{cited}'"):
+            check_text(problem, "\n".join(head + ders[:k] + [tampered] + ders[k + 1:]), tmp_path)
+
+
+def test_an_unsplit_over_two_different_branchings_is_rejected(written, tmp_path):
+    """An unsplit whose second branch's assumption is another variable's (or the first
+    branch's own): not a disjunction, so its conclusion does not follow."""
+    problem, text, _ = written
+    head, ders, first = split(text)
+    k = _derived(ders, "uns")
+    before, _, reason = ders[k].partition("{ ")
+    _, i1, l1, i2, _, *rest = reason.split()
+    assumed = {first + j: line.split()[3:5] for j, line in enumerate(ders) if "{ asm }" in line}
+    other = next(a for a, cols in assumed.items() if cols != assumed[int(l1)] and a < first + k)
+    for l2_new in (other, int(l1)):
+        tampered = before + "{ " + " ".join(["uns", i1, l1, i2, str(l2_new), *rest])
+        with pytest.raises(CertificateRejected, match="is not a <= b and the same form >= b \\+ 1"):
+            check_text(problem, "\n".join(head + ders[:k] + [tampered] + ders[k + 1:]), tmp_path)
+
+
+@pytest.mark.parametrize(("old", "new", "phrase"), [
+    ("OBJ min", "OBJ max", "OBJ maximises; the problem minimises"),
+    ("OBJ min\n12 0 ", "OBJ min\n12 0 1+", "OBJ has the coefficient"),
+    ("INT 12\n0 1 2 3 4 5 6 7 8 9 10 11", "INT 11\n0 1 2 3 4 5 6 7 8 9 10", "x11 is not integer in INT"),
+    ("x0 x1 x2", "x0 x2 x1", "variable 1 is named 'x2', not 'x1'"),
+])
+def test_a_certificate_stating_the_objective_integers_or_names_otherwise_is_rejected(
+        written, tmp_path, old, new, phrase):
+    problem, text, _ = written
+    if new.endswith("+"):  # the first objective coefficient, plus one
+        coefficient = text.partition(old)[2].split()[0]
+        old, new = old + coefficient, old + str(Fraction(coefficient) + 1)
+    assert old in text
+    another = f"states another problem than p.smug: .*{re.escape(phrase)}"
+    with pytest.raises(CertificateRejected, match=another):
+        check_text(problem, text.replace(old, new, 1), tmp_path)
