@@ -177,7 +177,7 @@ class _Prover:
             if self.rounded and bound > self.target - 1:
                 return self._close(multipliers(), rounded=True)
         if all(j in fixed for j in range(self.milp.num_vars) if self.milp.integer[j]):
-            return self._close_by_one_row(fixed)
+            return self._close_leaf(fixed)
         j = self._branch_variable(answer.x, fixed, answer.value)
         sense, rhs, lhs = self._goal()
         down = self.der.assume(f"d{self.nodes}", "L", Fraction(0), [(j, Fraction(1))])
@@ -186,10 +186,16 @@ class _Prover:
         proved_up = self.node({**fixed, j: (1, up)}, j)
         return self.der.unsplit(f"s{self.nodes}", sense, rhs, lhs, (proved_down, down), (proved_up, up))
 
-    def _close_by_one_row(self, fixed: Mapping[int, tuple[int, int]]) -> int:
-        """Every binary is fixed, yet the LP (within its tolerances) did not close the node:
-        a row the point violates exactly, with the bounds, is an absurdity; or the elastic
-        LP's duals (HiGHS called an infeasible point optimal within its tolerances)."""
+    def _close_leaf(self, fixed: Mapping[int, tuple[int, int]]) -> int:
+        """Every binary is fixed, yet the LP's float duals did not close the node: the
+        objective leaning on the fixings and bounds alone (exactly ``c·x`` when only fixed
+        binaries carry costs: the duals may miss a real-valued target by a rounding); a row
+        the point violates exactly, with the bounds, is an absurdity; or the elastic LP's
+        duals (HiGHS called an infeasible point optimal within its tolerances)."""
+        if self.target is not None:
+            multipliers, bound = self._combine(self.milp.objective, np.zeros(len(self.rows)), fixed)
+            if bound >= self.target:
+                return self._close(multipliers(), rounded=False)
         duals = self.lp.elastic_duals({j: v for j, (v, _) in fixed.items()}, self.deadline - time.monotonic())
         if duals is not None:
             multipliers, rhs = self._combine({}, duals, fixed)

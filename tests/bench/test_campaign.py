@@ -93,3 +93,23 @@ def test_a_small_campaign_finds_no_wrong_answer(tmp_path: Path) -> None:
     assert len(records) == 60
     assert not [r for r in records if r["verdict"] == "wrong"]
     assert "| **all** | highs | 30 | 0 |" in (tmp_path / "TABLE.md").read_text()
+
+
+@pytest.mark.slow
+def test_a_leaf_whose_fixed_objective_is_the_optimum_is_closed(tmp_path: Path) -> None:
+    """Campaign finding (planted-100+ instance 1, every backend's OPTIMAL exact and right):
+    the certificate writer reached a node with every binary fixed at the optimum's own point,
+    where HiGHS's float duals prove a bound a hair under the (real-valued) optimum, and gave
+    up saying the claim did not hold for the stated MILP. The fixed objective itself, leaning
+    on the fixings alone, proves it exactly; the checker accepts the certificate."""
+    from smug_opt import save_problem
+    from smug_opt.certificate import write_certificate
+    from smug_opt.check_certificate import check_certificate
+
+    p = LARGE_FAMILIES["planted-100+"](np.random.default_rng(1))
+    assert p.x is not None and p.optimum is not None and p.optimum.denominator > 1
+    smug, vipr = tmp_path / "p.smug", tmp_path / "p.vipr"
+    save_problem(p.problem, smug)
+    cert = write_certificate(p.problem, "OPTIMAL", p.x, vipr, seconds=120)
+    assert cert.optimum == p.optimum
+    assert check_certificate(smug, vipr).describe() == f"optimal value {cert.optimum}"
