@@ -125,6 +125,13 @@ def scipy_plugin() -> Iterator[str]:
         yield "scipy-milp"
 
 
+def usable_first_party() -> list[str]:
+    """The project's own backends usable here, to parametrise cross-backend tests: a plugin
+    left installed in the environment, or installed by a test session beside this one (see
+    ``_installed``), never joins a parametrisation fixed at collection."""
+    return [name for name in registry.available_backends() if name in FIRST_PARTY]
+
+
 def skip_unless_accepts(name: str, problem: Problem) -> None:
     """Skip the calling test when backend ``name`` declares ``binary_only`` (it refuses
     continuous variables, so it cannot be held to an answer) and ``problem`` has some."""

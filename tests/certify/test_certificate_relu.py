@@ -10,7 +10,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from conftest import skip_unless_accepts
+from conftest import skip_unless_accepts, usable_first_party
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -19,7 +19,6 @@ from smug_opt.certificate import CertificateError, write_certificate
 from smug_opt.certificate.milp import exact_milp
 from smug_opt.check_certificate import CertificateRejected, check_certificate
 from smug_opt.cli import main
-from smug_opt.registry import available_backends
 from smug_opt.testing.brute_force import brute_force
 from smug_opt.testing.instances import relu_network
 
@@ -111,7 +110,7 @@ def test_the_big_m_uses_the_tighter_of_the_declared_and_the_interval_bounds() ->
     assert "relu0_lo" not in rows and "relu0_hi" not in rows  # L <= 0 <= U
 
 
-@pytest.mark.parametrize("backend", available_backends())
+@pytest.mark.parametrize("backend", usable_first_party())
 def test_every_backends_claims_are_certified_and_checked(backend: str, tmp_path: Path) -> None:
     """Each backend's OPTIMAL on small stress-case encodings (ReLU networks, with and without
     declared bounds) gets a certificate the checker accepts with the brute-forced optimum."""

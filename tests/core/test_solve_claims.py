@@ -12,7 +12,7 @@ from typing import Any, ClassVar
 
 import numpy as np
 import pytest
-from conftest import skip_unless_accepts
+from conftest import skip_unless_accepts, usable_first_party
 from scripted_backend import ScriptedBackend
 from wrong_claims import CASES
 
@@ -96,7 +96,7 @@ def test_a_fractional_binary_makes_no_bound(liars: None) -> None:
     assert "fractional binary" in r.message
 
 
-@pytest.mark.parametrize("backend", registry.available_backends())
+@pytest.mark.parametrize("backend", usable_first_party())
 def test_every_claim_names_its_proof(backend: str) -> None:
     exact = registry.backend_class(backend).capabilities.exact
     # certify=False: the backend's own word (the default may certify it within its share)
@@ -110,7 +110,7 @@ def test_every_claim_names_its_proof(backend: str) -> None:
     assert r.verified is None and "proof" in r.verification
 
 
-@pytest.mark.parametrize("backend", registry.available_backends())
+@pytest.mark.parametrize("backend", usable_first_party())
 def test_unattained_infimum_is_never_optimal(backend: str) -> None:
     # min z s.t. z > 1, z in [0, 4]: infimum 1, no minimiser
     skip_unless_accepts(backend, UNATTAINED.build())
@@ -157,7 +157,7 @@ def test_cli_says_what_was_proven(backend: str, flags: list[str], expected: str,
     assert "solution   no solution to verify: infeasibility is a proof" in out
 
 
-@pytest.mark.parametrize("backend", registry.available_backends())
+@pytest.mark.parametrize("backend", usable_first_party())
 def test_unknown_options_are_rejected_before_a_worker_starts(
         backend: str, monkeypatch: pytest.MonkeyPatch) -> None:
     import sys
@@ -191,7 +191,7 @@ def _strict_tie() -> Problem:
     return b.build()
 
 
-@pytest.mark.parametrize("backend", [b for b in registry.available_backends()
+@pytest.mark.parametrize("backend", [b for b in usable_first_party()
                                      if not registry.backend_class(b).capabilities.exact])
 def test_a_strict_tie_left_open_names_the_exact_backend(backend: str) -> None:
     r = solve(_strict_tie(), backend, time_limit=20)

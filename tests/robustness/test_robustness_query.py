@@ -6,9 +6,10 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from conftest import usable_first_party
 from flat_nets import every_kind, mlp
 
-from smug_opt import available_backends, solve
+from smug_opt import solve
 from smug_opt.network.flat import FlatNetwork, Preprocess
 from smug_opt.robustness import RobustnessQuery, decide
 from smug_opt.vnnlib import Conjunct
@@ -109,7 +110,7 @@ _SLOW_BACKENDS = {"z3", "cpsat"}  # minutes here: z3 times out on the ReLU chain
 
 
 @pytest.mark.parametrize("backend", [pytest.param(b, marks=pytest.mark.slow) if b in _SLOW_BACKENDS else b
-                                     for b in available_backends()])
+                                     for b in usable_first_party()])
 def test_every_backend_agrees_on_feasibility(backend):
     """Each disjunct's problem of a few queries: a backend that answers agrees with z3's
     exact answer (or, without z3, with sampling); a solution it returns is a
