@@ -122,12 +122,10 @@ def _clip(r: _Reader, name: str, inputs: list, attrs: dict) -> int:
     return r.add(name, op, (_tensor(inputs[0]),))
 
 
-def _window(r: _Reader, x: int, attrs: dict, kernel: tuple[int, int], *, ignored_pads: bool = False
+def _window(r: _Reader, x: int, attrs: dict, kernel: tuple[int, int]
             ) -> tuple[tuple[int, int], tuple[int, int, int, int], tuple[int, int]]:
-    """Strides, pads (top, left, bottom, right) and dilations of a 2-D Conv or pool.
-    ``ceil_mode`` with windows past the input's edge is read where padding never counts
-    (``ignored_pads``: max pooling) as more padding at the bottom and right, a window that
-    would start in the padding dropped (PyTorch's and onnxruntime's rule)."""
+    """Strides, pads (top, left, bottom, right) and dilations of a 2-D Conv or pool (a
+    pool's ``ceil_mode``: :func:`_ceil_extra`)."""
     shape = r.shape(x)
     if len(shape) != 3 or len(kernel) != 2:
         raise ValueError(f"only 2-D windows on (C, H, W) inputs are read; the input has shape {shape}")
@@ -145,13 +143,19 @@ def _window(r: _Reader, x: int, attrs: dict, kernel: tuple[int, int], *, ignored
         pads_t = tuple(attrs.get("pads", (0, 0, 0, 0))) if auto_pad == "NOTSET" else (0, 0, 0, 0)
     else:
         raise ValueError(f"auto_pad {auto_pad!r} is not an ONNX value")
-    if attrs.get("ceil_mode", 0):
-        extra = [_ceil_overhang(n, a, b, k, s, d) for n, a, b, k, s, d in
-                 zip(shape[1:], pads_t[:2], pads_t[2:], kernel, strides, dilations, strict=True)]
-        if any(extra) and not ignored_pads:
-            raise ValueError("ceil_mode=1 with windows past the input's edge is read only in max pooling")
-        pads_t = (pads_t[0], pads_t[1], pads_t[2] + extra[0], pads_t[3] + extra[1])
     return strides, pads_t, dilations  # type: ignore[return-value]
+
+
+def _ceil_extra(shape: tuple[int, ...], attrs: dict, kernel: tuple[int, int], strides: tuple[int, int],
+                pads: tuple[int, int, int, int]) -> tuple[int, int]:
+    """How far a pool's last windows reach past the padded input at the bottom and right
+    under ``ceil_mode`` (0 without it), a window that would start in the end padding
+    dropped (PyTorch's and onnxruntime's rule). These cells never win a max and never count
+    in a mean, even where the padding does (``count_include_pad``)."""
+    if not attrs.get("ceil_mode", 0):
+        return (0, 0)
+    return (_ceil_overhang(shape[1], pads[0], pads[2], kernel[0], strides[0], 1),
+            _ceil_overhang(shape[2], pads[1], pads[3], kernel[1], strides[1], 1))
 
 
 def _ceil_overhang(n: int, before: int, after: int, k: int, s: int, d: int) -> int:
@@ -193,12 +197,18 @@ def _pool(kind: str):
             _, h, w = r.shape(x)
             return r.add(name, AvgPool((h, w), (1, 1)), (x,))
         kernel = tuple(attrs["kernel_shape"])
-        strides, pads, dilations = _window(r, x, attrs, kernel, ignored_pads=kind == "max")
+        strides, pads, dilations = _window(r, x, attrs, kernel)
         if dilations != (1, 1):
             raise ValueError(f"dilations {dilations} in pooling are not read")
+        extra = _ceil_extra(r.shape(x), attrs, kernel, strides, pads)
+        counted = bool(attrs.get("count_include_pad", 0)) and any(pads)
+        if any(extra) and counted:  # the padding counts, the overhang does not: pad first
+            x = r.add(f"{name}/pad", Pad(pads, 0.0), (x,))
+            pads = (0, 0, 0, 0)
+        pads = (pads[0], pads[1], pads[2] + extra[0], pads[3] + extra[1])
         if kind == "max":
             return r.add(name, MaxPool(kernel, strides, pads), (x,))
-        return r.add(name, AvgPool(kernel, strides, pads, bool(attrs.get("count_include_pad", 0))), (x,))
+        return r.add(name, AvgPool(kernel, strides, pads, counted and not any(extra)), (x,))
 
     return translate
 

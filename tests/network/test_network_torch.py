@@ -144,12 +144,21 @@ def test_ceil_mode_max_pooling_and_a_final_log_softmax(digits):
     np.testing.assert_allclose(log_probs, _torch64(module, digits), rtol=0, atol=1e-9)
 
 
-def test_ceil_mode_average_pooling_past_the_edge_is_refused():
+@pytest.mark.parametrize("padding, count_include_pad", [(0, True), (0, False), (1, True), (1, False)])
+def test_ceil_mode_average_pooling_past_the_edge(digits, padding, count_include_pad):
+    """AvgPool2d(ceil_mode=True) whose last windows overhang the input: the overhang never
+    counts in the mean, the padding does where count_include_pad says (torch and
+    onnxruntime agree; was refused before the generated-nets campaign)."""
     from torch import nn
 
-    module = nn.Sequential(nn.Conv2d(1, 2, 3), nn.AvgPool2d(3, stride=2, ceil_mode=True)).eval()
-    with pytest.raises(ValueError, match="past the input.s edge is read only in max"):
-        read_torch(module, (1, 12, 12))
+    torch.manual_seed(3)
+    module = nn.Sequential(nn.Conv2d(1, 2, 3), nn.AvgPool2d(3, stride=2, padding=padding, ceil_mode=True,
+                                                          count_include_pad=count_include_pad),
+                           nn.Flatten(), nn.LazyLinear(4)).eval()
+    module(torch.zeros(1, 1, 12, 12))
+    net = read_torch(module, (1, 12, 12))
+    assert [n.shape for n in net.nodes if isinstance(n.op, AvgPool)] == [(2, 5 + padding, 5 + padding)]
+    np.testing.assert_allclose(net.forward(digits), _torch64(module, digits), rtol=0, atol=1e-9)
 
 
 def test_broken_files_and_factories_are_one_error_each(tmp_path, monkeypatch, capfd):

@@ -1,0 +1,248 @@
+"""Seeded random PyTorch networks of the families the readers cover, for the reader campaign
+(``tests/network/test_generated_nets.py``): each draw is a small ``nn.Module`` mixing the
+operations real nets use (input normalisation by Sub/Div, NHWC inputs through a permute,
+Conv with stride/padding/'same'/dilation/groups/depthwise, unfused BatchNorm, ReLU/ReLU6/
+clamp/LeakyReLU, max and average pooling with padding, ceil_mode and count_include_pad,
+residual sums, constant padding, global average pooling, the flatten idioms, Linear and
+``x @ W + b``, a ReLU on the logits, a final softmax), and the same module exported to ONNX
+at several opsets, to a ``torch.export`` ``.pt2`` file, or named by a factory."""
+
+from __future__ import annotations
+
+import io
+import warnings
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+__all__ = ["Arch", "build", "draw", "export_onnx", "export_pt2", "write_factory"]
+
+FAMILIES = ("mlp", "cnn", "cifar")
+SHAPES = {"mlp": (1, 28, 28), "cnn": (1, 28, 28), "cifar": (3, 32, 32)}
+
+
+@dataclass(frozen=True)
+class Arch:
+    """One draw: ``family``, ``seed`` and the choices the module is built from."""
+
+    family: str
+    seed: int
+    choices: dict[str, Any]
+
+    @property
+    def input_shape(self) -> tuple[int, ...]:
+        """The module's per-example input shape (NHWC when ``nhwc``)."""
+        c, h, w = SHAPES[self.family]
+        return (h, w, c) if self.choices.get("nhwc") else (c, h, w)
+
+
+def draw(family: str, seed: int, **fixed: Any) -> Arch:
+    """A random architecture of ``family`` (one of :data:`FAMILIES`); ``fixed`` overrides
+    choices (a test that wants one operation sets it)."""
+    rng = np.random.default_rng([seed, FAMILIES.index(family)])
+    pick = lambda options: options[int(rng.integers(len(options)))]  # noqa: E731
+    choices: dict[str, Any] = {
+        "norm": pick(["none", "scalar", "channel"]),
+        "flatten": pick(["view", "flatten", "reshape", "module", "squeeze"]),
+        "dense": pick(["linear", "matmul", "addmm"]),
+        "hidden": int(pick([6, 8, 12])),
+        "act": pick(["relu", "relu6", "clamp", "leaky"]),
+        "logit_relu": bool(rng.random() < 0.3),
+        "softmax": bool(rng.random() < 0.3),
+    }
+    if family != "mlp":
+        choices.update({
+            "nhwc": bool(rng.random() < 0.3),
+            "conv": pick(["plain", "stride", "asym", "same", "dilated", "groups"]),
+            "channels": int(pick([2, 4])),
+            "bn": bool(rng.random() < 0.6),
+            "depthwise": bool(rng.random() < 0.4),
+            "residual": bool(rng.random() < 0.4),
+            "pad": bool(rng.random() < 0.3),
+            "pool": pick(["max", "max_ceil", "max_pad", "avg", "avg_pad", "avg_pad_excl", "avg_ceil", "none"]),
+            "head": pick(["flatten", "global"]),
+        })
+    choices.update(fixed)
+    return Arch(family, seed, choices)
+
+
+def build(arch: Arch) -> Any:
+    """The module of ``arch``, in eval mode, with ``input_shape`` set."""
+    import torch
+
+    torch.manual_seed(arch.seed)
+    module = _Net(arch).eval()
+    module.input_shape = arch.input_shape
+    return module
+
+
+def _activation(kind: str) -> Any:
+    from torch import nn
+
+    return {"relu": nn.ReLU(), "relu6": nn.ReLU6(), "clamp": _Clamp(), "leaky": nn.LeakyReLU(0.1)}[kind]
+
+
+def _Clamp() -> Any:  # noqa: N802 (a layer, like the torch.nn ones beside it)
+    from torch import nn
+
+    class Clamp(nn.Module):
+        def forward(self, x: Any) -> Any:
+            return x.clamp(-1.0, 2.0)
+
+    return Clamp()
+
+
+def _pool(kind: str) -> Any:
+    from torch import nn
+
+    return {
+        "max": nn.MaxPool2d(2),
+        "max_ceil": nn.MaxPool2d(3, stride=2, ceil_mode=True),
+        "max_pad": nn.MaxPool2d(3, stride=2, padding=1),
+        "avg": nn.AvgPool2d(2),
+        "avg_pad": nn.AvgPool2d(3, stride=2, padding=1, count_include_pad=True),
+        "avg_pad_excl": nn.AvgPool2d(3, stride=2, padding=1, count_include_pad=False),
+        "avg_ceil": nn.AvgPool2d(2, stride=2, ceil_mode=True),
+        "none": nn.Identity(),
+    }[kind]
+
+
+def _conv(kind: str, c_in: int, c_out: int) -> Any:
+    from torch import nn
+
+    if kind == "stride":
+        return nn.Conv2d(c_in, c_out, 3, stride=2, padding=1)
+    if kind == "asym":
+        return nn.Sequential(nn.ZeroPad2d((1, 0, 2, 1)), nn.Conv2d(c_in, c_out, (3, 2), stride=(2, 1)))
+    if kind == "same":
+        return nn.Conv2d(c_in, c_out, 4, padding="same")
+    if kind == "dilated":
+        return nn.Conv2d(c_in, c_out, 3, padding=2, dilation=2)
+    if kind == "groups" and c_in > 1:
+        return nn.Conv2d(c_in, c_out, 3, padding=1, groups=c_in if c_out % c_in == 0 else 1)
+    return nn.Conv2d(c_in, c_out, 3, stride=2)
+
+
+def _randomise_bn(bn: Any) -> Any:
+    import torch
+
+    with torch.no_grad():
+        bn.running_mean.uniform_(-0.3, 0.3)
+        bn.running_var.uniform_(0.5, 2.0)
+        bn.weight.uniform_(0.5, 1.5)
+        bn.bias.uniform_(-0.3, 0.3)
+    return bn
+
+
+def _Net(arch: Arch) -> Any:  # noqa: N802 (builds an nn.Module class instance)
+    import torch
+    from torch import nn
+
+    c = arch.choices
+    channels_in = SHAPES[arch.family][0]
+
+    class Net(nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            mean = [0.1307] if c["norm"] == "scalar" else [0.5, 0.4, 0.45][:channels_in]
+            std = [0.3081] if c["norm"] == "scalar" else [0.25, 0.3, 0.2][:channels_in]
+            self.register_buffer("mean", torch.tensor(mean).reshape(1, -1, 1, 1))
+            self.register_buffer("std", torch.tensor(std).reshape(1, -1, 1, 1))
+            self.act = _activation(c["act"])
+            features = int(np.prod(SHAPES[arch.family]))
+            if arch.family != "mlp":
+                k = c["channels"]
+                self.conv = _conv(c["conv"], channels_in, k)
+                self.bn = _randomise_bn(nn.BatchNorm2d(k)) if c["bn"] else nn.Identity()
+                self.depthwise = nn.Conv2d(k, k, 3, padding=1, groups=k) if c["depthwise"] else None
+                self.residual = nn.Conv2d(k, k, 3, padding=1) if c["residual"] else None
+                self.pool = _pool(c["pool"])
+                with torch.no_grad():
+                    features = int(np.prod(self.features(torch.zeros(1, *SHAPES[arch.family])).shape))
+            self.fc1 = nn.Linear(features, c["hidden"])
+            self.fc2 = nn.Linear(c["hidden"], 10)
+            self.flat = nn.Flatten()
+
+        def features(self, x: Any) -> Any:
+            h = self.act(self.bn(self.conv(x)))
+            if self.depthwise is not None:
+                h = self.act(self.depthwise(h))
+            if self.residual is not None:
+                h = h + self.act(self.residual(h))
+            if c["pad"]:
+                h = nn.functional.pad(h, (1, 0, 0, 1), value=0.0)
+            h = self.pool(h)
+            if c["head"] == "global":
+                h = h.mean(dim=(2, 3), keepdim=True) if arch.seed % 2 else nn.functional.adaptive_avg_pool2d(h, 1)
+            return h
+
+        def flatten(self, h: Any) -> Any:
+            kind = c["flatten"]
+            if kind == "view":
+                return h.contiguous().view(h.size(0), -1)
+            if kind == "flatten":
+                return torch.flatten(h, 1)
+            if kind == "reshape":
+                return h.reshape(-1, int(np.prod(h.shape[1:])))
+            if kind == "squeeze" and h.dim() == 4 and h.shape[2] == h.shape[3] == 1:
+                return h.squeeze(-1).squeeze(-1)
+            return self.flat(h)
+
+        def dense(self, layer: Any, h: Any) -> Any:
+            if c["dense"] == "matmul":
+                return h @ layer.weight.t() + layer.bias
+            if c["dense"] == "addmm":
+                return torch.addmm(layer.bias, h, layer.weight.t(), beta=0.5, alpha=2.0)
+            return layer(h)
+
+        def forward(self, x: Any) -> Any:
+            if c.get("nhwc"):
+                x = x.permute(0, 3, 1, 2)
+            if c["norm"] != "none":
+                x = (x - self.mean) / self.std
+            if arch.family != "mlp":
+                x = self.features(x)
+            h = self.act(self.dense(self.fc1, self.flatten(x)))
+            scores = self.dense(self.fc2, h)
+            if c["logit_relu"]:
+                scores = torch.relu(scores)
+            return torch.softmax(scores, dim=-1) if c["softmax"] else scores
+
+    return Net()
+
+
+def export_onnx(module: Any, arch: Arch, path: Path, *, opset: int = 17, dynamic: bool = True,
+                fold: bool = False) -> Path:
+    """``module`` exported with the TorchScript exporter to ``path`` (``fold``: the
+    exporter's constant folding, which fuses nothing but may pre-compute constants)."""
+    import torch
+
+    buffer = io.BytesIO()
+    axes = {"x": {0: "batch"}, "scores": {0: "batch"}} if dynamic else None
+    with warnings.catch_warnings(), torch.no_grad():
+        warnings.simplefilter("ignore")
+        torch.onnx.export(module, (torch.zeros(1, *arch.input_shape),), buffer, dynamo=False,
+                          opset_version=opset, do_constant_folding=fold, input_names=["x"],
+                          output_names=["scores"], dynamic_axes=axes, training=torch.onnx.TrainingMode.EVAL)
+    path.write_bytes(buffer.getvalue())
+    return path
+
+
+def export_pt2(module: Any, arch: Arch, path: Path) -> Path:
+    """``module`` saved by ``torch.export.save`` (batch traced at 1)."""
+    import torch
+
+    program = torch.export.export(module, (torch.zeros(1, *arch.input_shape),))
+    torch.export.save(program, str(path))
+    return path
+
+
+def write_factory(arch: Arch, folder: Path, name: str) -> str:
+    """A module file ``folder/name.py`` whose ``net()`` builds ``arch``; the spec
+    ``name:net`` for ``--model`` (``folder`` on ``sys.path``)."""
+    (folder / f"{name}.py").write_text(
+        "from generated_nets import Arch, build\n\n\n"
+        f"def net():\n    return build(Arch({arch.family!r}, {arch.seed}, {arch.choices!r}))\n")
+    return f"{name}:net"

@@ -1,0 +1,135 @@
+"""The reader campaign on networks nobody here has seen: seeded random PyTorch nets
+(:mod:`generated_nets`) exported to ONNX at opsets 11, 13 and 17 with a fixed or dynamic
+batch, saved as ``torch.export`` ``.pt2`` files and named by a factory, each read by
+:func:`~smug_opt.network.load.load_model` and run against PyTorch in float64 and
+onnxruntime on real digits. A handful of nets by default; ``-m slow`` draws many."""
+
+from __future__ import annotations
+
+import copy
+import itertools
+
+import numpy as np
+import pytest
+from generated_nets import FAMILIES, Arch, build, draw, export_onnx, export_pt2, write_factory
+
+torch = pytest.importorskip("torch")
+pytest.importorskip("onnx")
+ort = pytest.importorskip("onnxruntime")
+
+from smug_opt.network.load import load_model  # noqa: E402
+from smug_opt.network.lower import lower  # noqa: E402
+
+FORMATS = ("onnx11", "onnx13", "onnx17", "pt2", "factory")
+
+FAST = [  # (a net, the formats the fast run reads it in: torch.export takes seconds on CNNs)
+    draw("cnn", 0, nhwc=True, norm="channel", conv="asym", bn=True, depthwise=True, residual=True, pad=True,
+         pool="avg_ceil", head="flatten", flatten="view", dense="addmm", act="relu6", softmax=True),
+    draw("cifar", 1, conv="same", pool="avg_pad", head="global", flatten="squeeze", act="clamp", dense="matmul",
+         logit_relu=True, bn=True),
+    draw("mlp", 2, norm="scalar", flatten="reshape", dense="linear", act="leaky", logit_relu=True),
+]
+FAST_FORMATS = (("onnx11", "onnx13", "onnx17", "factory"), ("onnx11", "onnx17", "factory"), FORMATS)
+ATOL = 1e-7
+"""The graph's float64 scores against torch's: ONNX holds float attributes (LeakyRelu's alpha,
+Clip's bounds in opset 11) in float32, while ``module.double()`` computes with Python's 0.1."""
+
+
+def real_inputs(arch: Arch, n: int = 8) -> np.ndarray:
+    """``n`` held-out MNIST digits in ``arch``'s input shape (CIFAR-shaped: the digit
+    padded to 32×32 in three channels of different contrast)."""
+    from smug_opt.data import load_digits
+
+    digits = load_digits().x_test[:n, :, :, 0].astype(np.float64)
+    if arch.family == "cifar":
+        x = np.stack([np.pad(digits, ((0, 0), (2, 2), (2, 2))) * a for a in (1.0, 0.7, 0.4)], axis=1)
+    else:
+        x = digits[:, None]
+    return np.ascontiguousarray(x.transpose(0, 2, 3, 1) if arch.choices.get("nhwc") else x)
+
+
+def torch64(module, x: np.ndarray) -> np.ndarray:
+    with torch.no_grad():
+        return copy.deepcopy(module).double()(torch.from_numpy(x)).numpy()
+
+
+def specs(arch: Arch, module, folder, formats=FORMATS, *, dynamic: bool = True) -> dict[str, str]:
+    """``--model`` values of ``module`` in each format (files and a factory in ``folder``)."""
+    out = {}
+    for fmt in formats:
+        if fmt.startswith("onnx"):
+            name = f"{arch.family}{arch.seed}_{fmt}{'d' if dynamic else 's'}.onnx"
+            out[fmt] = str(export_onnx(module, arch, folder / name, opset=int(fmt[4:]), dynamic=dynamic))
+        elif fmt == "pt2":
+            out[fmt] = str(export_pt2(module, arch, folder / f"{arch.family}{arch.seed}.pt2"))
+        else:
+            out[fmt] = write_factory(arch, folder, f"factory_{arch.family}{arch.seed}")
+    return out
+
+
+def scores(network, x: np.ndarray) -> np.ndarray:
+    """The network's outputs as the source model gives them (a final softmax applied)."""
+    z = network.forward(x)
+    if network.output == "softmax":
+        e = np.exp(z - z.max(axis=1, keepdims=True))
+        return e / e.sum(axis=1, keepdims=True)
+    return z
+
+
+def check_reads(arch: Arch, folder, formats=FORMATS, *, dynamic: bool = True) -> None:
+    """Every format of ``arch`` reads to the same weights (one digest) and computes what
+    torch computes in float64 (and onnxruntime in float32), through the graph and the flat form."""
+    module = build(arch)
+    x = real_inputs(arch)
+    expected = torch64(module, x)
+    digests = {}
+    for fmt, spec in specs(arch, module, folder, formats, dynamic=dynamic).items():
+        network = load_model(spec)
+        digests[fmt] = network.digest
+        where = f"{arch} as {fmt}"
+        np.testing.assert_allclose(scores(network, x), expected, rtol=0, atol=ATOL, err_msg=where)
+        pre, flat = lower(network)
+        flat_scores = flat.forward(pre(x.reshape(len(x), -1)))[-1]
+        np.testing.assert_allclose(flat_scores, network.forward(x), rtol=0, atol=1e-9, err_msg=where)
+        if fmt.startswith("onnx"):
+            session = ort.InferenceSession(spec, providers=["CPUExecutionProvider"])
+            batch = x if dynamic else x[:1]
+            got = session.run(None, {"x": batch.astype(np.float32)})[0]
+            np.testing.assert_allclose(got, expected[: len(batch)], rtol=0, atol=2e-5, err_msg=where)
+    assert len(set(digests.values())) == 1, digests
+
+
+@pytest.mark.parametrize("arch, formats", list(zip(FAST, FAST_FORMATS, strict=True)),
+                         ids=lambda a: f"{a.family}{a.seed}" if isinstance(a, Arch) else "")
+def test_generated_net_reads_alike_in_every_format(arch, formats, tmp_path, monkeypatch):
+    monkeypatch.syspath_prepend(str(tmp_path))
+    check_reads(arch, tmp_path, formats)
+
+
+def test_a_fixed_batch_reads_as_a_dynamic_one(tmp_path):
+    check_reads(FAST[2], tmp_path, ("onnx11", "onnx13"), dynamic=False)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("family, seed", list(itertools.product(FAMILIES, range(12))))
+def test_many_generated_nets(family, seed, tmp_path, monkeypatch):
+    monkeypatch.syspath_prepend(str(tmp_path))
+    arch = draw(family, seed)
+    check_reads(arch, tmp_path, dynamic=bool(seed % 2))
+
+
+@pytest.mark.slow
+def test_a_cnn_as_a_pt2_file(tmp_path):
+    check_reads(FAST[0], tmp_path, ("onnx17", "pt2"))
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("opset", [11, 13, 17])
+def test_the_exporters_constant_folding(opset, tmp_path):
+    """``do_constant_folding=True`` (the exporter's default) pre-computes constants but
+    fuses nothing: the same network."""
+    arch = FAST[0]
+    module = build(arch)
+    path = export_onnx(module, arch, tmp_path / "folded.onnx", opset=opset, fold=True)
+    x = real_inputs(arch)
+    np.testing.assert_allclose(scores(load_model(str(path)), x), torch64(module, x), rtol=0, atol=ATOL)
