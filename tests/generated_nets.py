@@ -3,8 +3,8 @@
 operations real nets use (input normalisation by Sub/Div, NHWC inputs through a permute,
 Conv with stride/padding/'same'/dilation/groups/depthwise, unfused BatchNorm, ReLU/ReLU6/
 clamp/LeakyReLU, max and average pooling with padding, ceil_mode and count_include_pad,
-residual sums, constant padding, global average pooling, the flatten idioms, Linear and
-``x @ W + b``, a ReLU on the logits, a final softmax), and the same module exported to ONNX
+residual sums, constant padding, global average pooling, the flatten idioms, Linear (also on a 3-D
+tensor) and ``x @ W + b``, a ReLU on the logits, a final softmax), and the same module exported to ONNX
 at several opsets, to a ``torch.export`` ``.pt2`` file, or named by a factory."""
 
 from __future__ import annotations
@@ -46,7 +46,7 @@ def draw(family: str, seed: int, **fixed: Any) -> Arch:
     choices: dict[str, Any] = {
         "norm": pick(["none", "scalar", "channel"]),
         "flatten": pick(["view", "flatten", "reshape", "module", "squeeze"]),
-        "dense": pick(["linear", "matmul", "addmm"]),
+        "dense": pick(["linear", "matmul", "addmm", "linear3d"]),
         "hidden": int(pick([6, 8, 12])),
         "act": pick(["relu", "relu6", "clamp", "leaky"]),
         "logit_relu": bool(rng.random() < 0.3),
@@ -61,7 +61,8 @@ def draw(family: str, seed: int, **fixed: Any) -> Arch:
             "depthwise": bool(rng.random() < 0.4),
             "residual": bool(rng.random() < 0.4),
             "pad": bool(rng.random() < 0.3),
-            "pool": pick(["max", "max_ceil", "max_pad", "avg", "avg_pad", "avg_pad_excl", "avg_ceil", "none"]),
+            "pool": pick(["max", "max_ceil", "max_pad", "avg", "avg_pad", "avg_pad_excl", "avg_ceil",
+                          "none"]),
             "head": pick(["flatten", "global"]),
         })
     choices.update(fixed)
@@ -84,7 +85,7 @@ def _activation(kind: str) -> Any:
     return {"relu": nn.ReLU(), "relu6": nn.ReLU6(), "clamp": _Clamp(), "leaky": nn.LeakyReLU(0.1)}[kind]
 
 
-def _Clamp() -> Any:  # noqa: N802 (a layer, like the torch.nn ones beside it)
+def _Clamp() -> Any:
     from torch import nn
 
     class Clamp(nn.Module):
@@ -136,7 +137,7 @@ def _randomise_bn(bn: Any) -> Any:
     return bn
 
 
-def _Net(arch: Arch) -> Any:  # noqa: N802 (builds an nn.Module class instance)
+def _Net(arch: Arch) -> Any:
     import torch
     from torch import nn
 
@@ -175,7 +176,8 @@ def _Net(arch: Arch) -> Any:  # noqa: N802 (builds an nn.Module class instance)
                 h = nn.functional.pad(h, (1, 0, 0, 1), value=0.0)
             h = self.pool(h)
             if c["head"] == "global":
-                h = h.mean(dim=(2, 3), keepdim=True) if arch.seed % 2 else nn.functional.adaptive_avg_pool2d(h, 1)
+                mean = arch.seed % 2  # ReduceMean, else GlobalAveragePool
+                h = h.mean(dim=(2, 3), keepdim=True) if mean else nn.functional.adaptive_avg_pool2d(h, 1)
             return h
 
         def flatten(self, h: Any) -> Any:
@@ -193,6 +195,8 @@ def _Net(arch: Arch) -> Any:  # noqa: N802 (builds an nn.Module class instance)
         def dense(self, layer: Any, h: Any) -> Any:
             if c["dense"] == "matmul":
                 return h @ layer.weight.t() + layer.bias
+            if c["dense"] == "linear3d":  # MatMul + Add on (N, 1, F), as nn.Linear exports a 3-D input
+                return layer(h.unsqueeze(1)).squeeze(1)
             if c["dense"] == "addmm":
                 return torch.addmm(layer.bias, h, layer.weight.t(), beta=0.5, alpha=2.0)
             return layer(h)

@@ -69,11 +69,32 @@ def _gemm(r: _Reader, name: str, inputs: list, attrs: dict) -> int:
     return r.add(name, Dense(weight, bias), (x,))
 
 
+_MATMUL_MAX_WEIGHTS = 1 << 24
+"""The most weights of the block-diagonal Dense a MatMul over the last axis of a tensor of
+rank > 1 becomes (one block per leading position)."""
+
+
 def _matmul(r: _Reader, name: str, inputs: list, attrs: dict) -> int:
+    """``x @ W`` with a constant matrix ``W``: a Dense on a vector; on a tensor of shape
+    ``(..., K)`` (``nn.Linear`` on a 3-D input exports so) the same ``W`` at every leading
+    position, as one block-diagonal Dense between reshapes."""
     weight = _constant(inputs[1], "the second operand (the weights)")
     if weight.ndim != 2:
         raise ValueError(f"the weights have shape {weight.shape}; only a matrix is read")
-    return r.add(name, Dense(weight.T, np.zeros(weight.shape[1])), (_tensor(inputs[0]),))
+    x = _tensor(inputs[0])
+    shape = r.shape(x)
+    k, n = weight.shape
+    if len(shape) == 1:
+        return r.add(name, Dense(weight.T, np.zeros(n)), (x,))
+    if shape[-1] != k:
+        raise ValueError(f"the weights have shape {weight.shape}; the input's last axis is {shape[-1]}")
+    positions = math.prod(shape[:-1])
+    if positions * positions * k * n > _MATMUL_MAX_WEIGHTS:
+        raise ValueError(f"a MatMul over the last axis of a tensor of shape {shape} would be a Dense of "
+                         f"{positions * k} x {positions * n} weights; at most {_MATMUL_MAX_WEIGHTS} are read")
+    flat = r.add(f"{name}/flatten", Reshape(), (x,), (positions * k,))
+    dense = r.add(name, Dense(np.kron(np.eye(positions), weight.T), np.zeros(positions * n)), (flat,))
+    return r.add(f"{name}/reshape", Reshape(), (dense,), (*shape[:-1], n))
 
 
 def _arithmetic(op: str):
