@@ -9,6 +9,9 @@ at several opsets, to a ``torch.export`` ``.pt2`` file, or named by a factory.""
 
 from __future__ import annotations
 
+import copy
+import functools
+import hashlib
 import io
 import warnings
 from dataclasses import dataclass
@@ -17,10 +20,13 @@ from typing import Any
 
 import numpy as np
 
-__all__ = ["Arch", "build", "draw", "export_onnx", "export_pt2", "write_factory"]
+__all__ = ["FORMATS", "Arch", "build", "digits", "draw", "export_onnx", "export_pt2", "images", "real_inputs",
+           "specs", "torch64", "write_factory"]
 
 FAMILIES = ("mlp", "cnn", "cifar")
 SHAPES = {"mlp": (1, 28, 28), "cnn": (1, 28, 28), "cifar": (3, 32, 32)}
+FORMATS = ("onnx11", "onnx13", "onnx17", "pt2", "factory")
+"""ONNX at three opsets (TorchScript exporter), a torch.export .pt2 file, a factory."""
 
 
 @dataclass(frozen=True)
@@ -70,13 +76,63 @@ def draw(family: str, seed: int, **fixed: Any) -> Arch:
 
 
 def build(arch: Arch) -> Any:
-    """The module of ``arch``, in eval mode, with ``input_shape`` set."""
+    """The module of ``arch``, in eval mode, with ``input_shape`` set; trained for
+    ``choices["train"]`` Adam steps on MNIST training digits (untrained nets mostly keep
+    their prediction on an empty mask: nothing to explain)."""
     import torch
 
     torch.manual_seed(arch.seed)
-    module = _Net(arch).eval()
+    module = _Net(arch)
+    if arch.choices.get("train"):
+        module.load_state_dict(_trained(repr(arch)))
+    module = module.eval()
     module.input_shape = arch.input_shape
     return module
+
+
+@functools.lru_cache(maxsize=1)
+def digits() -> Any:
+    """The embedded MNIST digits (read once: the file takes seconds to parse)."""
+    from smug_opt.data import load_digits
+
+    return load_digits()
+
+
+@functools.lru_cache(maxsize=32)
+def _trained(key: str) -> dict[str, Any]:
+    """The weights of the net ``key`` (an Arch's repr) after its training steps."""
+    import torch
+
+    from smug_opt.threads import one_thread
+
+    arch = eval(key, {"Arch": Arch})  # our own repr of a dataclass of literals
+    torch.manual_seed(arch.seed)
+    module = _Net(arch)
+    steps = int(arch.choices["train"])
+    with one_thread():  # torch's thread pool on a loaded 2-core machine: many times slower
+        x = torch.from_numpy(images(arch, digits().x_train[:512, :, :, 0]).astype(np.float32))
+        y = torch.from_numpy(np.array(digits().y_train[:512]))
+        optimiser = torch.optim.Adam(module.parameters(), lr=0.01)
+        for step in range(steps):
+            batch = slice(64 * (step % 8), 64 * (step % 8 + 1))
+            out = module(x[batch])
+            log_p = out.clamp_min(1e-12).log() if arch.choices["softmax"] else out.log_softmax(-1)
+            loss = torch.nn.functional.nll_loss(log_p, y[batch])
+            optimiser.zero_grad()
+            loss.backward()
+            optimiser.step()
+    return {name: value.detach().clone() for name, value in module.state_dict().items()}
+
+
+def images(arch: Arch, digits: np.ndarray) -> np.ndarray:
+    """MNIST digits ``(n, 28, 28)`` in ``arch``'s input shape, float64 (CIFAR-shaped: the
+    digit padded to 32×32 in three channels of different contrast)."""
+    digits = np.asarray(digits, dtype=np.float64)
+    if arch.family == "cifar":
+        x = np.stack([np.pad(digits, ((0, 0), (2, 2), (2, 2))) * a for a in (1.0, 0.7, 0.4)], axis=1)
+    else:
+        x = digits[:, None]
+    return np.ascontiguousarray(x.transpose(0, 2, 3, 1) if arch.choices.get("nhwc") else x)
 
 
 def _activation(kind: str) -> Any:
@@ -143,6 +199,7 @@ def _Net(arch: Arch) -> Any:
 
     c = arch.choices
     channels_in = SHAPES[arch.family][0]
+    convolutional = arch.family != "mlp" and c.get("features", True)  # features=False: an MLP on images
 
     class Net(nn.Module):
         def __init__(self) -> None:
@@ -153,7 +210,7 @@ def _Net(arch: Arch) -> Any:
             self.register_buffer("std", torch.tensor(std).reshape(1, -1, 1, 1))
             self.act = _activation(c["act"])
             features = int(np.prod(SHAPES[arch.family]))
-            if arch.family != "mlp":
+            if convolutional:
                 k = c["channels"]
                 self.conv = _conv(c["conv"], channels_in, k)
                 self.bn = _randomise_bn(nn.BatchNorm2d(k)) if c["bn"] else nn.Identity()
@@ -206,7 +263,7 @@ def _Net(arch: Arch) -> Any:
                 x = x.permute(0, 3, 1, 2)
             if c["norm"] != "none":
                 x = (x - self.mean) / self.std
-            if arch.family != "mlp":
+            if convolutional:
                 x = self.features(x)
             h = self.act(self.dense(self.fc1, self.flatten(x)))
             scores = self.dense(self.fc2, h)
@@ -250,3 +307,34 @@ def write_factory(arch: Arch, folder: Path, name: str) -> str:
         "from generated_nets import Arch, build\n\n\n"
         f"def net():\n    return build(Arch({arch.family!r}, {arch.seed}, {arch.choices!r}))\n")
     return f"{name}:net"
+
+
+def real_inputs(arch: Arch, n: int = 8) -> np.ndarray:
+    """``n`` held-out MNIST digits in ``arch``'s input shape."""
+    return images(arch, digits().x_test[:n, :, :, 0])
+
+
+def torch64(module: Any, x: np.ndarray) -> np.ndarray:
+    """``module``'s outputs in float64 (a copy of it in double precision)."""
+    import torch
+
+    from smug_opt.threads import one_thread
+
+    with torch.no_grad(), one_thread():
+        return copy.deepcopy(module).double()(torch.from_numpy(x)).numpy()
+
+
+def specs(arch: Arch, module: Any, folder: Path, formats: tuple[str, ...] = FORMATS, *,
+          dynamic: bool = True) -> dict[str, str]:
+    """``--model`` values of ``module`` in each format (files and a factory in ``folder``)."""
+    out = {}
+    for fmt in formats:
+        if fmt.startswith("onnx"):
+            name = f"{arch.family}{arch.seed}_{fmt}{'d' if dynamic else 's'}.onnx"
+            out[fmt] = str(export_onnx(module, arch, folder / name, opset=int(fmt[4:]), dynamic=dynamic))
+        elif fmt == "pt2":
+            out[fmt] = str(export_pt2(module, arch, folder / f"{arch.family}{arch.seed}.pt2"))
+        else:
+            key = hashlib.sha256(repr(arch).encode()).hexdigest()[:12]  # one module name per net
+            out[fmt] = write_factory(arch, folder, f"factory_{arch.family}{arch.seed}_{key}")
+    return out

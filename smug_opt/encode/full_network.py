@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 import numpy as np
@@ -285,6 +285,8 @@ def _subject(model: Any, x: np.ndarray, cell: int, shape: tuple[int, int] | None
         if preprocess is not None:
             raise ValueError("preprocess applies to a FlatNetwork; a Network carries its own")
         pre, flat = lower(model)
+        if shape is None and len(flat.input_shape) == 1 and len(model.input_shape) == 3:
+            return _image_mlp_subject(model, pre, flat, x, cell, name)
         return _flat_subject(flat, x, cell, shape, name or model.name, pre)
     from smug_opt.models.mlp import as_mlp
 
@@ -328,6 +330,20 @@ def _flat_subject(net: FlatNetwork, x: np.ndarray, cell: int, shape: tuple[int, 
     pixel_cell = regular_grid((int(height), int(width)), cell).cell_of
     return _Subject(net, xa, np.tile(pixel_cell, channels), (int(height), int(width)),
                     name or "network", flat_digest(net), [layer.size for layer in net.layers])
+
+
+def _image_mlp_subject(model: Network, pre: Preprocess, flat: FlatNetwork, x: np.ndarray, cell: int,
+                       name: str | None) -> _Subject:
+    """A network whose first affine layer is a Dense on an image input (an MLP on
+    ``(C, H, W)`` or ``(H, W, C)``): its cells are the image's, each affine input in the cell
+    of the pixel it comes from in the model's own layout (channels sharing a cell)."""
+    last = model.source_layout == "channels_last"
+    shape = model.input_shape
+    spatial, channels = (shape[:2], shape[2]) if last else (shape[1:], shape[0])
+    pixel = regular_grid(spatial, cell, channels if last else 1).cell_of
+    model_cells = pixel if last else np.tile(pixel, channels)
+    subject = _flat_subject(flat, x, 1, None, name or model.name, pre)
+    return replace(subject, cell_of=model_cells[pre.index], grid=(int(spatial[0]), int(spatial[1])))
 
 
 def _predicted(scores: np.ndarray) -> int:

@@ -6,12 +6,11 @@ onnxruntime on real digits. A handful of nets by default; ``-m slow`` draws many
 
 from __future__ import annotations
 
-import copy
 import itertools
 
 import numpy as np
 import pytest
-from generated_nets import FAMILIES, Arch, build, draw, export_onnx, export_pt2, write_factory
+from generated_nets import FAMILIES, FORMATS, Arch, build, draw, export_onnx, real_inputs, specs, torch64
 
 torch = pytest.importorskip("torch")
 pytest.importorskip("onnx")
@@ -19,8 +18,6 @@ ort = pytest.importorskip("onnxruntime")
 
 from smug_opt.network.load import load_model  # noqa: E402
 from smug_opt.network.lower import lower  # noqa: E402
-
-FORMATS = ("onnx11", "onnx13", "onnx17", "pt2", "factory")
 
 FAST = [  # (a net, the formats the fast run reads it in: torch.export takes 5-10 s, -m slow)
     draw("cnn", 0, nhwc=True, norm="channel", conv="asym", bn=True, depthwise=True, residual=True, pad=True,
@@ -34,38 +31,6 @@ FAST_FORMATS = (ONNX_AND_FACTORY, ("onnx11", "onnx17", "factory"), ONNX_AND_FACT
 ATOL = 1e-7
 """The graph's float64 scores against torch's: ONNX holds float attributes (LeakyRelu's alpha,
 Clip's bounds in opset 11) in float32, while ``module.double()`` computes with Python's 0.1."""
-
-
-def real_inputs(arch: Arch, n: int = 8) -> np.ndarray:
-    """``n`` held-out MNIST digits in ``arch``'s input shape (CIFAR-shaped: the digit
-    padded to 32×32 in three channels of different contrast)."""
-    from smug_opt.data import load_digits
-
-    digits = load_digits().x_test[:n, :, :, 0].astype(np.float64)
-    if arch.family == "cifar":
-        x = np.stack([np.pad(digits, ((0, 0), (2, 2), (2, 2))) * a for a in (1.0, 0.7, 0.4)], axis=1)
-    else:
-        x = digits[:, None]
-    return np.ascontiguousarray(x.transpose(0, 2, 3, 1) if arch.choices.get("nhwc") else x)
-
-
-def torch64(module, x: np.ndarray) -> np.ndarray:
-    with torch.no_grad():
-        return copy.deepcopy(module).double()(torch.from_numpy(x)).numpy()
-
-
-def specs(arch: Arch, module, folder, formats=FORMATS, *, dynamic: bool = True) -> dict[str, str]:
-    """``--model`` values of ``module`` in each format (files and a factory in ``folder``)."""
-    out = {}
-    for fmt in formats:
-        if fmt.startswith("onnx"):
-            name = f"{arch.family}{arch.seed}_{fmt}{'d' if dynamic else 's'}.onnx"
-            out[fmt] = str(export_onnx(module, arch, folder / name, opset=int(fmt[4:]), dynamic=dynamic))
-        elif fmt == "pt2":
-            out[fmt] = str(export_pt2(module, arch, folder / f"{arch.family}{arch.seed}.pt2"))
-        else:
-            out[fmt] = write_factory(arch, folder, f"factory_{arch.family}{arch.seed}")
-    return out
 
 
 def scores(network, x: np.ndarray) -> np.ndarray:
