@@ -24,7 +24,7 @@ from typing import NamedTuple
 import numpy as np
 import scipy.sparse as sp
 
-from smug_opt.bounds.lp import box_bound, dual_parts_by_block, lp_solver, row_range, sense_range
+from smug_opt.bounds.lp import box_bound, dual_parts_by_block, lp_solver, sense_range
 from smug_opt.deadline import Deadline
 from smug_opt.errors import ParameterError
 from smug_opt.exact import dot_error_bound, float_down
@@ -35,14 +35,14 @@ __all__ = ["safe_lp_bound", "strengthened_safe_lp_bound"]
 
 
 class _Block(NamedTuple):
-    """One problem's LP relaxation as arrays: its matrix in CSR form, row limits, objective
-    and column box."""
+    """One problem's LP relaxation as arrays: its matrix in CSR form, rows' senses and
+    right-hand sides, objective and column box."""
 
     indptr: np.ndarray
     indices: np.ndarray
     data: np.ndarray
-    row_lo: np.ndarray
-    row_hi: np.ndarray
+    senses: np.ndarray
+    rhs: np.ndarray
     c: np.ndarray
     lb: np.ndarray
     ub: np.ndarray
@@ -50,14 +50,14 @@ class _Block(NamedTuple):
     @classmethod
     def of_problem(cls, problem: Problem) -> _Block:
         A = problem.A
-        return cls(A.indptr, A.indices, A.data, *row_range(problem), problem.objective,
+        return cls(A.indptr, A.indices, A.data, problem.senses, problem.rhs, problem.objective,
                    problem.lb, problem.ub)
 
     @classmethod
     def of_part(cls, part: PartMatrix) -> _Block:
         n = part.num_vars
-        return cls(part.indptr, part.indices, part.data, *sense_range(part.senses, part.rhs),
-                   part.objective, np.zeros(n), np.ones(n))
+        return cls(part.indptr, part.indices, part.data, part.senses, part.rhs, part.objective,
+                   np.zeros(n), np.ones(n))
 
 
 def safe_lp_bound(problem: Problem, *, seconds: float, backend: str | None = None) -> float | None:
@@ -79,8 +79,8 @@ def _safe_lp_bounds(blocks: Sequence[_Block], seconds: float, backend: str | Non
     ``y`` gives a bound that holds exactly (:func:`~smug_opt.bounds.lp.safe_min` with ``c``),
     evaluated for every block in one pass (:func:`~smug_opt.bounds.lp.dual_parts_by_block`:
     each bound is what :func:`~smug_opt.bounds.lp.safe_min` gives on its block alone)."""
-    row_lo = np.concatenate([b.row_lo for b in blocks])
-    row_hi = np.concatenate([b.row_hi for b in blocks])
+    row_lo, row_hi = sense_range(np.concatenate([b.senses for b in blocks]),
+                                 np.concatenate([b.rhs for b in blocks]))
     c = np.concatenate([b.c for b in blocks])
     lb = np.concatenate([b.lb for b in blocks])
     ub = np.concatenate([b.ub for b in blocks])
@@ -97,7 +97,7 @@ def _safe_lp_bounds(blocks: Sequence[_Block], seconds: float, backend: str | Non
     if y is None:
         return None
     At = A.T.tocsr()
-    row_starts = np.cumsum([0] + [b.row_lo.size for b in blocks])
+    row_starts = np.cumsum([0] + [b.rhs.size for b in blocks])
     col_starts = np.cumsum([0] + [b.c.size for b in blocks])
     parts = dual_parts_by_block(c, At, abs(At).tocsr(), row_lo, row_hi, y[:m], row_starts, col_starts)
     return [float(box_bound(part, lb[col_starts[k]:col_starts[k + 1]], ub[col_starts[k]:col_starts[k + 1]]))
@@ -115,7 +115,7 @@ def _block_diagonal(blocks: Sequence[_Block], n: int) -> sp.csr_matrix:
         nnz, col = nnz + b.data.size, col + b.c.size
     data = np.concatenate([b.data for b in blocks])
     return sp.csr_matrix((data, np.concatenate(indices), np.concatenate(indptr)),
-                         shape=(sum(b.row_lo.size for b in blocks), n))
+                         shape=(sum(b.rhs.size for b in blocks), n))
 
 
 def _with_objective_row(A: sp.csr_matrix, c: np.ndarray) -> sp.csr_matrix:

@@ -162,8 +162,8 @@ def row_range(problem: Problem) -> tuple[np.ndarray, np.ndarray]:
 
 def sense_range(senses: np.ndarray, rhs: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """:func:`row_range` of rows given by their ``senses`` and right-hand sides ``rhs``."""
-    at_least = np.isin(senses, (Sense.GE, Sense.GT, Sense.EQ))
-    at_most = np.isin(senses, (Sense.LE, Sense.LT, Sense.EQ))
+    at_least = (senses == Sense.GE) | (senses == Sense.GT) | (senses == Sense.EQ)  # not np.isin: it sorts
+    at_most = (senses == Sense.LE) | (senses == Sense.LT) | (senses == Sense.EQ)
     return np.where(at_least, rhs, -np.inf), np.where(at_most, rhs, np.inf)
 
 

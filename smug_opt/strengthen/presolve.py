@@ -175,7 +175,7 @@ class _Work:
         size = group.cells.size
         bits = pattern_bits(size)
         state = self.fixed[group.cells]
-        if np.all(state == -1):
+        if (state == -1).all():  # array methods: np.all's wrapper costs more on small arrays
             return bits, np.ones(bits.shape[0], dtype=bool)
         weight = 1 << np.arange(size)  # pattern p sets position k to bit k of p
         mask, on = int(weight[state != -1].sum()), int(weight[state == 1].sum())
@@ -201,8 +201,8 @@ class _Work:
                     self.infeasible = f"no 0/1 pattern satisfies row {group.rows[0]}'s support"
                     return False
                 if self.pieces.fixings:
-                    changed |= self._fix(group.cells[np.all(live == 1, axis=0)], 1)
-                    changed |= self._fix(group.cells[np.all(live == 0, axis=0)], 0)
+                    changed |= self._fix(group.cells[(live == 1).all(axis=0)], 1)
+                    changed |= self._fix(group.cells[(live == 0).all(axis=0)], 0)
             for w, i in enumerate(self.wide.tolist()):
                 cols, coefs = self.rows.row(i)
                 if seen_wide[w] >= 0 and self.stamp[cols].max() < seen_wide[w]:
@@ -307,7 +307,7 @@ class _Work:
             others = [k for k in kept if k != r]
             rest = (np.logical_and.reduce(group.row_tables[others], axis=0) if others
                     else np.ones(bits.shape[0], dtype=bool)) & consistent
-            if not np.any(rest & ~group.row_tables[r]):
+            if not (rest & ~group.row_tables[r]).any():
                 kept.remove(r)
                 self._remove([group.rows[r]])
         return kept
