@@ -157,6 +157,16 @@ def large(rng: np.random.Generator) -> Planted:
             return p
 
 
+def linear(rng: np.random.Generator) -> Planted:
+    """>= 100 binaries, no ReLU: 14-22 blocks of rows over binaries, 4-10 coupling rows
+    (certification's safe branch-and-bound and its cuts computed ahead take these)."""
+    names = ("near-tie", "decimal", "homogeneous", "empty-duplicate", "real-objective", "near-tie")
+    while True:
+        p = planted(rng, int(rng.integers(14, 23)), int(rng.integers(4, 11)), names)
+        if int(p.problem.binary.sum()) >= 100:
+            return p
+
+
 def relu_net(rng: np.random.Generator) -> Planted:
     """ReLU blocks only (tiny networks, the stress-case encoding): 20-60 masks."""
     return planted(rng, int(rng.integers(6, 14)), int(rng.integers(0, 3)), ("relu",))
@@ -213,4 +223,5 @@ def first_layer(rng: np.random.Generator) -> Planted:
 
 LARGE_FAMILIES: dict[str, Callable[[np.random.Generator], Planted]] = {
     "planted-20-40": medium, "planted-100+": large, "first-layer": first_layer, "relu-blocks": relu_net,
+    "linear-100+": linear,
 }
