@@ -2,12 +2,16 @@
 
 Only an oracle: its duals and Farkas rays are floats, turned into exact derivations by
 :mod:`smug_opt.certificate.search`, so a wrong or inaccurate answer costs a weaker bound
-(or a failed certificate), never a wrong one.
+(or a failed certificate), never a wrong one. Each row is handed to HiGHS scaled by a power
+of two (its largest coefficient in [0.5, 1)): rows of 1e-12 coefficients are below HiGHS's
+smallest matrix value, which it drops, turning a feasible node infeasible. The duals are
+scaled back (exactly: powers of two), so they are the original rows' multipliers.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from dataclasses import replace
 from typing import Any
 
 import numpy as np
@@ -31,8 +35,12 @@ class NodeLp:
         row_ids = np.repeat(np.arange(len(rows)), [len(r.cols) for r in rows])
         cols = np.array([j for r in rows for j in r.cols], dtype=np.int64)
         vals = np.array([float(a) for r in rows for a in r.coefs], dtype=np.float64)
-        A = sp.csc_matrix((vals, (row_ids, cols)), shape=(len(rows), n))
-        rhs = np.array([float(r.rhs) for r in rows])
+        largest = np.zeros(len(rows))
+        np.maximum.at(largest, row_ids, np.abs(vals))
+        self._scale = np.ldexp(1.0, -np.frexp(np.where(largest > 0, largest, 1.0))[1])  # rows × scale
+        A = sp.csc_matrix((vals * self._scale[row_ids], (row_ids, cols)), shape=(len(rows), n))
+        with np.errstate(over="ignore"):  # a huge rhs over tiny coefficients: ±inf, a relaxation
+            rhs = np.array([float(r.rhs) for r in rows]) * self._scale
         senses = np.array([r.sense for r in rows])
         lp = highspy.HighsLp()
         lp.num_col_, lp.num_row_ = n, len(rows)
@@ -105,11 +113,13 @@ class NodeLp:
         h.run()
         if h.getModelStatus() != self._highspy.HighsModelStatus.kOptimal:
             return None
-        return np.asarray(h.getSolution().row_dual, dtype=np.float64)
+        return np.asarray(h.getSolution().row_dual, dtype=np.float64) * self._scale
 
     def solve(self, fixed: Mapping[int, int], seconds: float) -> LpAnswer:
         """The relaxation with ``x[j] = fixed[j]`` for the fixed binaries."""
         h = self._h
         self._fix(h, fixed, seconds)
         h.run()
-        return read_answer(h)
+        answer = read_answer(h)
+        return replace(answer, duals=None if answer.duals is None else answer.duals * self._scale,
+                       ray=None if answer.ray is None else answer.ray * self._scale)

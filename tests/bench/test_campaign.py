@@ -102,11 +102,26 @@ def test_a_leaf_whose_fixed_objective_is_the_optimum_is_closed(tmp_path: Path) -
     where HiGHS's float duals prove a bound a hair under the (real-valued) optimum, and gave
     up saying the claim did not hold for the stated MILP. The fixed objective itself, leaning
     on the fixings alone, proves it exactly; the checker accepts the certificate."""
+    _certified_and_checked("planted-100+", 1, tmp_path)
+
+
+@pytest.mark.slow
+def test_rows_of_tiny_coefficients_reach_the_node_lp_whole(tmp_path: Path) -> None:
+    """Campaign finding (linear-100+ instance 4, OPTIMAL exact and right; coupling rows of
+    1e-12 coefficients): HiGHS dropped the coefficients under its smallest matrix value and
+    called a feasible node infeasible (22 binaries fixed; z3 finds a point there, objective
+    -15182.0 above the optimum -15187.9); neither its Farkas ray nor the elastic LP proved
+    it, and the writer gave up. The node LP's rows are scaled by powers of two."""
+    _certified_and_checked("linear-100+", 4, tmp_path)
+
+
+def _certified_and_checked(family: str, seed: int, tmp_path: Path) -> None:
+    """The planted optimum's certificate is written and the checker accepts it."""
     from smug_opt import save_problem
     from smug_opt.certificate import write_certificate
     from smug_opt.check_certificate import check_certificate
 
-    p = LARGE_FAMILIES["planted-100+"](np.random.default_rng(1))
+    p = LARGE_FAMILIES[family](np.random.default_rng(seed))
     assert p.x is not None and p.optimum is not None and p.optimum.denominator > 1
     smug, vipr = tmp_path / "p.smug", tmp_path / "p.vipr"
     save_problem(p.problem, smug)
