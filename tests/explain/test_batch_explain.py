@@ -134,6 +134,9 @@ def test_dask_local_cluster_matches_and_loads_the_model_once_per_worker(digits, 
     _assert_same_results(_reopen(tmp_path / "dask"), reference)
 
 
+# a real SIGKILL of the CLI and its resume (100-125 s at load 12); the default run keeps the
+# resume's parts: test_run_folder_drops_a_half_written_record_and_an_orphan_part
+@pytest.mark.slow
 def test_killed_run_resumes_with_no_input_lost_or_duplicated(digits, reference, tmp_path):
     out = tmp_path / "killed"
     cmd = [sys.executable, "-m", "smug_opt", "explain", "--input", str(digits), "--out", str(out),
