@@ -64,7 +64,7 @@ def explain_images(label: str, spec: str, todo: list, args: argparse.Namespace, 
         cpu = time.process_time()
         result = explain_robust(network, x, eps=args.eps, minimum=not args.no_minimum,
                                 time_limit=args.time_limit, query_time=args.query_time, lean=not args.no_lean,
-                                query_work=args.query_work)
+                                query_work=args.query_work, alpha_steps=args.alpha_steps)
         stem = f"{label.split()[0]}-{name}"
         result.overlay(x.reshape(28, 28), args.out / f"{stem}-fixed.png")
         if result.subset.counterexamples:
@@ -73,6 +73,7 @@ def explain_images(label: str, spec: str, todo: list, args: argparse.Namespace, 
                   "lean": not args.no_lean, "reuse": not args.no_reuse,
                   "bound_order": not args.no_bound_order, "proof_reuse": not args.no_proof_reuse,
                   "chunk_query_time": args.chunk_query_time, "bound_reuse": not args.no_bound_reuse,
+                  "alpha_steps": args.alpha_steps,
                   "query_work": None if args.query_work is None else vars(args.query_work),
                   "cpu_seconds": round(time.process_time() - cpu, 2),
                   **result.record()}
@@ -168,6 +169,8 @@ def main() -> int:
                         "network's ReLUs) and MILP nodes instead of --query-time (the sets then do not "
                         "depend on the load); 'default': the command line's default")
     p.add_argument("--eps", type=float, default=0.05)
+    p.add_argument("--alpha-steps", type=int, default=None,
+                   help="α-CROWN steps where CROWN leaves a disjunct open (default: 20 with max pooling)")
     p.add_argument("--nets", default=",".join(MODELS), help="comma-separated subset of the networks")
     p.add_argument("--no-minimum", action="store_true", help="the subset-minimal traversal only")
     p.add_argument("--no-lean", action="store_true",

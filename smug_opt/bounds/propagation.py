@@ -29,7 +29,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 import scipy.sparse as sp
@@ -76,9 +76,12 @@ class FlatBounds:
         return {k: int(is_unstable(layer, *self.pre_activation(k)).sum())
                 for k, layer in enumerate(self.network.layers) if layer.kind in _ELEMENTWISE}
 
-    def linear(self, rows: np.ndarray, offset: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
+    def linear(self, rows: np.ndarray, offset: np.ndarray | None = None,
+               slopes: dict[int, np.ndarray] | None = None) -> tuple[np.ndarray, np.ndarray]:
         """Rigorous bounds on ``rows @ y_last + offset`` over the domain, by back-substitution
-        (whatever ``method`` found the intervals)."""
+        (whatever ``method`` found the intervals); ``slopes``: per ReLU layer, the lower slopes
+        ``(2·rows, n)`` in ``[0, 1]`` to use (the lower bounds' rows, then the upper ones'; see
+        :mod:`~smug_opt.bounds.alpha_flat`), CROWN's elsewhere."""
         rows = np.atleast_2d(np.asarray(rows, dtype=np.float64))
         last = len(self.network.layers) - 1
         if rows.shape[1] != self.network.layers[last].size:
@@ -87,6 +90,7 @@ class FlatBounds:
         offset = np.zeros(rows.shape[0]) if offset is None else np.asarray(offset, dtype=np.float64)
         walk = _BackSubstitution(self.network, self.domain, list(self.lo), list(self.hi),
                                  _Matrices(self.domain.support))
+        walk.slopes = slopes or {}
         lower = walk.lower(last, np.vstack([rows, -rows]), np.zeros(2 * rows.shape[0]), start_at=last)
         r = rows.shape[0]
         with np.errstate(invalid="ignore", over="ignore"):
@@ -267,6 +271,7 @@ class _BackSubstitution:
         self.width_below = np.maximum.accumulate(sizes)
         self.support = domain.support
         self.matrices = matrices
+        self.slopes: dict[int, np.ndarray] = {}  # per ReLU layer, α lower slopes per row (dense rows)
 
     def _magnitude(self, j: int) -> np.ndarray:
         m = np.maximum(np.abs(self.lo[j]), np.abs(self.hi[j]))
@@ -345,6 +350,11 @@ class _BackSubstitution:
                     t, e = self._maxpool(layer, L, push)
                 else:
                     rel = elementwise(layer, self.lo[src], self.hi[src])
+                    if k in self.slopes and layer.kind == "relu":  # α in [0, 1] where unstable
+                        alpha = np.clip(self.slopes[k], 0.0, 1.0)
+                        a_lo = np.where(is_unstable(layer, self.lo[src], self.hi[src]), alpha, rel.a_lo)
+                        rel = replace(rel, a_lo=a_lo, a_hi=np.broadcast_to(rel.a_hi, a_lo.shape))
+                        L = _dense(L)
                     if sp.issparse(L):  # scipy.sparse is untyped: issparse does not narrow L
                         pos, neg = L.maximum(0), L.minimum(0)  # type: ignore[union-attr,attr-defined,unused-ignore]
                         push(src, sp.csr_matrix(pos.multiply(rel.a_lo) + neg.multiply(rel.a_hi)))
@@ -353,6 +363,7 @@ class _BackSubstitution:
                         push(src, pos * rel.a_lo + neg * rel.a_hi)
                     t = pos @ rel.b_lo + neg @ rel.b_hi
                     a = np.maximum(np.abs(rel.a_lo), np.abs(rel.a_hi))
+                    a = a.max(axis=0) if a.ndim == 2 else a  # per-row α: the largest of any row
                     b = np.maximum(np.abs(rel.b_lo), np.abs(rel.b_hi))
                     e = slack(2 * layer.size + 2, abs(L) @ (a * self._magnitude(src) + b))
                 const = const + t

@@ -24,6 +24,7 @@ from typing import Any
 import numpy as np
 
 from smug_opt.backend_choice import DEFAULT_BACKEND, BackendChoice
+from smug_opt.bounds.alpha_flat import default_steps
 from smug_opt.network.flat import FlatNetwork, Preprocess
 from smug_opt.query_work import Work
 from smug_opt.robustness.attack import flat_gradient
@@ -42,6 +43,13 @@ SMALLEST_BOUND_POOL = 8
 """Pools this small that bounds do not free go to the full queries undivided (near the
 end almost every single value fails the bounds: halving down to each cost 2 bound
 computations a value for nothing)."""
+
+SINGLE_MISSES = 8
+"""With α-CROWN on (``alpha_steps``), the values the bound rounds leave are tried one at a time
+by bounds alone, cheapest first, until this many in a row fail: on the VeriVital CNN at
+ε = 0.05 α-CROWN frees nearly every value that CROWN leaves at the end of the rounds
+(benchmarks/robust/README.md), which the full queries (branch and bound, MILP) over the
+near-whole box do not decide."""
 
 CHUNK_QUERY_TIME = 3.0
 """Seconds at most for a full query freeing several values: one that runs out is split in
@@ -106,7 +114,8 @@ def robust_explanation(net: FlatNetwork, preprocess: Preprocess, x: np.ndarray, 
                        time_limit: float | None = None, solve_options: Mapping[str, Any] | None = None,
                        lean: bool = True, reuse_counterexamples: bool = True,
                        order_by_bounds: bool = True, reuse_proofs: bool = True,
-                       query_work: Work | None = None, reuse_bounds: bool = True) -> RobustExplanation:
+                       query_work: Work | None = None, reuse_bounds: bool = True,
+                       alpha_steps: int | None = None) -> RobustExplanation:
     """The explanation of ``net``'s label on ``x`` (model input units, flat) at ``eps``.
 
     Three passes, cheapest first: (1) in order of increasing sensitivity, chunks of
@@ -136,9 +145,13 @@ def robust_explanation(net: FlatNetwork, preprocess: Preprocess, x: np.ndarray, 
     the machine's load, unless ``time_limit`` ends the traversal first. With ``reuse_bounds``,
     each query's CROWN intervals start from an earlier query's
     (:class:`~smug_opt.robustness.bounds_memo.BoundsMemo`): only the neurons the values
-    where their boxes differ reach are computed again."""
+    where their boxes differ reach are computed again. ``alpha_steps``: the bound rounds' and
+    the queries' α-CROWN steps where CROWN leaves a disjunct open
+    (:attr:`RobustnessQuery.alpha_steps`; 0: CROWN only; None:
+    :func:`~smug_opt.bounds.alpha_flat.default_steps`)."""
     start = time.monotonic()
     deadline = None if time_limit is None else start + time_limit
+    alpha_steps = default_steps(net) if alpha_steps is None else alpha_steps
     x = np.asarray(x, dtype=np.float64).reshape(-1)
     if not eps > 0:
         raise ValueError(f"eps must be positive, got {eps!r}")
@@ -163,7 +176,7 @@ def robust_explanation(net: FlatNetwork, preprocess: Preprocess, x: np.ndarray, 
         freed = free.copy()
         freed[extra] = True
         return RobustnessQuery(net, preprocess, np.where(freed, low, x), np.where(freed, high, x), region,
-                               memo=memo)
+                               memo=memo, alpha_steps=alpha_steps)
 
     def bounds_free(pool: np.ndarray, left: list[int]) -> None:
         nonlocal queries
@@ -182,6 +195,22 @@ def robust_explanation(net: FlatNetwork, preprocess: Preprocess, x: np.ndarray, 
         else:
             bounds_free(kept[: kept.size // 2], left)
             bounds_free(kept[kept.size // 2:], left)
+
+    def free_singly(values: np.ndarray) -> np.ndarray:
+        nonlocal queries
+        kept: list[int] = []
+        misses = 0
+        for i, v in enumerate(values.tolist()):
+            if out_of_time() or misses >= SINGLE_MISSES:
+                return np.concatenate([np.array(kept, dtype=int), values[i:]])
+            queries += 1
+            if query_for(np.array([v])).refuted().all():
+                free[v], misses = True, 0
+                proofs.add("exact")
+            else:
+                kept.append(v)
+                misses += 1
+        return np.array(kept, dtype=int)
 
     def robust_with(extra: np.ndarray) -> tuple[str, np.ndarray | None]:
         nonlocal queries
@@ -254,6 +283,8 @@ def robust_explanation(net: FlatNetwork, preprocess: Preprocess, x: np.ndarray, 
     rest = np.array(left, dtype=int)
     if order_by_bounds and rest.size > 1 and not out_of_time():
         rest = by_bound_cost(query_for, x, rest)
+    if alpha_steps and rest.size:
+        rest = free_singly(rest)
     for s in range(0, rest.size, batch):
         try_free(rest[s:s + batch])
     return RobustExplanation(fixed=~free, label=label, eps=float(eps),

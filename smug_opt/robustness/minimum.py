@@ -24,6 +24,7 @@ from typing import Any
 import numpy as np
 
 from smug_opt.backend_choice import DEFAULT_BACKEND, BackendChoice
+from smug_opt.bounds.alpha_flat import default_steps
 from smug_opt.network.flat import FlatNetwork, Preprocess
 from smug_opt.query_work import Work
 from smug_opt.robustness.attack import attack, flat_gradient
@@ -198,7 +199,8 @@ def minimum_explanation(net: FlatNetwork, preprocess: Preprocess, x: np.ndarray,
     def query(fixed: np.ndarray) -> Any:
         nonlocal queries
         queries += 1
-        q = RobustnessQuery(net, preprocess, np.where(fixed, x, low), np.where(fixed, x, high), region)
+        q = RobustnessQuery(net, preprocess, np.where(fixed, x, low), np.where(fixed, x, high), region,
+                            alpha_steps=default_steps(net))
         left = max(deadline - time.monotonic(), 0.1)
         return decide(q, time_limit=left if query_work is not None else min(query_time, left),
                       backend=backend, solve_options=solve_options, leaves=leaves, work=query_work)

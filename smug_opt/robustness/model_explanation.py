@@ -118,7 +118,7 @@ def explain_robust(model: Any, x: np.ndarray, *, eps: float, minimum: bool = Fal
                    target: int | None = None, input_shape: tuple[int, ...] | None = None,
                    input_layout: str | None = None, input_range: tuple[float, float] | None = None,
                    solve_options: Mapping[str, Any] | None = None, lean: bool = True,
-                   query_work: Work | None = None) -> RobustResult:
+                   query_work: Work | None = None, alpha_steps: int | None = None) -> RobustResult:
     """A verified explanation of ``model``'s prediction on ``x`` at ``eps`` (see
     :mod:`smug_opt.robustness.explanation`; with ``minimum``, also
     :mod:`smug_opt.robustness.minimum`, which gets the half of ``time_limit`` the
@@ -131,7 +131,8 @@ def explain_robust(model: Any, x: np.ndarray, *, eps: float, minimum: bool = Fal
     queries run :func:`~smug_opt.robustness.decide.decide`'s lean chain; ``query_work``: the
     queries (the traversal's and the minimum search's) end at this work instead of ``query_time``
     (:class:`~smug_opt.query_work.Work`: the set does not depend on the load, unless the
-    time limit ends the traversal first)."""
+    time limit ends the traversal first); ``alpha_steps``: the traversal's α-CROWN steps
+    (:func:`~smug_opt.robustness.explanation.robust_explanation`)."""
     from smug_opt.models.base import top_tie
     from smug_opt.models.network_stem import read_network_stem
     from smug_opt.network.lower import lower
@@ -163,7 +164,8 @@ def explain_robust(model: Any, x: np.ndarray, *, eps: float, minimum: bool = Fal
     subset = robust_explanation(flat, preprocess, flat_x, eps=float(eps), valid_range=valid_range,
                                 label=label, query_time=query_time, backend=backend,
                                 time_limit=time_limit / 2 if minimum else time_limit,
-                                solve_options=options, lean=lean, query_work=query_work)
+                                solve_options=options, lean=lean, query_work=query_work,
+                                alpha_steps=alpha_steps)
     best = None
     if minimum:
         best = minimum_explanation(flat, preprocess, flat_x, subset, valid_range=valid_range,

@@ -22,6 +22,7 @@ import numpy as np
 import scipy.sparse as sp
 
 from smug_opt.bounds.alpha_crown import tighten
+from smug_opt.bounds.alpha_flat import alpha_lower, supports
 from smug_opt.bounds.domain import Box
 from smug_opt.bounds.pool_relus import pools_as_relus
 from smug_opt.bounds.propagation import FlatBounds, propagate
@@ -72,6 +73,10 @@ class RobustnessQuery:
     closure: tuple[np.ndarray, np.ndarray] | None = None
     """The box's closure over the reals (None: ``lo``..``hi``; wider where a VNN-LIB bound is
     strict): bounds and problems cover it, counterexamples stay in ``lo``..``hi``."""
+    alpha_steps: int = 0
+    """With steps, :meth:`refuted` tries α-CROWN (:func:`~smug_opt.bounds.alpha_flat.alpha_lower`)
+    on the disjuncts CROWN leaves open, on the networks it takes (chains of linear layers, ReLUs
+    and max pooling)."""
 
     def __post_init__(self) -> None:
         lo = np.asarray(self.lo, dtype=np.float64).reshape(-1)
@@ -182,11 +187,23 @@ class RobustnessQuery:
         """Per disjunct, whether the bounds alone prove that no input reaches it (every
         disjunct's rows bounded in one back-substitution)."""
         rows = np.vstack([d.matrix for d in self.disjuncts])
-        low, _ = self.bounds.linear(rows, -np.concatenate([d.rhs for d in self.disjuncts]))
+        rhs = np.concatenate([d.rhs for d in self.disjuncts])
+        low, _ = self.bounds.linear(rows, -rhs)
         strict = np.concatenate([d.strict for d in self.disjuncts])
-        row_refuted = np.where(strict, low >= 0, low > 0)
-        ends = np.cumsum([d.matrix.shape[0] for d in self.disjuncts])
-        return np.array([bool(np.any(part)) for part in np.split(row_refuted, ends[:-1])])
+        ends = np.cumsum([d.matrix.shape[0] for d in self.disjuncts])[:-1]
+        owner = np.repeat(np.arange(len(self.disjuncts)), [d.matrix.shape[0] for d in self.disjuncts])
+
+        def refuted_by(low: np.ndarray) -> np.ndarray:
+            row_refuted = np.where(strict, low >= 0, low > 0)
+            return np.array([bool(np.any(part)) for part in np.split(row_refuted, ends)])
+
+        found = refuted_by(low)
+        if self.alpha_steps and not found.all() and supports(self.bounds):
+            open_rows = ~found[owner]
+            low[open_rows] = alpha_lower(self.bounds, rows[open_rows], -rhs[open_rows],
+                                         steps=self.alpha_steps, stop_above=np.zeros(int(open_rows.sum())))
+            found = refuted_by(low)
+        return found
 
     def encoding_bounds(self) -> FlatBounds:
         """The intervals the problems' encoding declares: :attr:`bounds`, on a fully connected
