@@ -46,12 +46,13 @@ class _Block(NamedTuple):
     c: np.ndarray
     lb: np.ndarray
     ub: np.ndarray
+    matrix: sp.csr_matrix | None = None  # the arrays' matrix where one is at hand
 
     @classmethod
     def of_problem(cls, problem: Problem) -> _Block:
         A = problem.A
         return cls(A.indptr, A.indices, A.data, problem.senses, problem.rhs, problem.objective,
-                   problem.lb, problem.ub)
+                   problem.lb, problem.ub, A)
 
     @classmethod
     def of_part(cls, part: PartMatrix) -> _Block:
@@ -106,7 +107,9 @@ def _safe_lp_bounds(blocks: Sequence[_Block], seconds: float, backend: str | Non
 
 def _block_diagonal(blocks: Sequence[_Block], n: int) -> sp.csr_matrix:
     """The blocks' matrices block-diagonally, cut out of their CSR arrays directly (scipy's
-    ``block_diag`` costs more than the LP on small problems)."""
+    ``block_diag`` costs more than the LP on small problems); a single block's own matrix."""
+    if len(blocks) == 1 and blocks[0].matrix is not None:
+        return blocks[0].matrix
     indptr, indices = [np.zeros(1, dtype=np.int64)], []
     nnz = col = 0
     for b in blocks:
