@@ -78,9 +78,15 @@ def stress_optimum(spec: str, x: np.ndarray, cell: int) -> float:
 
 
 def check_stress(arch: Arch, folder, formats, digits: int, cell: int) -> None:
+    """The stress optimum on ``digits`` held-out digits (those the module predicts with no
+    tie at the top: a ReLU on the logits may zero them all) equals the brute force."""
     module = build(arch)
     found = specs(arch, module, folder, formats)
-    for x in real_inputs(arch, digits):
+    xs = real_inputs(arch, 4 * digits)
+    top = np.sort(torch64(module, xs), axis=1)
+    xs = xs[top[:, -1] > top[:, -2]][:digits]
+    assert len(xs), f"{arch}: every digit's prediction ties"
+    for x in xs:
         expected = brute_force_cells(arch, module, x, cell)
         got = {fmt: stress_optimum(spec, x, cell) for fmt, spec in found.items()}
         assert set(got.values()) == {expected}, (arch, got, expected)
@@ -115,7 +121,9 @@ def vnnlib_box(x: np.ndarray, label: int, n_out: int, eps: float) -> str:
     return "\n".join(lines) + "\n"
 
 
-def check_verify(arch: Arch, folder, formats, eps_answers: dict[float, str]) -> None:
+def check_verify(arch: Arch, folder, formats, eps_answers: dict[float, str | None]) -> None:
+    """The answer on the box of each ``eps`` around a digit, the same in every format and
+    decided: the expected one, or either (None) where no answer is known beforehand."""
     module = build(arch)
     found = specs(arch, module, folder, formats)
     x = real_inputs(arch, 1)[0]
@@ -125,7 +133,8 @@ def check_verify(arch: Arch, folder, formats, eps_answers: dict[float, str]) -> 
         path.write_text(vnnlib_box(x, label, 10, eps))
         answers = {fmt: verify_files(load_instance_model(spec), path, time_limit=60)[0].answer
                    for fmt, spec in found.items()}
-        assert set(answers.values()) == {expected}, (arch, eps, answers)
+        decided = {expected} if expected else {"sat", "unsat"}
+        assert len(set(answers.values())) == 1 and set(answers.values()) <= decided, (arch, eps, answers)
 
 
 def test_verify_gives_one_answer_in_every_format(tmp_path, monkeypatch):
@@ -187,12 +196,13 @@ def test_stress_on_cnns_equals_a_brute_force(arch, tmp_path, monkeypatch):
 @pytest.mark.parametrize("arch", [TINY, *CNNS], ids=lambda a: f"{a.family}{a.seed}")
 def test_verify_on_every_format_including_pt2(arch, tmp_path, monkeypatch):
     monkeypatch.syspath_prepend(str(tmp_path))
-    check_verify(arch, tmp_path, ("onnx13", "factory", "pt2"), {0.002: "unsat", 0.4: "sat"})
+    check_verify(arch, tmp_path, ("onnx13", "factory", "pt2"), {0.0: "unsat", 0.002: None, 0.4: "sat"})
 
 
 @pytest.mark.slow
 @pytest.mark.parametrize("family, seed", list(itertools.product(("mlp", "cnn"), range(3))))
 def test_stress_on_drawn_nets(family, seed, tmp_path, monkeypatch):
     monkeypatch.syspath_prepend(str(tmp_path))
-    arch = draw(family, seed, train=150, channels=2, hidden=6)
+    arch = draw(family, seed, train=150, channels=2, hidden=6, logit_relu=False)  # (ReLU'd logits: TINY;
+    # trained briefly, mlp 0 with them scores 0 for every class on every digit)
     check_stress(arch, tmp_path, ("onnx17", "factory"), digits=2, cell=7)
