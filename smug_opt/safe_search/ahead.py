@@ -12,7 +12,7 @@ come). When the solve ends the process is ended and the rounds finished are take
 (:meth:`CutsAhead.collect`: by the parts' fingerprints, so only where certification
 searches the same problem); a search on such a
 part takes them at its root (:class:`~smug_opt.safe_search.search.Settings`'
-``highs_cuts_after`` becomes 0). Every cut was proven by a single row of the part, as
+``highs_cuts_after`` becomes 0). Every cut was proven by the part's rows (one row, or probing), as
 before: only when the search gets them depends on the machine, never what it proves.
 """
 

@@ -4,7 +4,9 @@ HiGHS's MIP root separates cuts (lifted knapsack covers, c-MIR, ...) that lift t
 bound well past the cover cuts of :mod:`~smug_opt.safe_search.covers`; its cut pool is read
 by callback (:func:`highs_root_cuts`). HiGHS's word is never taken: a cut ``π·x >= π₀``
 enters the search's LP only with the right-hand side :func:`row_minimum` proves, a rigorous
-lower bound on ``min π·x`` over the binary points satisfying a single row of the problem.
+lower bound on ``min π·x`` over the binary points satisfying a single row of the problem,
+or, for a cut over a few columns that no single row proves, when probing its support
+against all the rows proves it (:mod:`~smug_opt.safe_search.probed_cuts`).
 
 **Rounds** (:func:`proven_root_cuts`): HiGHS's root again on the problem with the cuts
 proven so far as rows separates more cuts on top of them (the headline instance's part:
@@ -31,6 +33,8 @@ from smug_opt.console import silenced_stdout
 from smug_opt.exact import dot_error_bound
 from smug_opt.ir import Problem
 from smug_opt.safe_search.covers import Cut, KnapsackRow, knapsack_rows
+from smug_opt.safe_search.probed_cuts import probed_cuts
+from smug_opt.safe_search.propagation import RowPropagator
 from smug_opt.safe_search.relaxation import problem_lp
 from smug_opt.strengthen.rows import pattern_bits
 
@@ -165,6 +169,8 @@ def root_cut_rounds(problem: Problem, seconds: float, rounds: int) -> Iterator[R
     ``seconds`` have passed (a root cut short by its time limit is never ``final``)."""
     deadline = time.monotonic() + seconds
     rows = knapsack_rows(problem)
+    propagator = RowPropagator(rows)
+    lb, ub = np.asarray(problem.lb, dtype=np.float64), np.asarray(problem.ub, dtype=np.float64)
     cuts: list[Cut] = []
     known: set[tuple[bytes, bytes]] = set()
     for _ in range(rounds):
@@ -172,7 +178,10 @@ def root_cut_rounds(problem: Problem, seconds: float, rounds: int) -> Iterator[R
         if left <= 0:
             return
         pool, finished = highs_root_pool(_with_rows(problem, cuts), left)
-        new = [c for c in verified_cuts(pool, rows) if _key(c) not in known]
+        proven = verified_cuts(pool, rows)
+        by_row = {_key(c) for c in proven}
+        proven += probed_cuts([c for c in pool if _key(c) not in by_row], propagator, lb, ub, deadline)
+        new = [c for c in proven if _key(c) not in known]
         if not new:
             if finished:
                 yield Round(cuts, final=True)
