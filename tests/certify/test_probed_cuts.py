@@ -15,7 +15,7 @@ from smug_opt import Problem
 from smug_opt.safe_search.covers import Cut, knapsack_rows
 from smug_opt.safe_search.probed_cuts import probed_cuts
 from smug_opt.safe_search.propagation import RowPropagator
-from smug_opt.safe_search.verified_cuts import verified_cuts
+from smug_opt.safe_search.verified_cuts import highs_root_pool, verified_cuts
 from smug_opt.verification import decide_rows
 
 
@@ -87,3 +87,15 @@ def test_probing_proves_cuts_no_single_row_proves() -> None:
         invalid += sum(not _holds_everywhere(c, feasible) for c in cuts)
         assert all(_holds_everywhere(c, feasible) for c in kept)
     assert beyond_rows >= 3 and invalid >= 20, (beyond_rows, invalid)
+
+
+def test_highs_gives_its_cut_pool_when_its_root_reaches_the_optimum() -> None:
+    """On this covering knapsack (11 rows, 19 binaries, ``min Σ x``) HiGHS's root rounds its
+    bound up to a rounding heuristic's solution and ends without reading out its cut pool
+    under its default gaps and the integral objective (measured: no callback); the pool
+    is read all the same."""
+    rng = np.random.default_rng(4)
+    A = rng.uniform(0, 1, (11, 19)) * (rng.uniform(0, 1, (11, 19)) < 0.6)
+    p = Problem.from_arrays(A, ">=", A.sum(axis=1) * rng.uniform(0.4, 0.7, 11))
+    pool, finished = highs_root_pool(p, 30.0)
+    assert finished and pool
