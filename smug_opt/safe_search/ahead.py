@@ -130,4 +130,7 @@ def cuts_ahead(problem: Problem, deadline: Deadline, memory_limit_mb: float | No
         import highspy  # noqa: F401
     except ImportError:
         return None
-    return CutsAhead(problem, deadline, limit_mb=memory_limit_mb)
+    try:
+        return CutsAhead(problem, deadline, limit_mb=memory_limit_mb)
+    except OSError:  # the helper did not start, or died before it read the problem: no cuts ahead
+        return None

@@ -28,7 +28,7 @@ from smug_opt.safe_search.verified_cuts import (
     remembered,
     root_cut_rounds,
 )
-from smug_opt.spawn import spawn
+from smug_opt.spawn import Child, kill_group, spawn
 from smug_opt.verification import decide_rows
 
 pytest.importorskip("highspy")
@@ -191,6 +191,25 @@ def test_cuts_ahead_keeps_to_the_memory_budget_it_is_given() -> None:
     assert helper is not None and helper.child is not None
     assert helper.child.proc.wait(timeout=60) == 3
     helper.close()
+
+
+def test_a_helper_dead_before_it_reads_the_problem_leaves_certification_without_cuts_ahead(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """The helper is optional: one that dies at once (here killed before it is sent the
+    problem, so the send meets a closed socket) gives no cuts ahead instead of failing the
+    certified solve."""
+    started = []
+
+    def dead_on_arrival(module: str) -> Child:
+        child = spawn(module)
+        kill_group(child.proc)
+        child.proc.wait()
+        started.append(child)
+        return child
+
+    monkeypatch.setattr(ahead, "spawn", dead_on_arrival)
+    assert cuts_ahead(_knapsacks(7, n=120, rows=40), Deadline.after(60.0), None) is None
+    assert len(started) == 1 and started[0].proc.returncode is not None
 
 
 @pytest.mark.slow
