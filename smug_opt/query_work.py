@@ -58,8 +58,10 @@ class Work:
         return Work(max(1, self.domains // parts), -(-self.milp_nodes // parts), relu)
 
     def describe(self) -> str:
-        """For progress lines: ``2048 domains and 500 MILP nodes per query``."""
-        return f"{self.domains} domains and {self.milp_nodes} MILP nodes per query"
+        """For progress lines: ``2048 domains (1048576 domains x ReLUs) and 500 MILP nodes per
+        query``."""
+        cap = "" if self.relu_domains is None else f" ({self.relu_domains} domains x ReLUs)"
+        return f"{self.domains} domains{cap} and {self.milp_nodes} MILP nodes per query"
 
     def solver_extras(self, backend: str | BackendChoice) -> dict[str, Any]:
         """The solve's ``extras`` that hold the MILP to :attr:`milp_nodes` on ``backend``
