@@ -2,7 +2,7 @@
 
 HiGHS's MIP root separates cuts (lifted knapsack covers, c-MIR, ...) that lift the LP
 bound well past the cover cuts of :mod:`~smug_opt.safe_search.covers`; its cut pool is read
-by callback (:func:`highs_root_cuts`). HiGHS's word is never taken: a cut ``π·x >= π₀``
+by callback (:func:`highs_root_pool`). HiGHS's word is never taken: a cut ``π·x >= π₀``
 enters the search's LP only with the right-hand side :func:`row_minimum` proves, a rigorous
 lower bound on ``min π·x`` over the binary points satisfying a single row of the problem,
 or, for a cut over a few columns that no single row proves, when probing its support
@@ -38,7 +38,7 @@ from smug_opt.safe_search.propagation import RowPropagator
 from smug_opt.safe_search.relaxation import problem_lp
 from smug_opt.strengthen.rows import pattern_bits
 
-__all__ = ["MAX_SHARED", "Round", "fingerprint", "highs_root_cuts", "proven_root_cuts", "remember",
+__all__ = ["MAX_SHARED", "Round", "fingerprint", "highs_root_pool", "proven_root_cuts", "remember",
            "remembered", "root_cut_rounds", "row_minimum", "verified_cuts"]
 
 MAX_SHARED = 24
@@ -205,16 +205,12 @@ def _with_rows(problem: Problem, cuts: list[Cut]) -> Problem:
     return problem.with_constraints(block, [">="] * len(cuts), np.array([c.rhs for c in cuts]))
 
 
-def highs_root_cuts(problem: Problem, seconds: float) -> list[Cut]:
+def highs_root_pool(problem: Problem, seconds: float) -> tuple[list[Cut], bool]:
     """The cuts over binaries only in HiGHS's cut pool after its MIP root on ``problem``
     (strict rows as non-strict), as ``coefs·x >= rhs`` (unverified: see :func:`verified_cuts`,
-    whose :func:`row_minimum` takes every column of a cut to be binary)."""
-    return highs_root_pool(problem, seconds)[0]
-
-
-def highs_root_pool(problem: Problem, seconds: float) -> tuple[list[Cut], bool]:
-    """:func:`highs_root_cuts`, and whether HiGHS finished its root (or the whole MIP), not
-    stopped by its time limit (or anything else) before its separation was done."""
+    whose :func:`row_minimum` takes every column of a cut to be binary), and whether HiGHS
+    finished its root (or the whole MIP), not stopped by its time limit (or anything else)
+    before its separation was done."""
     import highspy
 
     lp = problem_lp(problem)

@@ -25,7 +25,7 @@ from smug_opt.safe_search.covers import Cut, KnapsackRow, knapsack_rows
 from smug_opt.safe_search.propagation import DualProofs, RowPropagator, propagate
 from smug_opt.safe_search.prove import prove_optimum
 from smug_opt.safe_search.relaxation import Relaxation
-from smug_opt.safe_search.verified_cuts import highs_root_cuts, proven_root_cuts, row_minimum, verified_cuts
+from smug_opt.safe_search.verified_cuts import highs_root_pool, proven_root_cuts, row_minimum, verified_cuts
 from smug_opt.testing.brute_force import brute_force
 from smug_opt.verification import decide_rows, verify
 
@@ -185,7 +185,7 @@ def _holds_at(cut: Cut, points: np.ndarray) -> bool:
 @given(problem=covering_knapsacks())
 def test_every_verified_highs_cut_holds_at_every_feasible_point(problem: Problem) -> None:
     feasible = _feasible(problem)
-    for cut in verified_cuts(highs_root_cuts(problem, 30.0), knapsack_rows(problem)):
+    for cut in verified_cuts(highs_root_pool(problem, 30.0)[0], knapsack_rows(problem)):
         assert _holds_at(cut, feasible), cut
 
 
@@ -228,7 +228,7 @@ def test_a_cut_over_a_continuous_column_is_never_taken() -> None:
     b.add_constraints(A, columns, ">=", np.abs(A).sum(axis=1) * rng.uniform(0.3, 0.6, 6))
     b.set_objective(columns, np.concatenate([np.ones(10), rng.uniform(0.1, 1, 2)]))
     p = b.build()
-    pool = highs_root_cuts(p, 30.0)
+    pool = highs_root_pool(p, 30.0)[0]
     assert pool and all(p.binary[cut.cols].all() for cut in pool)
 
 
@@ -241,7 +241,7 @@ def test_proven_root_cuts_are_computed_once_for_the_same_problem() -> None:
     p = Problem.from_arrays(A, ">=", rhs)
     first = proven_root_cuts(p, 30.0)
     assert first and proven_root_cuts(p, 30.0) is first
-    again = verified_cuts(highs_root_cuts(p, 30.0), knapsack_rows(p))
+    again = verified_cuts(highs_root_pool(p, 30.0)[0], knapsack_rows(p))
     assert [c.rhs for c in first[:len(again)]] == [c.rhs for c in again]  # the first round's
     assert proven_root_cuts(Problem.from_arrays(A, ">=", rhs.copy()), 30.0) is first
     assert proven_root_cuts(Problem.from_arrays(A, ">=", rhs * 0.9), 30.0) is not first
@@ -254,7 +254,7 @@ def test_highs_separates_cuts_the_rows_prove_on_covering_knapsacks() -> None:
         rng = np.random.default_rng(seed)
         A = rng.uniform(0, 1, (8, 16)) * (rng.uniform(0, 1, (8, 16)) < 0.6)
         p = Problem.from_arrays(A, ">=", A.sum(axis=1) * rng.uniform(0.4, 0.7, 8))
-        cuts = highs_root_cuts(p, 30.0)
+        cuts = highs_root_pool(p, 30.0)[0]
         pool, proven = pool + len(cuts), proven + len(verified_cuts(cuts, knapsack_rows(p)))
     assert pool >= 10 and proven >= pool // 2, (pool, proven)
 
